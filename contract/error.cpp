@@ -1,0 +1,49 @@
+#include "neat/contract/error.hpp"
+
+namespace neat {
+
+std::string_view to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::InvalidArgument: return "invalid_argument";
+    case ErrorCode::OutOfRange: return "out_of_range";
+    case ErrorCode::FailedPrecondition: return "failed_precondition";
+    case ErrorCode::Unimplemented: return "unimplemented";
+    case ErrorCode::ResourceExhausted: return "resource_exhausted";
+    case ErrorCode::Internal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Error::to_string() const {
+  std::string out(neat::to_string(code_));
+  out += ": ";
+  out += message_;
+  return out;
+}
+
+Error Error::with_context(std::string_view context) const {
+  std::string m(context);
+  m += ": ";
+  m += message_;
+  return Error(code_, std::move(m));
+}
+
+BadResultAccess::BadResultAccess(Error error)
+    : error_(std::move(error)), what_("neat::Result holds an error: " + error_.to_string()) {}
+
+Error invalid_argument(std::string message) {
+  return Error(ErrorCode::InvalidArgument, std::move(message));
+}
+Error out_of_range(std::string message) { return Error(ErrorCode::OutOfRange, std::move(message)); }
+Error failed_precondition(std::string message) {
+  return Error(ErrorCode::FailedPrecondition, std::move(message));
+}
+Error unimplemented(std::string message) {
+  return Error(ErrorCode::Unimplemented, std::move(message));
+}
+Error resource_exhausted(std::string message) {
+  return Error(ErrorCode::ResourceExhausted, std::move(message));
+}
+Error internal_error(std::string message) { return Error(ErrorCode::Internal, std::move(message)); }
+
+}  // namespace neat

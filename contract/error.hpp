@@ -1,0 +1,152 @@
+// Errors as typed values: one error type with a stable code and a message that
+// names what was wrong and where, and Result<T>, the return type of every
+// fallible NeatTensor operation (std::expected in spirit; C++20 has none).
+//
+// Ownership: Error and Result are plain values. Threading: no shared state.
+#pragma once
+
+#include <cstdint>
+#include <new>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace neat {
+
+/// Stable error codes. Their numeric values never change.
+enum class ErrorCode : std::uint8_t {
+  InvalidArgument = 1,     ///< the caller passed something malformed
+  OutOfRange = 2,          ///< an index, extent or byte range lies outside what exists
+  FailedPrecondition = 3,  ///< well-formed, but not allowed in the current state
+  Unimplemented = 4,       ///< a valid request this build cannot serve
+  ResourceExhausted = 5,   ///< memory or another resource could not be obtained
+  Internal = 6,            ///< a NeatTensor bug: please report it
+};
+
+/// Stable lowercase name of a code, e.g. "invalid_argument".
+std::string_view to_string(ErrorCode code) noexcept;
+
+/// A typed error. The message says what was wrong, where, and when it helps,
+/// what would fix it.
+class Error {
+ public:
+  Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  ErrorCode code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+  /// "<code>: <message>", for logs.
+  std::string to_string() const;
+
+  /// Returns a copy with `context` prepended ("context: message").
+  Error with_context(std::string_view context) const;
+
+ private:
+  ErrorCode code_;
+  std::string message_;
+};
+
+/// Thrown only by Result::value() on a Result that holds an error (a caller bug
+/// to check). NeatTensor itself never throws across its API.
+class BadResultAccess : public std::exception {
+ public:
+  explicit BadResultAccess(Error error);
+  const char* what() const noexcept override { return what_.c_str(); }
+  const Error& error() const noexcept { return error_; }
+
+ private:
+  Error error_;
+  std::string what_;
+};
+
+/// Either a T or an Error. Check with ok() / operator bool before value().
+template <class T>
+class [[nodiscard]] Result {
+  static_assert(!std::is_same_v<std::remove_cv_t<T>, Error>, "Result<Error> is not meaningful");
+
+ public:
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+
+  bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  T& value() & {
+    check();
+    return *std::get_if<0>(&v_);
+  }
+  const T& value() const& {
+    check();
+    return *std::get_if<0>(&v_);
+  }
+  T&& value() && {
+    check();
+    return std::move(*std::get_if<0>(&v_));
+  }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  /// The error; only meaningful when !ok().
+  const Error& error() const& { return *std::get_if<1>(&v_); }
+  Error&& error() && { return std::move(*std::get_if<1>(&v_)); }
+
+ private:
+  void check() const {
+    if (!ok()) throw BadResultAccess(*std::get_if<1>(&v_));
+  }
+  std::variant<T, Error> v_;
+};
+
+/// Result of an operation with no value.
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error)), has_error_(true) {}  // NOLINT
+
+  bool ok() const noexcept { return !has_error_; }
+  explicit operator bool() const noexcept { return ok(); }
+  void value() const {
+    if (has_error_) throw BadResultAccess(error_);
+  }
+  const Error& error() const& { return error_; }
+  Error&& error() && { return std::move(error_); }
+
+ private:
+  Error error_{ErrorCode::Internal, {}};
+  bool has_error_ = false;
+};
+
+using Status = Result<void>;
+
+/// Convenience constructors.
+Error invalid_argument(std::string message);
+Error out_of_range(std::string message);
+Error failed_precondition(std::string message);
+Error unimplemented(std::string message);
+Error resource_exhausted(std::string message);
+Error internal_error(std::string message);
+
+}  // namespace neat
+
+/// Propagates an error from a Status-returning expression.
+#define NEAT_RETURN_IF_ERROR(expr)                         \
+  do {                                                     \
+    if (auto neat_status_ = (expr); !neat_status_.ok()) {  \
+      return std::move(neat_status_).error();              \
+    }                                                      \
+  } while (false)
+
+#define NEAT_CONCAT_INNER_(a, b) a##b
+#define NEAT_CONCAT_(a, b) NEAT_CONCAT_INNER_(a, b)
+/// `NEAT_ASSIGN_OR_RETURN(auto x, make_x());` assigns the value or returns the error.
+#define NEAT_ASSIGN_OR_RETURN(lhs, expr) \
+  NEAT_ASSIGN_OR_RETURN_IMPL_(NEAT_CONCAT_(neat_result_, __LINE__), lhs, expr)
+#define NEAT_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  if (!tmp.ok()) return std::move(tmp).error();     \
+  lhs = std::move(tmp).value()

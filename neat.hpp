@@ -1,0 +1,26 @@
+// The NeatTensor umbrella header: everything a pipeline user needs, in one
+// include. Installed as <neat/neat.hpp>.
+#pragma once
+
+#include "neat/contract/allocator.hpp"
+#include "neat/contract/conversion.hpp"
+#include "neat/contract/copy_gate.hpp"
+#include "neat/contract/device.hpp"
+#include "neat/contract/dims.hpp"
+#include "neat/contract/dtype.hpp"
+#include "neat/contract/error.hpp"
+#include "neat/contract/image.hpp"
+#include "neat/contract/layout_check.hpp"
+#include "neat/contract/mapping.hpp"
+#include "neat/contract/neat_tensor.hpp"
+#include "neat/contract/storage.hpp"
+#include "neat/policy/gate.hpp"
+#include "neat/policy/implicit.hpp"
+#include "neat/policy/policy.hpp"
+#include "neat/storage/cv_mat.hpp"
+#include "neat/storage/external.hpp"
+#include "neat/storage/heap.hpp"
+#include "neat/telemetry/context.hpp"
+#include "neat/telemetry/counters.hpp"
+#include "neat/telemetry/event.hpp"
+#include "neat/telemetry/sink.hpp"

@@ -1,0 +1,86 @@
+#include "neat/policy/gate.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "neat/policy/policy.hpp"
+#include "neat/telemetry/context.hpp"
+#include "neat/telemetry/counters.hpp"
+#include "neat/telemetry/sink.hpp"
+
+namespace neat {
+
+namespace {
+
+std::string place(const CopyRequest& r, const ConversionContext& c) {
+  std::string s;
+  if (!r.operation.empty()) s += std::string(r.operation) + " ";
+  s += "at ";
+  s += r.where.file_name();
+  s += ':';
+  s += std::to_string(r.where.line());
+  if (!c.graph.empty()) s += ", graph '" + std::string(c.graph) + "'";
+  if (!c.stage.empty()) s += ", stage '" + std::string(c.stage) + "'";
+  if (!c.edge.empty()) s += ", edge '" + std::string(c.edge) + "'";
+  if (c.frame >= 0) s += ", frame " + std::to_string(c.frame);
+  return s;
+}
+
+}  // namespace
+
+Result<ConversionPolicy> PolicyGate::admit(const CopyRequest& request) {
+  const ConversionPolicy policy = effective_policy(request.policy);
+  if (request.explicit_call || policy != ConversionPolicy::Strict) return policy;
+  conversion_counters().add_refused(request.kind, request.reason);
+  const ConversionContext& c = current_context();
+  std::string msg = "Strict policy refused an implicit " + std::string(to_string(request.kind)) +
+                    " (" + std::string(to_string(request.reason)) + ") in " + place(request, c) +
+                    ": it would copy " + std::to_string(request.bytes) + " bytes from " +
+                    request.source.to_string() + " to " + request.destination.to_string() + ".";
+  if (!request.fix.empty()) msg += " Fix: " + std::string(request.fix) + ".";
+  msg +=
+      " Or allow it and have it traced: NEAT_POLICY=trace, neat::ScopedPolicy, or a per-call "
+      "policy.";
+  return failed_precondition(std::move(msg));
+}
+
+void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,
+                        const CopyOutcome& outcome) noexcept {
+  conversion_counters().add(request.kind, request.reason, request.explicit_call,
+                            outcome.bytes_written, outcome.duration_ns);
+  const bool loud = request.reason == ConversionReason::DonationRefused;
+  const bool traced = request.explicit_call || loud || policy == ConversionPolicy::AllowWithTrace;
+  if (!traced || event_sink_count() == 0) return;
+  const ConversionContext& c = current_context();
+  ConversionEvent e;
+  e.kind = request.kind;
+  e.reason = request.reason;
+  e.explicit_call = request.explicit_call;
+  e.loud = loud;
+  e.policy = policy;
+  e.bytes_read = outcome.bytes_read;
+  e.bytes_written = outcome.bytes_written;
+  e.duration_ns = outcome.duration_ns;
+  e.timestamp_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  e.thread_id = current_thread_number();
+  e.source = request.source;
+  e.destination = request.destination;
+  e.operation = request.operation;
+  e.where = request.where;
+  e.graph = c.graph;
+  e.stage = c.stage;
+  e.edge = c.edge;
+  e.frame = c.frame;
+  emit_event(e);
+}
+
+PolicyGate& policy_gate() noexcept {
+  static PolicyGate gate;
+  return gate;
+}
+
+CopyGate& default_copy_gate() noexcept { return policy_gate(); }
+
+}  // namespace neat

@@ -1,0 +1,247 @@
+#include "neat/storage/heap.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace neat {
+
+namespace {
+
+constexpr std::int64_t kAlign = 64;
+constexpr std::int64_t kPage = 4096;
+constexpr std::int64_t kMmapThreshold = 256 * 1024;
+
+std::int64_t rounded_capacity(std::int64_t bytes) {
+  const std::int64_t unit = bytes >= kPage ? kPage : kAlign;
+  const std::int64_t b = bytes == 0 ? unit : bytes;
+  return (b + unit - 1) / unit * unit;
+}
+
+// Fresh memory; `zeroed` reports whether it is known to be zero already.
+std::byte* system_alloc(std::int64_t capacity, bool* zeroed) {
+  if (capacity >= kMmapThreshold) {
+    void* p = ::mmap(nullptr, static_cast<std::size_t>(capacity), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *zeroed = true;
+    return p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
+  }
+  void* p = nullptr;
+  *zeroed = false;
+  if (::posix_memalign(&p, kAlign, static_cast<std::size_t>(capacity)) != 0) return nullptr;
+  return static_cast<std::byte*>(p);
+}
+
+void system_free(std::byte* p, std::int64_t capacity) {
+  if (capacity >= kMmapThreshold) {
+    ::munmap(p, static_cast<std::size_t>(capacity));
+  } else {
+    std::free(p);
+  }
+}
+
+}  // namespace
+
+struct HeapPool::State {
+  explicit State(HeapPoolConfig c) : config(c) {
+    free_buffers.reserve(static_cast<std::size_t>(c.max_cached_buffers));
+  }
+  ~State() {
+    for (auto& b : free_buffers) system_free(b.ptr, b.capacity);
+    for (void* p : free_blocks) ::operator delete(p);
+  }
+
+  struct Buffer {
+    std::byte* ptr;
+    std::int64_t capacity;
+  };
+
+  // Called by HeapStorage's destructor.
+  void release(std::byte* p, std::int64_t capacity) noexcept {
+    std::unique_lock lock(mutex);
+    in_use_buffers -= 1;
+    in_use_bytes -= capacity;
+    if (static_cast<int>(free_buffers.size()) < config.max_cached_buffers &&
+        cached_bytes + capacity <= config.max_cached_bytes) {
+      free_buffers.push_back(Buffer{p, capacity});  // no allocation: capacity reserved
+      cached_bytes += capacity;
+      return;
+    }
+    evictions += 1;
+    lock.unlock();
+    system_free(p, capacity);
+  }
+
+  // Storage-object blocks (the shared_ptr control block with the HeapStorage in it).
+  void* take_block(std::size_t size) {
+    {
+      std::lock_guard lock(mutex);
+      if (size == block_size && !free_blocks.empty()) {
+        void* p = free_blocks.back();
+        free_blocks.pop_back();
+        return p;
+      }
+    }
+    return ::operator new(size);
+  }
+  void give_block(void* p, std::size_t size) noexcept {
+    {
+      std::lock_guard lock(mutex);
+      if (block_size == 0) block_size = size;
+      if (size == block_size && free_blocks.size() < free_blocks.capacity()) {
+        free_blocks.push_back(p);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+  HeapPoolConfig config;
+  mutable std::mutex mutex;
+  std::vector<Buffer> free_buffers;
+  std::vector<void*> free_blocks;
+  std::size_t block_size = 0;
+  std::int64_t cached_bytes = 0;
+  std::int64_t in_use_buffers = 0;
+  std::int64_t in_use_bytes = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t evictions = 0;
+};
+
+namespace {
+
+class HeapStorage final : public Storage {
+ public:
+  HeapStorage(std::shared_ptr<HeapPool::State> pool, std::byte* p, std::int64_t bytes,
+              std::int64_t capacity) noexcept
+      : Storage(StorageKind::Heap, kCpu, bytes, false, p),
+        pool_(std::move(pool)),
+        ptr_(p),
+        capacity_(capacity) {}
+  ~HeapStorage() override { pool_->release(ptr_, capacity_); }
+
+ private:
+  std::shared_ptr<HeapPool::State> pool_;
+  std::byte* ptr_;
+  std::int64_t capacity_;
+};
+
+// Recycles the single allocation std::allocate_shared makes for a HeapStorage.
+// It owns a reference to the pool state: the control block is deallocated
+// after the HeapStorage (and its own reference) is gone.
+template <class T>
+struct BlockAllocator {
+  using value_type = T;
+  explicit BlockAllocator(std::shared_ptr<HeapPool::State> s) noexcept : state(std::move(s)) {}
+  template <class U>
+  BlockAllocator(const BlockAllocator<U>& o) noexcept : state(o.state) {}  // NOLINT
+  T* allocate(std::size_t n) { return static_cast<T*>(state->take_block(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { state->give_block(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const BlockAllocator<U>& o) const noexcept {
+    return state == o.state;
+  }
+  std::shared_ptr<HeapPool::State> state;
+};
+
+}  // namespace
+
+std::shared_ptr<HeapPool> HeapPool::create(HeapPoolConfig config) {
+  if (config.max_cached_buffers < 0) config.max_cached_buffers = 0;
+  if (config.max_cached_bytes < 0) config.max_cached_bytes = 0;
+  auto state = std::make_shared<State>(config);
+  state->free_blocks.reserve(static_cast<std::size_t>(config.max_cached_buffers) + 16);
+  return std::shared_ptr<HeapPool>(new HeapPool(std::move(state)));
+}
+
+HeapPool::HeapPool(std::shared_ptr<State> state) : state_(std::move(state)) {}
+HeapPool::~HeapPool() = default;
+
+Result<std::shared_ptr<Storage>> HeapPool::allocate(const AllocRequest& request) {
+  if (request.bytes < 0) {
+    return invalid_argument("heap allocation of " + std::to_string(request.bytes) +
+                            " bytes: the size is negative");
+  }
+  if (request.bytes > kMaxHeapAllocation) {
+    return resource_exhausted("heap allocation of " + std::to_string(request.bytes) +
+                              " bytes refused: above the " + std::to_string(kMaxHeapAllocation) +
+                              "-byte limit");
+  }
+  const std::int64_t capacity = rounded_capacity(request.bytes);
+  std::byte* p = nullptr;
+  bool zeroed = false;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto& fb = state_->free_buffers;
+    for (std::size_t i = 0; i < fb.size(); ++i) {
+      if (fb[i].capacity == capacity) {
+        p = fb[i].ptr;
+        fb[i] = fb.back();
+        fb.pop_back();
+        state_->cached_bytes -= capacity;
+        state_->hits += 1;
+        break;
+      }
+    }
+    if (p == nullptr) state_->misses += 1;
+    state_->in_use_buffers += 1;
+    state_->in_use_bytes += capacity;
+  }
+  if (p == nullptr) {
+    p = system_alloc(capacity, &zeroed);
+    if (p == nullptr) {
+      std::lock_guard lock(state_->mutex);
+      state_->in_use_buffers -= 1;
+      state_->in_use_bytes -= capacity;
+      return resource_exhausted("heap allocation of " + std::to_string(request.bytes) +
+                                " bytes failed: the system is out of memory");
+    }
+  }
+  if (request.zero_fill && !zeroed) std::memset(p, 0, static_cast<std::size_t>(request.bytes));
+  try {
+    return std::shared_ptr<Storage>(std::allocate_shared<HeapStorage>(
+        BlockAllocator<HeapStorage>(state_), state_, p, request.bytes, capacity));
+  } catch (const std::bad_alloc&) {
+    state_->release(p, capacity);
+    return resource_exhausted("heap allocation of the storage object failed");
+  }
+}
+
+HeapPoolStats HeapPool::stats() const {
+  std::lock_guard lock(state_->mutex);
+  HeapPoolStats s;
+  s.hits = state_->hits;
+  s.misses = state_->misses;
+  s.evictions = state_->evictions;
+  s.in_use_buffers = state_->in_use_buffers;
+  s.in_use_bytes = state_->in_use_bytes;
+  s.cached_buffers = static_cast<std::int64_t>(state_->free_buffers.size());
+  s.cached_bytes = state_->cached_bytes;
+  return s;
+}
+
+void HeapPool::trim() {
+  std::vector<State::Buffer> drop;
+  {
+    std::lock_guard lock(state_->mutex);
+    drop.swap(state_->free_buffers);
+    state_->free_buffers.reserve(static_cast<std::size_t>(state_->config.max_cached_buffers));
+    state_->cached_bytes = 0;
+  }
+  for (auto& b : drop) system_free(b.ptr, b.capacity);
+}
+
+HeapPool& default_heap_pool() noexcept {
+  static const std::shared_ptr<HeapPool> pool = HeapPool::create();
+  return *pool;
+}
+
+StorageAllocator& default_allocator() noexcept { return default_heap_pool(); }
+
+}  // namespace neat

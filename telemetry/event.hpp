@@ -1,0 +1,62 @@
+// ConversionEvent: the record of one pack, convert or transfer (and of every
+// copying make_writable() and clone()): kind, typed reason, bytes, duration,
+// source and destination, explicit or implicit, the policy in force, the call
+// site, and the graph / stage / edge / frame context.
+//
+// Ownership: string_views in an event point at static strings or at names
+// owned by whoever set the context; they are valid during the sink callback
+// only. Sinks that keep events copy them (see OwnedEvent).
+// Threading: plain values.
+#pragma once
+
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <string_view>
+
+#include "neat/contract/copy_gate.hpp"
+
+namespace neat {
+
+struct ConversionEvent {
+  ConversionKind kind = ConversionKind::Pack;
+  ConversionReason reason = ConversionReason::UserRequest;
+  bool explicit_call = true;
+  bool loud = false;  ///< recorded regardless of policy (a refused must-donate)
+  ConversionPolicy policy = ConversionPolicy::Strict;
+  std::int64_t bytes_read = 0;
+  std::int64_t bytes_written = 0;
+  std::int64_t duration_ns = 0;
+  std::int64_t timestamp_ns = 0;  ///< system clock, ns since the Unix epoch, at the end
+  std::uint64_t thread_id = 0;    ///< a stable per-thread number (1, 2, ...)
+  TensorDescription source;
+  TensorDescription destination;
+  std::string_view operation;  ///< "clone", "contiguous", "make_writable", ...
+  std::source_location where;
+  std::string_view graph;
+  std::string_view stage;
+  std::string_view edge;
+  std::int64_t frame = -1;
+};
+
+/// An event with its strings copied, for sinks that keep events.
+struct OwnedEvent {
+  ConversionEvent event;  ///< string_views below point into this object's strings
+  std::string operation, file, function, graph, stage, edge;
+  int line = 0;
+
+  explicit OwnedEvent(const ConversionEvent& e);
+  OwnedEvent(const OwnedEvent& other);
+  OwnedEvent& operator=(const OwnedEvent& other);
+
+ private:
+  void rebind() noexcept;
+};
+
+/// "pack (not_writable) 6220800 B in make_writable at demo.cpp:42: u8 [...] -> u8 [...]".
+std::string to_string(const ConversionEvent& e);
+
+/// A small per-thread number for traces (1 for the first thread that asks, ...).
+std::uint64_t current_thread_number() noexcept;
+
+}  // namespace neat
