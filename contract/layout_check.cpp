@@ -5,21 +5,24 @@
 namespace neat {
 
 namespace {
-std::string prefix(std::string_view what) {
-  std::string s(what.empty() ? std::string_view("tensor") : what);
+// "what: " (or nothing for an empty name: the caller adds its own context).
+std::string lead(std::string_view what) {
+  if (what.empty()) return {};
+  std::string s(what);
+  s += ": ";
   return s;
 }
 }  // namespace
 
 Status check_shape(DimsRef shape, std::string_view what) {
   if (shape.size() > static_cast<std::size_t>(kMaxRank)) {
-    return invalid_argument(prefix(what) + ": rank " + std::to_string(shape.size()) +
+    return invalid_argument(lead(what) + "rank " + std::to_string(shape.size()) +
                             " is above the maximum rank " + std::to_string(kMaxRank) +
                             " (shape " + dims_to_string(shape) + ")");
   }
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
-      return invalid_argument(prefix(what) + ": shape[" + std::to_string(i) + "] = " +
+      return invalid_argument(lead(what) + "shape[" + std::to_string(i) + "] = " +
                               std::to_string(shape[i]) + " is negative (shape " +
                               dims_to_string(shape) + "); extents must be >= 0");
     }
@@ -31,7 +34,7 @@ Result<ByteSpan> addressed_bytes(DType dtype, DimsRef shape, DimsRef strides,
                                  std::int64_t byte_offset, std::string_view what) {
   NEAT_RETURN_IF_ERROR(check_shape(shape, what));
   if (strides.size() != shape.size()) {
-    return invalid_argument(prefix(what) + ": " + std::to_string(strides.size()) +
+    return invalid_argument(lead(what) + "" + std::to_string(strides.size()) +
                             " strides given for rank " + std::to_string(shape.size()) +
                             " (shape " + dims_to_string(shape) + ", strides " +
                             dims_to_string(strides) + ")");
@@ -44,19 +47,19 @@ Result<ByteSpan> addressed_bytes(DType dtype, DimsRef shape, DimsRef strides,
   for (std::size_t i = 0; i < shape.size(); ++i) {
     std::int64_t reach = 0;
     if (!checked_mul(shape[i] - 1, strides[i], &reach)) {
-      return out_of_range(prefix(what) + ": (shape[" + std::to_string(i) + "] - 1) x strides[" +
+      return out_of_range(lead(what) + "(shape[" + std::to_string(i) + "] - 1) x strides[" +
                           std::to_string(i) + "] = " + std::to_string(shape[i] - 1) + " x " +
                           std::to_string(strides[i]) + " overflows int64");
     }
     std::int64_t* side = reach < 0 ? &lo : &hi;
     if (!checked_add(*side, reach, side)) {
-      return out_of_range(prefix(what) + ": the byte range of shape " + dims_to_string(shape) +
+      return out_of_range(lead(what) + "the byte range of shape " + dims_to_string(shape) +
                           " with strides " + dims_to_string(strides) + " and offset " +
                           std::to_string(byte_offset) + " overflows int64");
     }
   }
   if (!checked_add(hi, item_size(dtype), &hi)) {
-    return out_of_range(prefix(what) + ": the last addressed byte overflows int64 (offset " +
+    return out_of_range(lead(what) + "the last addressed byte overflows int64 (offset " +
                         std::to_string(byte_offset) + ", strides " + dims_to_string(strides) +
                         ")");
   }
@@ -68,20 +71,20 @@ Status validate_layout(DType dtype, DimsRef shape, DimsRef strides, std::int64_t
   NEAT_ASSIGN_OR_RETURN(ByteSpan span, addressed_bytes(dtype, shape, strides, byte_offset, what));
   if (span.empty) {
     if (byte_offset < 0 || byte_offset > storage_bytes) {
-      return out_of_range(prefix(what) + ": byte_offset " + std::to_string(byte_offset) +
+      return out_of_range(lead(what) + "byte_offset " + std::to_string(byte_offset) +
                           " lies outside the storage of " + std::to_string(storage_bytes) +
                           " bytes");
     }
     return {};
   }
   if (span.lo < 0) {
-    return out_of_range(prefix(what) + ": shape " + dims_to_string(shape) + " with strides " +
+    return out_of_range(lead(what) + "shape " + dims_to_string(shape) + " with strides " +
                         dims_to_string(strides) + " and byte_offset " +
                         std::to_string(byte_offset) + " reaches byte " + std::to_string(span.lo) +
                         ", before the start of the storage");
   }
   if (span.hi > storage_bytes) {
-    return out_of_range(prefix(what) + ": shape " + dims_to_string(shape) + " of " +
+    return out_of_range(lead(what) + "shape " + dims_to_string(shape) + " of " +
                         std::string(to_string(dtype)) + " with strides " +
                         dims_to_string(strides) + " and byte_offset " +
                         std::to_string(byte_offset) + " addresses bytes up to " +

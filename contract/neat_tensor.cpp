@@ -45,16 +45,18 @@ Result<NeatTensor> NeatTensor::allocate(DType dtype, DimsRef shape, AllocOptions
 
 Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t width,
                                               std::int64_t height, ImageAllocOptions options) {
-  const std::string what = "allocate_image(" + std::string(neat::to_string(format)) + " " +
-                           std::to_string(width) + "x" + std::to_string(height) + ")";
+  auto what = [&] {
+    return "allocate_image(" + std::string(neat::to_string(format)) + " " +
+           std::to_string(width) + "x" + std::to_string(height) + ")";
+  };
   if (format == PixelFormat::None) {
-    return invalid_argument(what + ": a pixel format is required; use allocate() for dense tensors");
+    return invalid_argument(what() + ": a pixel format is required; use allocate() for dense tensors");
   }
   if (width < 0 || height < 0) {
-    return invalid_argument(what + ": width and height must be >= 0");
+    return invalid_argument(what() + ": width and height must be >= 0");
   }
   if (options.row_alignment < 1 || options.row_alignment > (1 << 20)) {
-    return invalid_argument(what + ": row_alignment " + std::to_string(options.row_alignment) +
+    return invalid_argument(what() + ": row_alignment " + std::to_string(options.row_alignment) +
                             " must be in [1, 1048576]");
   }
   StorageAllocator& alloc = options.allocator ? *options.allocator : default_allocator();
@@ -64,7 +66,7 @@ Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t w
   if (is_planar(format)) {
     if (options.layout != Layout::None && options.layout != Layout::HW &&
         options.layout != Layout::Planar) {
-      return invalid_argument(what + ": planar formats have layout HW, not " +
+      return invalid_argument(what() + ": planar formats have layout HW, not " +
                               std::string(neat::to_string(options.layout)));
     }
     const PlaneOrder order = plane_order(format);
@@ -80,7 +82,7 @@ Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t w
       offsets[static_cast<std::size_t>(i)] = total;
       strides[static_cast<std::size_t>(i)] = row;
       if (!checked_add(total, bytes, &total)) ok = false;
-      if (!ok) return out_of_range(what + ": the frame needs more than 2^63 bytes");
+      if (!ok) return out_of_range(what() + ": the frame needs more than 2^63 bytes");
     }
     NEAT_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
                           alloc.allocate(AllocRequest{total, options.zero_fill}));
@@ -96,17 +98,17 @@ Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t w
   const std::int64_t c = channels(format);
   Layout layout = options.layout == Layout::None ? default_layout(format) : options.layout;
   if (layout == Layout::HW && c != 1) {
-    return invalid_argument(what + ": layout HW needs a single-channel format (GRAY8)");
+    return invalid_argument(what() + ": layout HW needs a single-channel format (GRAY8)");
   }
   if (layout == Layout::Planar) {
-    return invalid_argument(what + ": layout Planar is for planar formats (NV12, I420, ...)");
+    return invalid_argument(what() + ": layout Planar is for planar formats (NV12, I420, ...)");
   }
   Dims shape, strides;
   std::int64_t total = 0;
   if (layout == Layout::CHW) {
     std::int64_t row = round_up(width, align, &ok), plane = 0;
     if (!checked_mul(row, height, &plane) || !checked_mul(plane, c, &total) || !ok) {
-      return out_of_range(what + ": the image needs more than 2^63 bytes");
+      return out_of_range(what() + ": the image needs more than 2^63 bytes");
     }
     shape = {c, height, width};
     strides = {plane, row, 1};
@@ -115,7 +117,7 @@ Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t w
     if (!checked_mul(width, c, &row)) ok = false;
     row = round_up(row, align, &ok);
     if (!checked_mul(row, height, &total) || !ok) {
-      return out_of_range(what + ": the image needs more than 2^63 bytes");
+      return out_of_range(what() + ": the image needs more than 2^63 bytes");
     }
     if (layout == Layout::HW) {
       shape = {height, width};
@@ -162,16 +164,18 @@ Result<NeatTensor> NeatTensor::from_storage_contiguous(std::shared_ptr<Storage> 
 Result<NeatTensor> NeatTensor::compose_planes(PixelFormat format, std::int64_t width,
                                               std::int64_t height,
                                               std::span<const PlaneSpec> planes) {
-  const std::string what = "compose_planes(" + std::string(neat::to_string(format)) + " " +
-                           std::to_string(width) + "x" + std::to_string(height) + ")";
+  auto what = [&] {
+    return "compose_planes(" + std::string(neat::to_string(format)) + " " +
+           std::to_string(width) + "x" + std::to_string(height) + ")";
+  };
   if (!is_planar(format)) {
-    return invalid_argument(what + ": " + std::string(neat::to_string(format)) +
+    return invalid_argument(what() + ": " + std::string(neat::to_string(format)) +
                             " is not a planar format (NV12, NV21, I420, YV12)");
   }
-  if (width < 0 || height < 0) return invalid_argument(what + ": width and height must be >= 0");
+  if (width < 0 || height < 0) return invalid_argument(what() + ": width and height must be >= 0");
   const PlaneOrder order = plane_order(format);
   if (static_cast<int>(planes.size()) != order.count) {
-    return invalid_argument(what + ": " + std::to_string(planes.size()) + " planes given, " +
+    return invalid_argument(what() + ": " + std::to_string(planes.size()) + " planes given, " +
                             std::string(neat::to_string(format)) + " has " +
                             std::to_string(order.count));
   }
@@ -188,12 +192,12 @@ Result<NeatTensor> NeatTensor::compose_planes(PixelFormat format, std::int64_t w
         roles += (k ? ", " : "");
         roles += neat::to_string(order.roles[static_cast<std::size_t>(k)]);
       }
-      return invalid_argument(what + ": plane " + std::to_string(i) + " has role " +
+      return invalid_argument(what() + ": plane " + std::to_string(i) + " has role " +
                               std::string(neat::to_string(p.role)) + ", expected " +
                               std::string(neat::to_string(expected)) + " (order " + roles + ")");
     }
     if (!p.storage) {
-      return invalid_argument(what + ": " + plane_name(format, i, p.role) + " has no storage");
+      return invalid_argument(what() + ": " + plane_name(format, i, p.role) + " has no storage");
     }
     int slot = -1;
     for (int s = 0; s < t.storage_count_; ++s) {
@@ -232,31 +236,34 @@ Status NeatTensor::validate_composite() const {
   std::array<Range, kMaxPlanes> ranges{};
   for (int i = 0; i < plane_count_; ++i) {
     const PlaneLayout& p = planes_[static_cast<std::size_t>(i)];
-    const std::string name = plane_name(f, i, p.role);
+    auto name = [&] { return plane_name(f, i, p.role); };
     std::int64_t min_row = 0;
     if (!checked_mul(p.cols, p.samples, &min_row)) {
-      return out_of_range(name + ": width x bytes per pixel overflows int64");
+      return out_of_range(name() + ": width x bytes per pixel overflows int64");
     }
     if (p.rows > 1 && p.row_stride < min_row) {
-      return invalid_argument(name + ": row stride " + std::to_string(p.row_stride) +
+      return invalid_argument(name() + ": row stride " + std::to_string(p.row_stride) +
                               " is below width x bytes per pixel = " + std::to_string(p.cols) +
                               " x " + std::to_string(p.samples) + " = " + std::to_string(min_row));
     }
     if (p.row_stride < 0) {
-      return invalid_argument(name + ": row stride " + std::to_string(p.row_stride) +
+      return invalid_argument(name() + ": row stride " + std::to_string(p.row_stride) +
                               " is negative; planar frames are stored top-down");
     }
     const Storage& s = *storages_[static_cast<std::size_t>(p.storage)];
     const Dims shape = p.samples == 1 ? Dims{p.rows, p.cols} : Dims{p.rows, p.cols, p.samples};
     const Dims strides = p.samples == 1 ? Dims{p.row_stride, 1} : Dims{p.row_stride, p.samples, 1};
-    NEAT_RETURN_IF_ERROR(validate_layout(DType::U8, shape, strides, p.byte_offset, s.size_bytes(), name));
-    NEAT_ASSIGN_OR_RETURN(ByteSpan span, addressed_bytes(DType::U8, shape, strides, p.byte_offset, name));
+    if (Status st = validate_layout(DType::U8, shape, strides, p.byte_offset, s.size_bytes(), {});
+        !st.ok()) {
+      return st.error().with_context(name());
+    }
+    NEAT_ASSIGN_OR_RETURN(ByteSpan span, addressed_bytes(DType::U8, shape, strides, p.byte_offset, {}));
     ranges[static_cast<std::size_t>(i)] = Range{span.lo, span.empty ? span.lo : span.hi, p.storage};
     for (int k = 0; k < i; ++k) {
       const Range& a = ranges[static_cast<std::size_t>(k)];
       const Range& b = ranges[static_cast<std::size_t>(i)];
       if (a.slot == b.slot && a.lo < b.hi && b.lo < a.hi) {
-        return invalid_argument(name + " (bytes " + std::to_string(b.lo) + ".." +
+        return invalid_argument(name() + " (bytes " + std::to_string(b.lo) + ".." +
                                 std::to_string(b.hi) + ") overlaps " +
                                 plane_name(f, k, planes_[static_cast<std::size_t>(k)].role) +
                                 " (bytes " + std::to_string(a.lo) + ".." + std::to_string(a.hi) +

@@ -226,7 +226,7 @@ class NeatTensor {
   Status validate_composite() const;
   void refresh_contiguity() noexcept;
   Result<NeatTensor> finish_view(std::string_view what);
-  Result<NeatTensor> require_dense(std::string_view op) const;
+  Status require_dense(std::string_view op) const;
   Result<Mapping> map_impl(MapMode mode, bool allow_write) const;
   bool held_alone() const noexcept;
   Result<NeatTensor> copy_packed(const CopyRequest& request, StorageAllocator* allocator) const;

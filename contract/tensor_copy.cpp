@@ -37,6 +37,8 @@ void copy_elements(std::byte* d, std::int64_t sd, const std::byte* s, std::int64
   for (std::int64_t i = 0; i < count; ++i) std::memcpy(d + i * sd, s + i * ss, N);
 }
 
+// `item` is 1..16 bytes: the dtype's item size, or a short packed run of
+// items (an RGB pixel) that copy_strided folded into one element.
 void copy_inner(std::byte* d, std::int64_t sd, const std::byte* s, std::int64_t ss, std::int64_t n,
                 std::int64_t item) {
   if (sd == item && ss == item) {
@@ -46,8 +48,16 @@ void copy_inner(std::byte* d, std::int64_t sd, const std::byte* s, std::int64_t 
   switch (item) {
     case 1: copy_elements<1>(d, sd, s, ss, n); break;
     case 2: copy_elements<2>(d, sd, s, ss, n); break;
+    case 3: copy_elements<3>(d, sd, s, ss, n); break;
     case 4: copy_elements<4>(d, sd, s, ss, n); break;
-    default: copy_elements<8>(d, sd, s, ss, n); break;
+    case 6: copy_elements<6>(d, sd, s, ss, n); break;
+    case 8: copy_elements<8>(d, sd, s, ss, n); break;
+    case 12: copy_elements<12>(d, sd, s, ss, n); break;
+    case 16: copy_elements<16>(d, sd, s, ss, n); break;
+    default:
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::memcpy(d + i * sd, s + i * ss, static_cast<std::size_t>(item));
+      }
   }
 }
 
@@ -72,7 +82,12 @@ void copy_strided(std::byte* dst, const Dims& dst_strides, const std::byte* src,
     if (e == 0) return;
   }
   std::int64_t ext[kMaxRank], sd[kMaxRank], ss[kMaxRank];
-  const int n = collapse(shape, dst_strides, src_strides, ext, sd, ss);
+  int n = collapse(shape, dst_strides, src_strides, ext, sd, ss);
+  // A short innermost run packed on both sides becomes one wider element.
+  if (n >= 2 && sd[n - 1] == item && ss[n - 1] == item && ext[n - 1] * item <= 16) {
+    item *= ext[n - 1];
+    --n;
+  }
   copy_nd(dst, sd, src, ss, ext, n, item);
 }
 

@@ -23,7 +23,7 @@ Status check_dim(int dim, int rank, std::string_view op, const NeatTensor& t) {
 
 }  // namespace
 
-Result<NeatTensor> NeatTensor::require_dense(std::string_view op) const {
+Status NeatTensor::require_dense(std::string_view op) const {
   if (!defined()) return failed_precondition(std::string(op) + ": the tensor is undefined");
   if (plane_count_ > 0) {
     return failed_precondition(op_name(op, *this) + ": a planar " +
@@ -31,7 +31,7 @@ Result<NeatTensor> NeatTensor::require_dense(std::string_view op) const {
                                " frame has no single stride set; take plane(PlaneRole::Y) (or "
                                "another role) first, or crop() the frame");
   }
-  return *this;
+  return {};
 }
 
 Result<NeatTensor> NeatTensor::finish_view(std::string_view what) {
@@ -42,7 +42,8 @@ Result<NeatTensor> NeatTensor::finish_view(std::string_view what) {
 
 Result<NeatTensor> NeatTensor::slice(int dim, std::int64_t start, std::int64_t stop,
                                      std::int64_t step) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("slice"));
+  NEAT_RETURN_IF_ERROR(require_dense("slice"));
+  NeatTensor t = *this;
   NEAT_RETURN_IF_ERROR(check_dim(dim, rank(), "slice", *this));
   const std::int64_t extent = shape_[dim];
   if (step < 1) {
@@ -95,12 +96,13 @@ Result<NeatTensor> NeatTensor::crop(std::int64_t x, std::int64_t y, std::int64_t
     return failed_precondition(op_name("crop", *this) +
                                ": crop() needs an image; use slice()/narrow() on dense tensors");
   }
-  const std::string where = "crop(x=" + std::to_string(x) + ", y=" + std::to_string(y) +
-                            ", w=" + std::to_string(width) + ", h=" + std::to_string(height) +
-                            ") of " + to_string();
+  auto where = [&] {
+    return "crop(x=" + std::to_string(x) + ", y=" + std::to_string(y) + ", w=" +
+           std::to_string(width) + ", h=" + std::to_string(height) + ") of " + to_string();
+  };
   if (x < 0 || y < 0 || width < 0 || height < 0 || x > image_.width - width ||
       y > image_.height - height) {
-    return out_of_range(where + ": the rectangle is not inside the " +
+    return out_of_range(where() + ": the rectangle is not inside the " +
                         std::to_string(image_.width) + "x" + std::to_string(image_.height) +
                         " image");
   }
@@ -110,8 +112,8 @@ Result<NeatTensor> NeatTensor::crop(std::int64_t x, std::int64_t y, std::int64_t
     return rows.narrow(chw ? 2 : 1, x, width);
   }
   if (x % 2 != 0 || y % 2 != 0) {
-    return invalid_argument(where + ": a " + std::string(neat::to_string(image_.format)) +
-                            " crop must start on even coordinates so that chroma stays "
+    return invalid_argument(where() + ": crops of " + std::string(neat::to_string(image_.format)) +
+                            " frames must start on even coordinates so that chroma stays "
                             "aligned; use x=" + std::to_string(x - x % 2) +
                             ", y=" + std::to_string(y - y % 2));
   }
@@ -135,7 +137,8 @@ Result<NeatTensor> NeatTensor::crop(std::int64_t x, std::int64_t y, std::int64_t
 }
 
 Result<NeatTensor> NeatTensor::permute(DimsRef order) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("permute"));
+  NEAT_RETURN_IF_ERROR(require_dense("permute"));
+  NeatTensor t = *this;
   if (static_cast<int>(order.size()) != rank()) {
     return invalid_argument(op_name("permute", *this) + ": order " + dims_to_string(order) +
                             " has " + std::to_string(order.size()) + " entries for rank " +
@@ -165,7 +168,8 @@ Result<NeatTensor> NeatTensor::transpose(int dim0, int dim1) const {
 }
 
 Result<NeatTensor> NeatTensor::reshape(DimsRef new_shape_in) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("reshape"));
+  NEAT_RETURN_IF_ERROR(require_dense("reshape"));
+  NeatTensor t = *this;
   if (new_shape_in.size() > static_cast<std::size_t>(kMaxRank)) {
     return invalid_argument(op_name("reshape", *this) + ": rank " +
                             std::to_string(new_shape_in.size()) + " is above the maximum rank " +
@@ -250,7 +254,8 @@ Result<NeatTensor> NeatTensor::reshape(DimsRef new_shape_in) const {
 }
 
 Result<NeatTensor> NeatTensor::squeeze(int dim) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("squeeze"));
+  NEAT_RETURN_IF_ERROR(require_dense("squeeze"));
+  NeatTensor t = *this;
   NEAT_RETURN_IF_ERROR(check_dim(dim, rank(), "squeeze", *this));
   if (shape_[dim] != 1) {
     return invalid_argument(op_name("squeeze", *this) + ": dim " + std::to_string(dim) +
@@ -263,7 +268,8 @@ Result<NeatTensor> NeatTensor::squeeze(int dim) const {
 }
 
 Result<NeatTensor> NeatTensor::unsqueeze(int dim) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("unsqueeze"));
+  NEAT_RETURN_IF_ERROR(require_dense("unsqueeze"));
+  NeatTensor t = *this;
   NEAT_RETURN_IF_ERROR(check_dim(dim, rank() + 1, "unsqueeze", *this));
   if (rank() >= kMaxRank) {
     return invalid_argument(op_name("unsqueeze", *this) + ": rank " + std::to_string(rank() + 1) +
@@ -277,7 +283,8 @@ Result<NeatTensor> NeatTensor::unsqueeze(int dim) const {
 }
 
 Result<NeatTensor> NeatTensor::expand(DimsRef target_in) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("expand"));
+  NEAT_RETURN_IF_ERROR(require_dense("expand"));
+  NeatTensor t = *this;
   NEAT_RETURN_IF_ERROR(check_shape(target_in, "expand"));
   const Dims target(target_in);
   if (target.size() < rank()) {
@@ -347,7 +354,8 @@ Result<NeatTensor> NeatTensor::plane(PlaneRole role) const {
 }
 
 Result<NeatTensor> NeatTensor::reinterpret(DType dtype) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("reinterpret"));
+  NEAT_RETURN_IF_ERROR(require_dense("reinterpret"));
+  NeatTensor t = *this;
   if (item_size(dtype) != item_size(dtype_)) {
     return invalid_argument(op_name("reinterpret", *this) + ": " +
                             std::string(neat::to_string(dtype_)) + " (" +
@@ -367,14 +375,15 @@ Result<NeatTensor> NeatTensor::reinterpret(DType dtype) const {
 }
 
 Result<NeatTensor> NeatTensor::as_image(ImageSpec spec) const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("as_image"));
-  const std::string where = "as_image(" + neat::to_string(spec) + ") of " + to_string();
+  NEAT_RETURN_IF_ERROR(require_dense("as_image"));
+  NeatTensor t = *this;
+  auto where = [&] { return "as_image(" + neat::to_string(spec) + ") of " + to_string(); };
   if (!is_interleaved(spec.format)) {
-    return invalid_argument(where + ": only interleaved formats (GRAY8, RGB, BGR, RGBA, BGRA) can "
+    return invalid_argument(where() + ": only interleaved formats (GRAY8, RGB, BGR, RGBA, BGRA) can "
                             "be attached to a dense tensor; use compose_planes() for planar frames");
   }
   if (dtype_ != DType::U8) {
-    return invalid_argument(where + ": pixel formats are 8 bit, the tensor is " +
+    return invalid_argument(where() + ": pixel formats are 8 bit, the tensor is " +
                             std::string(neat::to_string(dtype_)));
   }
   const Layout layout = spec.layout == Layout::None ? default_layout(spec.format) : spec.layout;
@@ -384,14 +393,14 @@ Result<NeatTensor> NeatTensor::as_image(ImageSpec spec) const {
     case Layout::HWC: expected = {spec.height, spec.width, c}; break;
     case Layout::CHW: expected = {c, spec.height, spec.width}; break;
     case Layout::HW:
-      if (c != 1) return invalid_argument(where + ": layout HW is for GRAY8 only");
+      if (c != 1) return invalid_argument(where() + ": layout HW is for GRAY8 only");
       expected = {spec.height, spec.width};
       break;
-    default: return invalid_argument(where + ": layout " + std::string(neat::to_string(layout)) +
+    default: return invalid_argument(where() + ": layout " + std::string(neat::to_string(layout)) +
                                      " is not valid for an interleaved image");
   }
   if (!(expected == shape_)) {
-    return invalid_argument(where + ": the shape must be " + expected.to_string() + " for " +
+    return invalid_argument(where() + ": the shape must be " + expected.to_string() + " for " +
                             neat::to_string(spec));
   }
   t.image_ = ImageSpec{spec.format, spec.width, spec.height, layout};
@@ -399,7 +408,8 @@ Result<NeatTensor> NeatTensor::as_image(ImageSpec spec) const {
 }
 
 Result<NeatTensor> NeatTensor::as_dense() const {
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, require_dense("as_dense"));
+  NEAT_RETURN_IF_ERROR(require_dense("as_dense"));
+  NeatTensor t = *this;
   t.image_ = ImageSpec{};
   return t;
 }

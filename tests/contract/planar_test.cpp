@@ -140,7 +140,7 @@ TEST(PlanarCrop, ChromaAlignedCropMovesEveryPlane) {
 TEST(PlanarCrop, OddOriginIsAnErrorNotAnAdjustment) {
   auto f = NeatTensor::allocate_image(PixelFormat::NV12, 64, 48);
   NEAT_EXPECT_ERROR(f->crop(3, 4, 8, 8), ErrorCode::InvalidArgument,
-                    "must start on even coordinates so that chroma stays aligned; use x=2, y=4");
+                    "frames must start on even coordinates so that chroma stays aligned; use x=2, y=4");
   NEAT_EXPECT_ERROR(f->crop(2, 5, 8, 8), ErrorCode::InvalidArgument, "even coordinates");
   NEAT_EXPECT_ERROR(f->crop(60, 0, 8, 8), ErrorCode::OutOfRange, "not inside the 64x48 image");
 }
