@@ -46,6 +46,18 @@ neat::NeatTensor frame_1080p() {
   return *std::move(t);
 }
 
+// The floor under every view: copying the tensor value (metadata + one
+// shared storage reference, i.e. an atomic increment and decrement).
+void BM_TensorCopyBaseline(benchmark::State& state) {
+  auto t = *neat::NeatTensor::allocate(neat::DType::F32, {64, 64, 3});
+  Meter m(state);
+  for (auto _ : state) {
+    neat::NeatTensor c = t;
+    benchmark::DoNotOptimize(c);
+  }
+}
+BENCHMARK(BM_TensorCopyBaseline);
+
 void BM_ViewSlice(benchmark::State& state) {
   auto t = *neat::NeatTensor::allocate(neat::DType::F32, {64, 64, 3});
   Meter m(state);

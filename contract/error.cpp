@@ -31,6 +31,11 @@ Error Error::with_context(std::string_view context) const {
 BadResultAccess::BadResultAccess(Error error)
     : error_(std::move(error)), what_("neat::Result holds an error: " + error_.to_string()) {}
 
+const Error& Result<void>::no_error() {
+  static const Error e(ErrorCode::Internal, "no error: the operation succeeded");
+  return e;
+}
+
 Error invalid_argument(std::string message) {
   return Error(ErrorCode::InvalidArgument, std::move(message));
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -66,8 +67,15 @@ class [[nodiscard]] Result {
   static_assert(!std::is_same_v<std::remove_cv_t<T>, Error>, "Result<Error> is not meaningful");
 
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+  Result(T&& value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(const T& value) : v_(std::in_place_index<0>, value) {}          // NOLINT
+  Result(Error&& error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+  Result(const Error& error) : v_(std::in_place_index<1>, error) {}        // NOLINT
+  /// Converting construction (e.g. Result<std::shared_ptr<Base>> from shared_ptr<Derived>).
+  template <class U, class = std::enable_if_t<!std::is_same_v<std::decay_t<U>, T> &&
+                                              !std::is_same_v<std::decay_t<U>, Error> &&
+                                              std::is_constructible_v<T, U&&>>>
+  Result(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
 
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -101,24 +109,33 @@ class [[nodiscard]] Result {
   std::variant<T, Error> v_;
 };
 
-/// Result of an operation with no value.
+/// Result of an operation with no value. Success is a null pointer: cheap to
+/// create, pass and destroy on hot paths; the error lives on the heap.
 template <>
 class [[nodiscard]] Result<void> {
  public:
-  Result() = default;
-  Result(Error error) : error_(std::move(error)), has_error_(true) {}  // NOLINT
+  Result() noexcept = default;
+  Result(Error error) : error_(std::make_unique<Error>(std::move(error))) {}  // NOLINT
+  Result(Result&&) noexcept = default;
+  Result& operator=(Result&&) noexcept = default;
+  Result(const Result& o) : error_(o.error_ ? std::make_unique<Error>(*o.error_) : nullptr) {}
+  Result& operator=(const Result& o) {
+    error_ = o.error_ ? std::make_unique<Error>(*o.error_) : nullptr;
+    return *this;
+  }
 
-  bool ok() const noexcept { return !has_error_; }
+  bool ok() const noexcept { return error_ == nullptr; }
   explicit operator bool() const noexcept { return ok(); }
   void value() const {
-    if (has_error_) throw BadResultAccess(error_);
+    if (error_) throw BadResultAccess(*error_);
   }
-  const Error& error() const& { return error_; }
-  Error&& error() && { return std::move(error_); }
+  /// The error; only meaningful when !ok().
+  const Error& error() const& { return error_ ? *error_ : no_error(); }
+  Error error() && { return error_ ? std::move(*error_) : no_error(); }
 
  private:
-  Error error_{ErrorCode::Internal, {}};
-  bool has_error_ = false;
+  static const Error& no_error();
+  std::unique_ptr<Error> error_;
 };
 
 using Status = Result<void>;

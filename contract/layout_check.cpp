@@ -66,8 +66,36 @@ Result<ByteSpan> addressed_bytes(DType dtype, DimsRef shape, DimsRef strides,
   return ByteSpan{lo, hi, false};
 }
 
+namespace {
+
+// The hot path of validation: true when the layout is well-formed and inside
+// [0, storage_bytes). Any doubt (bad rank, negative extent, overflow, out of
+// bounds) returns false and the caller rebuilds the precise error.
+inline bool layout_fits(DType dtype, DimsRef shape, DimsRef strides, std::int64_t byte_offset,
+                        std::int64_t storage_bytes) noexcept {
+  const std::size_t rank = shape.size();
+  if (rank > static_cast<std::size_t>(kMaxRank) || strides.size() != rank) return false;
+  bool empty = false;
+  for (std::size_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0) return false;
+    empty = empty || shape[i] == 0;
+  }
+  if (empty) return byte_offset >= 0 && byte_offset <= storage_bytes;
+  std::int64_t lo = byte_offset, hi = byte_offset;
+  for (std::size_t i = 0; i < rank; ++i) {
+    std::int64_t reach = 0;
+    if (__builtin_mul_overflow(shape[i] - 1, strides[i], &reach)) return false;
+    if (__builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi)) return false;
+  }
+  if (__builtin_add_overflow(hi, item_size(dtype), &hi)) return false;
+  return lo >= 0 && hi <= storage_bytes;
+}
+
+}  // namespace
+
 Status validate_layout(DType dtype, DimsRef shape, DimsRef strides, std::int64_t byte_offset,
                        std::int64_t storage_bytes, std::string_view what) {
+  if (layout_fits(dtype, shape, strides, byte_offset, storage_bytes)) return {};
   NEAT_ASSIGN_OR_RETURN(ByteSpan span, addressed_bytes(dtype, shape, strides, byte_offset, what));
   if (span.empty) {
     if (byte_offset < 0 || byte_offset > storage_bytes) {

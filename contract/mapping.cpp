@@ -5,22 +5,21 @@
 
 namespace neat {
 
-Mapping::Mapping(NeatTensor tensor, MapMode mode, std::array<std::byte*, kMaxPlanes> bases) noexcept
-    : tensor_(std::move(tensor)), bases_(bases), mode_(mode) {
+Mapping::Mapping(const NeatTensor& tensor, MapMode mode,
+                 std::array<std::byte*, kMaxPlanes> bases) noexcept
+    : tensor_(tensor), bases_(bases), mode_(mode) {
   if (tensor_.plane_count_ == 0) data_ = bases_[0] + tensor_.byte_offset_;
 }
 
 Mapping::Mapping(Mapping&& other) noexcept
     : tensor_(std::move(other.tensor_)), bases_(other.bases_), data_(other.data_), mode_(other.mode_) {
-  other.tensor_ = NeatTensor();
-  other.data_ = nullptr;
+  other.data_ = nullptr;  // a moved-from NeatTensor holds no storage: nothing to unmap
 }
 
 Mapping& Mapping::operator=(Mapping&& other) noexcept {
   if (this != &other) {
     release();
     tensor_ = std::move(other.tensor_);
-    other.tensor_ = NeatTensor();
     bases_ = other.bases_;
     data_ = other.data_;
     other.data_ = nullptr;
@@ -34,9 +33,10 @@ Mapping::~Mapping() { release(); }
 void Mapping::release() noexcept {
   if (!tensor_.defined()) return;
   for (int i = 0; i < tensor_.storage_count_; ++i) {
-    tensor_.storages_[static_cast<std::size_t>(i)]->unmap(mode_);
+    auto& s = tensor_.storages_[static_cast<std::size_t>(i)];
+    s->unmap(mode_);
+    s.reset();
   }
-  tensor_ = NeatTensor();
   data_ = nullptr;
 }
 

@@ -209,8 +209,8 @@ Result<NeatTensor> NeatTensor::compose_planes(PixelFormat format, std::int64_t w
     }
     const PlaneGeometry g = plane_geometry(format, p.role, width, height);
     t.planes_[static_cast<std::size_t>(i)] =
-        PlaneLayout{p.role, g.rows, g.cols, g.samples, p.row_stride, p.byte_offset,
-                    static_cast<std::int8_t>(slot)};
+        PlaneLayout{g.rows, g.cols, p.row_stride, p.byte_offset, p.role,
+                    static_cast<std::int8_t>(g.samples), static_cast<std::int8_t>(slot)};
   }
   const PlaneLayout& y = t.planes_[0];
   t.shape_ = {height, width};
@@ -257,8 +257,11 @@ Status NeatTensor::validate_composite() const {
         !st.ok()) {
       return st.error().with_context(name());
     }
-    NEAT_ASSIGN_OR_RETURN(ByteSpan span, addressed_bytes(DType::U8, shape, strides, p.byte_offset, {}));
-    ranges[static_cast<std::size_t>(i)] = Range{span.lo, span.empty ? span.lo : span.hi, p.storage};
+    // Validated above, so this cannot overflow: the plane's bytes are [lo, hi).
+    const bool empty = p.rows == 0 || p.cols == 0;
+    const std::int64_t hi = empty ? p.byte_offset
+                                  : p.byte_offset + (p.rows - 1) * p.row_stride + min_row;
+    ranges[static_cast<std::size_t>(i)] = Range{p.byte_offset, hi, p.storage};
     for (int k = 0; k < i; ++k) {
       const Range& a = ranges[static_cast<std::size_t>(k)];
       const Range& b = ranges[static_cast<std::size_t>(i)];

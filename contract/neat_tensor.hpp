@@ -44,13 +44,13 @@ class Mapping;
 /// One plane of a planar frame, as a composite stores it. Pixels in a row are
 /// packed (`samples` bytes each); rows are `row_stride` bytes apart.
 struct PlaneLayout {
-  PlaneRole role = PlaneRole::Y;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  std::int64_t samples = 1;      ///< bytes per pixel: 1 (Y, U, V) or 2 (UV, VU)
   std::int64_t row_stride = 0;   ///< bytes from one row to the next
   std::int64_t byte_offset = 0;  ///< from the base of its storage
-  std::int8_t storage = 0;       ///< index of its storage in the composite
+  PlaneRole role = PlaneRole::Y;
+  std::int8_t samples = 1;  ///< bytes per pixel: 1 (Y, U, V) or 2 (UV, VU)
+  std::int8_t storage = 0;  ///< index of its storage in the composite
 };
 
 /// A plane handed to compose_planes(): which storage, where, how far apart rows are.
@@ -225,7 +225,7 @@ class NeatTensor {
   Status validate_dense(std::string_view what) const;
   Status validate_composite() const;
   void refresh_contiguity() noexcept;
-  Result<NeatTensor> finish_view(std::string_view what);
+  Status finish_view(std::string_view what);
   Status require_dense(std::string_view op) const;
   Result<Mapping> map_impl(MapMode mode, bool allow_write) const;
   bool held_alone() const noexcept;

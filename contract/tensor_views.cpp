@@ -34,10 +34,10 @@ Status NeatTensor::require_dense(std::string_view op) const {
   return {};
 }
 
-Result<NeatTensor> NeatTensor::finish_view(std::string_view what) {
+Status NeatTensor::finish_view(std::string_view what) {
   NEAT_RETURN_IF_ERROR(validate_dense(what));
   refresh_contiguity();
-  return std::move(*this);
+  return {};
 }
 
 Result<NeatTensor> NeatTensor::slice(int dim, std::int64_t start, std::int64_t stop,
@@ -74,7 +74,8 @@ Result<NeatTensor> NeatTensor::slice(int dim, std::int64_t start, std::int64_t s
       t.image_ = ImageSpec{};
     }
   }
-  return t.finish_view("slice");
+  NEAT_RETURN_IF_ERROR(t.finish_view("slice"));
+  return t;
 }
 
 Result<NeatTensor> NeatTensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
@@ -107,9 +108,18 @@ Result<NeatTensor> NeatTensor::crop(std::int64_t x, std::int64_t y, std::int64_t
                         " image");
   }
   if (plane_count_ == 0) {
+    // One copy, one validation: offset by the origin, shrink H and W.
     const bool chw = image_.layout == Layout::CHW;
-    NEAT_ASSIGN_OR_RETURN(NeatTensor rows, narrow(chw ? 1 : 0, y, height));
-    return rows.narrow(chw ? 2 : 1, x, width);
+    const int h_dim = chw ? 1 : 0;
+    const int w_dim = h_dim + 1;
+    NeatTensor t = *this;
+    t.byte_offset_ += y * strides_[h_dim] + x * strides_[w_dim];  // inside the validated image
+    t.shape_[h_dim] = height;
+    t.shape_[w_dim] = width;
+    t.image_.width = width;
+    t.image_.height = height;
+    NEAT_RETURN_IF_ERROR(t.finish_view("crop"));
+    return t;
   }
   if (x % 2 != 0 || y % 2 != 0) {
     return invalid_argument(where() + ": crops of " + std::string(neat::to_string(image_.format)) +
@@ -156,7 +166,8 @@ Result<NeatTensor> NeatTensor::permute(DimsRef order) const {
     t.strides_[static_cast<int>(i)] = strides_[static_cast<int>(d)];
   }
   t.image_ = ImageSpec{};
-  return t.finish_view("permute");
+  NEAT_RETURN_IF_ERROR(t.finish_view("permute"));
+  return t;
 }
 
 Result<NeatTensor> NeatTensor::transpose(int dim0, int dim1) const {
@@ -250,7 +261,8 @@ Result<NeatTensor> NeatTensor::reshape(DimsRef new_shape_in) const {
   t.shape_ = want;
   t.strides_ = new_strides;
   t.image_ = ImageSpec{};
-  return t.finish_view("reshape");
+  NEAT_RETURN_IF_ERROR(t.finish_view("reshape"));
+  return t;
 }
 
 Result<NeatTensor> NeatTensor::squeeze(int dim) const {
@@ -264,7 +276,8 @@ Result<NeatTensor> NeatTensor::squeeze(int dim) const {
   t.shape_.erase(dim);
   t.strides_.erase(dim);
   t.image_ = ImageSpec{};
-  return t.finish_view("squeeze");
+  NEAT_RETURN_IF_ERROR(t.finish_view("squeeze"));
+  return t;
 }
 
 Result<NeatTensor> NeatTensor::unsqueeze(int dim) const {
@@ -279,7 +292,8 @@ Result<NeatTensor> NeatTensor::unsqueeze(int dim) const {
   t.shape_.insert(dim, 1);
   t.strides_.insert(dim, stride);
   t.image_ = ImageSpec{};
-  return t.finish_view("unsqueeze");
+  NEAT_RETURN_IF_ERROR(t.finish_view("unsqueeze"));
+  return t;
 }
 
 Result<NeatTensor> NeatTensor::expand(DimsRef target_in) const {
@@ -316,7 +330,8 @@ Result<NeatTensor> NeatTensor::expand(DimsRef target_in) const {
   t.strides_ = strides;
   t.image_ = ImageSpec{};
   if (broadcast) t.flags_ |= kBroadcast;
-  return t.finish_view("expand");
+  NEAT_RETURN_IF_ERROR(t.finish_view("expand"));
+  return t;
 }
 
 Result<NeatTensor> NeatTensor::plane(PlaneRole role) const {
@@ -342,7 +357,8 @@ Result<NeatTensor> NeatTensor::plane(PlaneRole role) const {
       t.strides_ = {p.row_stride, p.samples, 1};
     }
     if (role == PlaneRole::Y) t.image_ = ImageSpec{PixelFormat::GRAY8, p.cols, p.rows, Layout::HW};
-    return t.finish_view("plane");
+    NEAT_RETURN_IF_ERROR(t.finish_view("plane"));
+  return t;
   }
   std::string roles;
   for (int i = 0; i < plane_count_; ++i) {
@@ -371,7 +387,8 @@ Result<NeatTensor> NeatTensor::reinterpret(DType dtype) const {
   }
   t.dtype_ = dtype;
   if (dtype != dtype_) t.image_ = ImageSpec{};
-  return t.finish_view("reinterpret");
+  NEAT_RETURN_IF_ERROR(t.finish_view("reinterpret"));
+  return t;
 }
 
 Result<NeatTensor> NeatTensor::as_image(ImageSpec spec) const {

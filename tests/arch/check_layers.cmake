@@ -1,0 +1,57 @@
+# Checks that includes point one way through the architecture:
+#   contract <- storage, telemetry <- policy <- stages <- tools
+# and that third-party headers (OpenCV, GStreamer, EGL, DRM) appear only in
+# the files of their own backend or bridge. Run: cmake -DSOURCE_DIR=... -P check_layers.cmake
+cmake_minimum_required(VERSION 3.20)
+
+set(allowed_contract  contract)
+set(allowed_storage   contract storage)
+set(allowed_telemetry contract telemetry)
+set(allowed_policy    contract storage telemetry policy)
+set(allowed_stages    contract storage telemetry policy stages)
+
+# Backend/bridge files allowed to include each third-party header family.
+set(thirdparty_opencv "storage/cv_mat")
+set(problems "")
+
+foreach(layer contract storage telemetry policy stages)
+  file(GLOB files ${SOURCE_DIR}/${layer}/*.hpp ${SOURCE_DIR}/${layer}/*.cpp)
+  foreach(f IN LISTS files)
+    file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
+    file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include")
+    foreach(line IN LISTS lines)
+      if(line MATCHES "[\"<]neat/([a-z_]+)/")
+        set(dep ${CMAKE_MATCH_1})
+        if(NOT dep IN_LIST allowed_${layer})
+          string(APPEND problems "  ${rel}: ${layer}/ must not include ${dep}/ (${line})\n")
+        endif()
+      elseif(line MATCHES "[\"<]neat/neat.hpp")
+        string(APPEND problems "  ${rel}: library code must not include the umbrella header\n")
+      endif()
+      if(line MATCHES "<opencv2/")
+        string(REGEX REPLACE "\\.(hpp|cpp)$" "" stem ${rel})
+        if(NOT stem IN_LIST thirdparty_opencv)
+          string(APPEND problems "  ${rel}: OpenCV headers belong in ${thirdparty_opencv} only\n")
+        endif()
+      endif()
+      if(line MATCHES "<gst/|<EGL/|<GLES|<xf86drm|<drm_fourcc|<libdrm/")
+        string(APPEND problems "  ${rel}: platform headers belong in their backend's own files\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+# Tools use the public API only, as an outside user would.
+file(GLOB tool_files ${SOURCE_DIR}/tools/*.cpp ${SOURCE_DIR}/tools/*.hpp)
+foreach(f IN LISTS tool_files)
+  file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
+  file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"neat/")
+  if(lines)
+    string(APPEND problems "  ${rel}: tools include the installed API as <neat/...>, not \"neat/...\"\n")
+  endif()
+endforeach()
+
+if(problems)
+  message(FATAL_ERROR "Layering violations:\n${problems}")
+endif()
+message(STATUS "layers ok")
