@@ -16,7 +16,9 @@ void __libc_free(void*);
 
 namespace {
 std::atomic<std::uint64_t> g_allocations{0};
-inline void count() noexcept { g_allocations.fetch_add(1, std::memory_order_relaxed); }
+inline void count() noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
 std::uint64_t neat::bench::allocation_count() noexcept {
@@ -36,7 +38,9 @@ void* realloc(void* p, std::size_t n) {
   count();
   return __libc_realloc(p, n);
 }
-void free(void* p) { __libc_free(p); }
+void free(void* p) {
+  __libc_free(p);
+}
 void* memalign(std::size_t align, std::size_t n) {
   count();
   return __libc_memalign(align, n);

@@ -8,9 +8,8 @@ namespace {
 constexpr std::array<std::string_view, kConversionKindCount> kKinds = {
     "reinterpret", "view", "pack", "convert", "transfer"};
 constexpr std::array<std::string_view, kConversionReasonCount> kReasons = {
-    "user_request", "stride_mismatch", "not_writable", "donation_refused",
-    "dtype",        "pixel_format",    "layout",       "device",
-    "alignment",    "non_contiguous_export"};
+    "user_request", "stride_mismatch", "not_writable", "donation_refused", "dtype",
+    "pixel_format", "layout",          "device",       "alignment",        "non_contiguous_export"};
 constexpr std::array<std::string_view, kConversionPolicyCount> kPolicies = {
     "strict", "allow_with_trace", "allow_silent"};
 
@@ -38,9 +37,12 @@ std::string_view to_string(ConversionPolicy p) noexcept {
 }
 std::string_view to_string(Donation d) noexcept {
   switch (d) {
-    case Donation::ReuseIfUnique: return "reuse_if_unique";
-    case Donation::MustDonate: return "must_donate";
-    case Donation::AlwaysCopy: return "always_copy";
+    case Donation::ReuseIfUnique:
+      return "reuse_if_unique";
+    case Donation::MustDonate:
+      return "must_donate";
+    case Donation::AlwaysCopy:
+      return "always_copy";
   }
   return "?";
 }

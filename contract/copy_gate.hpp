@@ -50,10 +50,10 @@ struct CopyRequest {
   std::int64_t bytes = 0;     ///< bytes the conversion will write
   TensorDescription source;
   TensorDescription destination;
-  std::source_location where;  ///< the user's call site
+  std::source_location where;              ///< the user's call site
   std::optional<ConversionPolicy> policy;  ///< per-call override
-  std::string_view operation;  ///< the API that converts, e.g. "make_writable"
-  std::string_view fix;        ///< for refusals: the explicit call that makes it legal
+  std::string_view operation;              ///< the API that converts, e.g. "make_writable"
+  std::string_view fix;                    ///< for refusals: the explicit call that makes it legal
 };
 
 /// What a conversion that ran cost.
@@ -92,9 +92,9 @@ Status run_through_gate(const CopyRequest& request, F&& copy) {
   const auto start = std::chrono::steady_clock::now();
   Status status = copy();
   if (!status.ok()) return status;
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
   gate.record(request, policy, CopyOutcome{request.bytes, request.bytes, ns});
   return {};
 }

@@ -14,6 +14,8 @@ std::string dims_to_string(DimsRef v) {
   return out;
 }
 
-std::string Dims::to_string() const { return dims_to_string(*this); }
+std::string Dims::to_string() const {
+  return dims_to_string(*this);
+}
 
 }  // namespace neat

@@ -28,14 +28,22 @@ class DimsRef {
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
   DimsRef(std::initializer_list<std::int64_t> v) : p_(v.begin()), n_(v.size()) {}  // NOLINT
 #pragma GCC diagnostic pop
-  DimsRef(std::span<const std::int64_t> v) : p_(v.data()), n_(v.size()) {}  // NOLINT
+  DimsRef(std::span<const std::int64_t> v) : p_(v.data()), n_(v.size()) {}     // NOLINT
   DimsRef(const std::vector<std::int64_t>& v) : p_(v.data()), n_(v.size()) {}  // NOLINT
   DimsRef(const std::int64_t* p, std::size_t n) : p_(p), n_(n) {}
 
-  std::size_t size() const noexcept { return n_; }
-  const std::int64_t* begin() const noexcept { return p_; }
-  const std::int64_t* end() const noexcept { return p_ + n_; }
-  std::int64_t operator[](std::size_t i) const noexcept { return p_[i]; }
+  std::size_t size() const noexcept {
+    return n_;
+  }
+  const std::int64_t* begin() const noexcept {
+    return p_;
+  }
+  const std::int64_t* end() const noexcept {
+    return p_ + n_;
+  }
+  std::int64_t operator[](std::size_t i) const noexcept {
+    return p_[i];
+  }
 
  private:
   const std::int64_t* p_;
@@ -68,12 +76,14 @@ class Dims {
   }
   void insert(int pos, std::int64_t x) noexcept {
     if (n_ >= kMaxRank) return;
-    for (int i = n_; i > pos; --i) v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i - 1)];
+    for (int i = n_; i > pos; --i)
+      v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i - 1)];
     v_[static_cast<std::size_t>(pos)] = x;
     ++n_;
   }
   void erase(int pos) noexcept {
-    for (int i = pos; i + 1 < n_; ++i) v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i + 1)];
+    for (int i = pos; i + 1 < n_; ++i)
+      v_[static_cast<std::size_t>(i)] = v_[static_cast<std::size_t>(i + 1)];
     --n_;
   }
   void resize(int n) noexcept { n_ = static_cast<std::uint8_t>(std::clamp(n, 0, kMaxRank)); }

@@ -20,16 +20,20 @@ constexpr std::int64_t item_size(DType t) noexcept {
   switch (t) {
     case DType::U8:
     case DType::I8:
-    case DType::Bool: return 1;
+    case DType::Bool:
+      return 1;
     case DType::U16:
     case DType::I16:
     case DType::F16:
-    case DType::BF16: return 2;
+    case DType::BF16:
+      return 2;
     case DType::U32:
     case DType::I32:
-    case DType::F32: return 4;
+    case DType::F32:
+      return 4;
     case DType::I64:
-    case DType::F64: return 8;
+    case DType::F64:
+      return 8;
   }
   return 1;
 }
@@ -52,18 +56,54 @@ struct BFloat16 {
 namespace detail {
 template <class T>
 struct DTypeOf;
-template <> struct DTypeOf<std::uint8_t> { static constexpr DType value = DType::U8; };
-template <> struct DTypeOf<std::int8_t> { static constexpr DType value = DType::I8; };
-template <> struct DTypeOf<std::uint16_t> { static constexpr DType value = DType::U16; };
-template <> struct DTypeOf<std::int16_t> { static constexpr DType value = DType::I16; };
-template <> struct DTypeOf<std::uint32_t> { static constexpr DType value = DType::U32; };
-template <> struct DTypeOf<std::int32_t> { static constexpr DType value = DType::I32; };
-template <> struct DTypeOf<std::int64_t> { static constexpr DType value = DType::I64; };
-template <> struct DTypeOf<Half> { static constexpr DType value = DType::F16; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BF16; };
-template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::F64; };
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
+template <>
+struct DTypeOf<std::uint8_t> {
+  static constexpr DType value = DType::U8;
+};
+template <>
+struct DTypeOf<std::int8_t> {
+  static constexpr DType value = DType::I8;
+};
+template <>
+struct DTypeOf<std::uint16_t> {
+  static constexpr DType value = DType::U16;
+};
+template <>
+struct DTypeOf<std::int16_t> {
+  static constexpr DType value = DType::I16;
+};
+template <>
+struct DTypeOf<std::uint32_t> {
+  static constexpr DType value = DType::U32;
+};
+template <>
+struct DTypeOf<std::int32_t> {
+  static constexpr DType value = DType::I32;
+};
+template <>
+struct DTypeOf<std::int64_t> {
+  static constexpr DType value = DType::I64;
+};
+template <>
+struct DTypeOf<Half> {
+  static constexpr DType value = DType::F16;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::BF16;
+};
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::F32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::F64;
+};
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::Bool;
+};
 }  // namespace detail
 
 /// The DType of a C++ element type (cv-qualifiers ignored); ill-formed for others.

@@ -4,12 +4,18 @@ namespace neat {
 
 std::string_view to_string(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::InvalidArgument: return "invalid_argument";
-    case ErrorCode::OutOfRange: return "out_of_range";
-    case ErrorCode::FailedPrecondition: return "failed_precondition";
-    case ErrorCode::Unimplemented: return "unimplemented";
-    case ErrorCode::ResourceExhausted: return "resource_exhausted";
-    case ErrorCode::Internal: return "internal";
+    case ErrorCode::InvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::OutOfRange:
+      return "out_of_range";
+    case ErrorCode::FailedPrecondition:
+      return "failed_precondition";
+    case ErrorCode::Unimplemented:
+      return "unimplemented";
+    case ErrorCode::ResourceExhausted:
+      return "resource_exhausted";
+    case ErrorCode::Internal:
+      return "internal";
   }
   return "unknown";
 }
@@ -39,7 +45,9 @@ const Error& Result<void>::no_error() {
 Error invalid_argument(std::string message) {
   return Error(ErrorCode::InvalidArgument, std::move(message));
 }
-Error out_of_range(std::string message) { return Error(ErrorCode::OutOfRange, std::move(message)); }
+Error out_of_range(std::string message) {
+  return Error(ErrorCode::OutOfRange, std::move(message));
+}
 Error failed_precondition(std::string message) {
   return Error(ErrorCode::FailedPrecondition, std::move(message));
 }
@@ -49,6 +57,8 @@ Error unimplemented(std::string message) {
 Error resource_exhausted(std::string message) {
   return Error(ErrorCode::ResourceExhausted, std::move(message));
 }
-Error internal_error(std::string message) { return Error(ErrorCode::Internal, std::move(message)); }
+Error internal_error(std::string message) {
+  return Error(ErrorCode::Internal, std::move(message));
+}
 
 }  // namespace neat

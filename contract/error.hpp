@@ -68,7 +68,7 @@ class [[nodiscard]] Result {
 
  public:
   Result(T&& value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
-  Result(const T& value) : v_(std::in_place_index<0>, value) {}          // NOLINT
+  Result(const T& value) : v_(std::in_place_index<0>, value) {}        // NOLINT
   Result(Error&& error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
   Result(const Error& error) : v_(std::in_place_index<1>, error) {}        // NOLINT
   /// Converting construction (e.g. Result<std::shared_ptr<Base>> from shared_ptr<Derived>).
@@ -76,6 +76,12 @@ class [[nodiscard]] Result {
                                               !std::is_same_v<std::decay_t<U>, Error> &&
                                               std::is_constructible_v<T, U&&>>>
   Result(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
+
+  /// Replaces the value with an error.
+  Result& operator=(Error&& error) {
+    v_.template emplace<1>(std::move(error));
+    return *this;
+  }
 
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -151,11 +157,11 @@ Error internal_error(std::string message);
 }  // namespace neat
 
 /// Propagates an error from a Status-returning expression.
-#define NEAT_RETURN_IF_ERROR(expr)                         \
-  do {                                                     \
-    if (auto neat_status_ = (expr); !neat_status_.ok()) {  \
-      return std::move(neat_status_).error();              \
-    }                                                      \
+#define NEAT_RETURN_IF_ERROR(expr)                        \
+  do {                                                    \
+    if (auto neat_status_ = (expr); !neat_status_.ok()) { \
+      return std::move(neat_status_).error();             \
+    }                                                     \
   } while (false)
 
 #define NEAT_CONCAT_INNER_(a, b) a##b

@@ -4,38 +4,58 @@ namespace neat {
 
 std::string_view to_string(PixelFormat f) noexcept {
   switch (f) {
-    case PixelFormat::None: return "none";
-    case PixelFormat::GRAY8: return "GRAY8";
-    case PixelFormat::RGB: return "RGB";
-    case PixelFormat::BGR: return "BGR";
-    case PixelFormat::RGBA: return "RGBA";
-    case PixelFormat::BGRA: return "BGRA";
-    case PixelFormat::NV12: return "NV12";
-    case PixelFormat::NV21: return "NV21";
-    case PixelFormat::I420: return "I420";
-    case PixelFormat::YV12: return "YV12";
+    case PixelFormat::None:
+      return "none";
+    case PixelFormat::GRAY8:
+      return "GRAY8";
+    case PixelFormat::RGB:
+      return "RGB";
+    case PixelFormat::BGR:
+      return "BGR";
+    case PixelFormat::RGBA:
+      return "RGBA";
+    case PixelFormat::BGRA:
+      return "BGRA";
+    case PixelFormat::NV12:
+      return "NV12";
+    case PixelFormat::NV21:
+      return "NV21";
+    case PixelFormat::I420:
+      return "I420";
+    case PixelFormat::YV12:
+      return "YV12";
   }
   return "?";
 }
 
 std::string_view to_string(Layout l) noexcept {
   switch (l) {
-    case Layout::None: return "none";
-    case Layout::HWC: return "HWC";
-    case Layout::CHW: return "CHW";
-    case Layout::HW: return "HW";
-    case Layout::Planar: return "Planar";
+    case Layout::None:
+      return "none";
+    case Layout::HWC:
+      return "HWC";
+    case Layout::CHW:
+      return "CHW";
+    case Layout::HW:
+      return "HW";
+    case Layout::Planar:
+      return "Planar";
   }
   return "?";
 }
 
 std::string_view to_string(PlaneRole r) noexcept {
   switch (r) {
-    case PlaneRole::Y: return "Y";
-    case PlaneRole::UV: return "UV";
-    case PlaneRole::VU: return "VU";
-    case PlaneRole::U: return "U";
-    case PlaneRole::V: return "V";
+    case PlaneRole::Y:
+      return "Y";
+    case PlaneRole::UV:
+      return "UV";
+    case PlaneRole::VU:
+      return "VU";
+    case PlaneRole::U:
+      return "U";
+    case PlaneRole::V:
+      return "V";
   }
   return "?";
 }
@@ -62,11 +82,16 @@ std::string to_string(const ImageSpec& s) {
 
 PlaneOrder plane_order(PixelFormat f) noexcept {
   switch (f) {
-    case PixelFormat::NV12: return {{PlaneRole::Y, PlaneRole::UV, PlaneRole::Y}, 2};
-    case PixelFormat::NV21: return {{PlaneRole::Y, PlaneRole::VU, PlaneRole::Y}, 2};
-    case PixelFormat::I420: return {{PlaneRole::Y, PlaneRole::U, PlaneRole::V}, 3};
-    case PixelFormat::YV12: return {{PlaneRole::Y, PlaneRole::V, PlaneRole::U}, 3};
-    default: return {};
+    case PixelFormat::NV12:
+      return {{PlaneRole::Y, PlaneRole::UV, PlaneRole::Y}, 2};
+    case PixelFormat::NV21:
+      return {{PlaneRole::Y, PlaneRole::VU, PlaneRole::Y}, 2};
+    case PixelFormat::I420:
+      return {{PlaneRole::Y, PlaneRole::U, PlaneRole::V}, 3};
+    case PixelFormat::YV12:
+      return {{PlaneRole::Y, PlaneRole::V, PlaneRole::U}, 3};
+    default:
+      return {};
   }
 }
 

@@ -74,12 +74,16 @@ constexpr bool is_interleaved(PixelFormat f) noexcept {
 /// Channels of an interleaved format (1, 3 or 4); 0 for planar or None.
 constexpr int channels(PixelFormat f) noexcept {
   switch (f) {
-    case PixelFormat::GRAY8: return 1;
+    case PixelFormat::GRAY8:
+      return 1;
     case PixelFormat::RGB:
-    case PixelFormat::BGR: return 3;
+    case PixelFormat::BGR:
+      return 3;
     case PixelFormat::RGBA:
-    case PixelFormat::BGRA: return 4;
-    default: return 0;
+    case PixelFormat::BGRA:
+      return 4;
+    default:
+      return 0;
   }
 }
 /// The layout a spec with Layout::None means for this format.
@@ -107,6 +111,8 @@ PlaneGeometry plane_geometry(PixelFormat f, PlaneRole role, std::int64_t width,
                              std::int64_t height) noexcept;
 
 /// Chroma subsampling rounds up: (n + 1) / 2.
-constexpr std::int64_t chroma_extent(std::int64_t n) noexcept { return (n + 1) / 2; }
+constexpr std::int64_t chroma_extent(std::int64_t n) noexcept {
+  return (n + 1) / 2;
+}
 
 }  // namespace neat

@@ -17,13 +17,13 @@ std::string lead(std::string_view what) {
 Status check_shape(DimsRef shape, std::string_view what) {
   if (shape.size() > static_cast<std::size_t>(kMaxRank)) {
     return invalid_argument(lead(what) + "rank " + std::to_string(shape.size()) +
-                            " is above the maximum rank " + std::to_string(kMaxRank) +
-                            " (shape " + dims_to_string(shape) + ")");
+                            " is above the maximum rank " + std::to_string(kMaxRank) + " (shape " +
+                            dims_to_string(shape) + ")");
   }
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
-      return invalid_argument(lead(what) + "shape[" + std::to_string(i) + "] = " +
-                              std::to_string(shape[i]) + " is negative (shape " +
+      return invalid_argument(lead(what) + "shape[" + std::to_string(i) +
+                              "] = " + std::to_string(shape[i]) + " is negative (shape " +
                               dims_to_string(shape) + "); extents must be >= 0");
     }
   }
@@ -35,9 +35,8 @@ Result<ByteSpan> addressed_bytes(DType dtype, DimsRef shape, DimsRef strides,
   NEAT_RETURN_IF_ERROR(check_shape(shape, what));
   if (strides.size() != shape.size()) {
     return invalid_argument(lead(what) + "" + std::to_string(strides.size()) +
-                            " strides given for rank " + std::to_string(shape.size()) +
-                            " (shape " + dims_to_string(shape) + ", strides " +
-                            dims_to_string(strides) + ")");
+                            " strides given for rank " + std::to_string(shape.size()) + " (shape " +
+                            dims_to_string(shape) + ", strides " + dims_to_string(strides) + ")");
   }
   for (std::int64_t e : shape) {
     if (e == 0) return ByteSpan{byte_offset, byte_offset, true};
@@ -60,8 +59,7 @@ Result<ByteSpan> addressed_bytes(DType dtype, DimsRef shape, DimsRef strides,
   }
   if (!checked_add(hi, item_size(dtype), &hi)) {
     return out_of_range(lead(what) + "the last addressed byte overflows int64 (offset " +
-                        std::to_string(byte_offset) + ", strides " + dims_to_string(strides) +
-                        ")");
+                        std::to_string(byte_offset) + ", strides " + dims_to_string(strides) + ")");
   }
   return ByteSpan{lo, hi, false};
 }
@@ -113,11 +111,10 @@ Status validate_layout(DType dtype, DimsRef shape, DimsRef strides, std::int64_t
   }
   if (span.hi > storage_bytes) {
     return out_of_range(lead(what) + "shape " + dims_to_string(shape) + " of " +
-                        std::string(to_string(dtype)) + " with strides " +
-                        dims_to_string(strides) + " and byte_offset " +
-                        std::to_string(byte_offset) + " addresses bytes up to " +
-                        std::to_string(span.hi) + " but the storage holds " +
-                        std::to_string(storage_bytes) + " bytes");
+                        std::string(to_string(dtype)) + " with strides " + dims_to_string(strides) +
+                        " and byte_offset " + std::to_string(byte_offset) +
+                        " addresses bytes up to " + std::to_string(span.hi) +
+                        " but the storage holds " + std::to_string(storage_bytes) + " bytes");
   }
   return {};
 }

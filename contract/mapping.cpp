@@ -12,7 +12,10 @@ Mapping::Mapping(const NeatTensor& tensor, MapMode mode,
 }
 
 Mapping::Mapping(Mapping&& other) noexcept
-    : tensor_(std::move(other.tensor_)), bases_(other.bases_), data_(other.data_), mode_(other.mode_) {
+    : tensor_(std::move(other.tensor_)),
+      bases_(other.bases_),
+      data_(other.data_),
+      mode_(other.mode_) {
   other.data_ = nullptr;  // a moved-from NeatTensor holds no storage: nothing to unmap
 }
 
@@ -28,7 +31,9 @@ Mapping& Mapping::operator=(Mapping&& other) noexcept {
   return *this;
 }
 
-Mapping::~Mapping() { release(); }
+Mapping::~Mapping() {
+  release();
+}
 
 void Mapping::release() noexcept {
   if (!tensor_.defined()) return;
@@ -41,13 +46,16 @@ void Mapping::release() noexcept {
 }
 
 Result<const std::byte*> Mapping::plane_data(PlaneRole role) const {
-  if (!tensor_.defined()) return failed_precondition("plane_data: the mapping is empty (moved-from)");
+  if (!tensor_.defined())
+    return failed_precondition("plane_data: the mapping is empty (moved-from)");
   for (int i = 0; i < tensor_.plane_count_; ++i) {
     const PlaneLayout& p = tensor_.planes_[static_cast<std::size_t>(i)];
-    if (p.role == role) return const_cast<const std::byte*>(bases_[static_cast<std::size_t>(p.storage)] + p.byte_offset);
+    if (p.role == role)
+      return const_cast<const std::byte*>(bases_[static_cast<std::size_t>(p.storage)] +
+                                          p.byte_offset);
   }
-  return invalid_argument("plane_data(" + std::string(neat::to_string(role)) + "): " +
-                          tensor_.to_string() + " has no such plane");
+  return invalid_argument("plane_data(" + std::string(neat::to_string(role)) +
+                          "): " + tensor_.to_string() + " has no such plane");
 }
 
 Result<std::byte*> Mapping::mutable_plane_data(PlaneRole role) const {
@@ -76,7 +84,8 @@ Result<std::byte*> Mapping::checked_data(DType dtype, bool for_write, std::size_
                                "data(), or call contiguous() first (an explicit copy)");
   }
   if (for_write && !writable()) {
-    return failed_precondition(what + " with a non-const element type needs a write mapping; use "
+    return failed_precondition(what +
+                               " with a non-const element type needs a write mapping; use "
                                "data_ptr<const T>() on a read mapping");
   }
   if (reinterpret_cast<std::uintptr_t>(data_) % align != 0) {

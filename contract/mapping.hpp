@@ -51,7 +51,8 @@ class Mapping {
 
  private:
   friend class NeatTensor;
-  Mapping(const NeatTensor& tensor, MapMode mode, std::array<std::byte*, kMaxPlanes> bases) noexcept;
+  Mapping(const NeatTensor& tensor, MapMode mode,
+          std::array<std::byte*, kMaxPlanes> bases) noexcept;
   Result<std::byte*> checked_data(DType dtype, bool for_write, std::size_t align) const;
   void release() noexcept;
 

@@ -46,11 +46,12 @@ Result<NeatTensor> NeatTensor::allocate(DType dtype, DimsRef shape, AllocOptions
 Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t width,
                                               std::int64_t height, ImageAllocOptions options) {
   auto what = [&] {
-    return "allocate_image(" + std::string(neat::to_string(format)) + " " +
-           std::to_string(width) + "x" + std::to_string(height) + ")";
+    return "allocate_image(" + std::string(neat::to_string(format)) + " " + std::to_string(width) +
+           "x" + std::to_string(height) + ")";
   };
   if (format == PixelFormat::None) {
-    return invalid_argument(what() + ": a pixel format is required; use allocate() for dense tensors");
+    return invalid_argument(what() +
+                            ": a pixel format is required; use allocate() for dense tensors");
   }
   if (width < 0 || height < 0) {
     return invalid_argument(what() + ": width and height must be >= 0");
@@ -73,7 +74,8 @@ Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t w
     std::array<std::int64_t, kMaxPlanes> strides{}, offsets{};
     std::int64_t total = 0;
     for (int i = 0; i < order.count; ++i) {
-      const PlaneGeometry g = plane_geometry(format, order.roles[static_cast<std::size_t>(i)], width, height);
+      const PlaneGeometry g =
+          plane_geometry(format, order.roles[static_cast<std::size_t>(i)], width, height);
       std::int64_t row = 0, bytes = 0;
       if (!checked_mul(g.cols, g.samples, &row)) ok = false;
       row = round_up(row, align, &ok);
@@ -91,8 +93,9 @@ Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t w
       const auto u = static_cast<std::size_t>(i);
       specs[u] = PlaneSpec{order.roles[u], storage, strides[u], offsets[u]};
     }
-    return compose_planes(format, width, height,
-                          std::span<const PlaneSpec>(specs.data(), static_cast<std::size_t>(order.count)));
+    return compose_planes(
+        format, width, height,
+        std::span<const PlaneSpec>(specs.data(), static_cast<std::size_t>(order.count)));
   }
 
   const std::int64_t c = channels(format);
@@ -129,7 +132,8 @@ Result<NeatTensor> NeatTensor::allocate_image(PixelFormat format, std::int64_t w
   }
   NEAT_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
                         alloc.allocate(AllocRequest{total, options.zero_fill}));
-  NEAT_ASSIGN_OR_RETURN(NeatTensor t, from_storage(std::move(storage), DType::U8, shape, strides, 0));
+  NEAT_ASSIGN_OR_RETURN(NeatTensor t,
+                        from_storage(std::move(storage), DType::U8, shape, strides, 0));
   return t.as_image(ImageSpec{format, width, height, layout});
 }
 
@@ -165,8 +169,8 @@ Result<NeatTensor> NeatTensor::compose_planes(PixelFormat format, std::int64_t w
                                               std::int64_t height,
                                               std::span<const PlaneSpec> planes) {
   auto what = [&] {
-    return "compose_planes(" + std::string(neat::to_string(format)) + " " +
-           std::to_string(width) + "x" + std::to_string(height) + ")";
+    return "compose_planes(" + std::string(neat::to_string(format)) + " " + std::to_string(width) +
+           "x" + std::to_string(height) + ")";
   };
   if (!is_planar(format)) {
     return invalid_argument(what() + ": " + std::string(neat::to_string(format)) +
@@ -208,9 +212,13 @@ Result<NeatTensor> NeatTensor::compose_planes(PixelFormat format, std::int64_t w
       t.storages_[static_cast<std::size_t>(slot)] = p.storage;
     }
     const PlaneGeometry g = plane_geometry(format, p.role, width, height);
-    t.planes_[static_cast<std::size_t>(i)] =
-        PlaneLayout{g.rows, g.cols, p.row_stride, p.byte_offset, p.role,
-                    static_cast<std::int8_t>(g.samples), static_cast<std::int8_t>(slot)};
+    t.planes_[static_cast<std::size_t>(i)] = PlaneLayout{g.rows,
+                                                         g.cols,
+                                                         p.row_stride,
+                                                         p.byte_offset,
+                                                         p.role,
+                                                         static_cast<std::int8_t>(g.samples),
+                                                         static_cast<std::int8_t>(slot)};
   }
   const PlaneLayout& y = t.planes_[0];
   t.shape_ = {height, width};
@@ -251,16 +259,27 @@ Status NeatTensor::validate_composite() const {
                               " is negative; planar frames are stored top-down");
     }
     const Storage& s = *storages_[static_cast<std::size_t>(p.storage)];
-    const Dims shape = p.samples == 1 ? Dims{p.rows, p.cols} : Dims{p.rows, p.cols, p.samples};
-    const Dims strides = p.samples == 1 ? Dims{p.row_stride, 1} : Dims{p.row_stride, p.samples, 1};
-    if (Status st = validate_layout(DType::U8, shape, strides, p.byte_offset, s.size_bytes(), {});
-        !st.ok()) {
-      return st.error().with_context(name());
+    // Fast path: the plane's bytes [offset, offset + (rows-1) * row_stride + row) fit.
+    std::int64_t end = 0;
+    const bool fits = p.rows == 0 || p.cols == 0
+                          ? p.byte_offset >= 0 && p.byte_offset <= s.size_bytes()
+                          : !__builtin_mul_overflow(p.rows - 1, p.row_stride, &end) &&
+                                !__builtin_add_overflow(end, min_row, &end) &&
+                                !__builtin_add_overflow(end, p.byte_offset, &end) &&
+                                p.byte_offset >= 0 && end <= s.size_bytes();
+    if (!fits) {
+      const Dims shape = p.samples == 1 ? Dims{p.rows, p.cols} : Dims{p.rows, p.cols, p.samples};
+      const Dims strides =
+          p.samples == 1 ? Dims{p.row_stride, 1} : Dims{p.row_stride, p.samples, 1};
+      if (Status st = validate_layout(DType::U8, shape, strides, p.byte_offset, s.size_bytes(), {});
+          !st.ok()) {
+        return st.error().with_context(name());
+      }
     }
     // Validated above, so this cannot overflow: the plane's bytes are [lo, hi).
     const bool empty = p.rows == 0 || p.cols == 0;
-    const std::int64_t hi = empty ? p.byte_offset
-                                  : p.byte_offset + (p.rows - 1) * p.row_stride + min_row;
+    const std::int64_t hi =
+        empty ? p.byte_offset : p.byte_offset + (p.rows - 1) * p.row_stride + min_row;
     ranges[static_cast<std::size_t>(i)] = Range{p.byte_offset, hi, p.storage};
     for (int k = 0; k < i; ++k) {
       const Range& a = ranges[static_cast<std::size_t>(k)];
@@ -300,7 +319,8 @@ void NeatTensor::refresh_contiguity() noexcept {
 
 std::int64_t NeatTensor::numel() const noexcept {
   std::int64_t n = 1;
-  for (std::int64_t e : shape_) n *= e;  // bounded: validated against the storage size
+  for (std::int64_t e : shape_)
+    n *= e;  // bounded: validated against the storage size
   return n;
 }
 
@@ -332,7 +352,9 @@ bool NeatTensor::is_writable() const noexcept {
   return held_alone();
 }
 
-Device NeatTensor::device() const noexcept { return defined() ? storages_[0]->device() : kCpu; }
+Device NeatTensor::device() const noexcept {
+  return defined() ? storages_[0]->device() : kCpu;
+}
 
 StorageKind NeatTensor::storage_kind() const noexcept {
   return defined() ? storages_[0]->kind() : StorageKind::Other;
@@ -351,7 +373,8 @@ TensorDescription NeatTensor::description() const noexcept {
   d.storage = storage_kind();
   d.rank = static_cast<std::int8_t>(shape_.size());
   d.contiguous = is_contiguous();
-  for (int i = 0; i < std::min(shape_.size(), 4); ++i) d.shape[static_cast<std::size_t>(i)] = shape_[i];
+  for (int i = 0; i < std::min(shape_.size(), 4); ++i)
+    d.shape[static_cast<std::size_t>(i)] = shape_[i];
   return d;
 }
 
@@ -376,8 +399,8 @@ std::string NeatTensor::to_string() const {
   } else {
     out += " strides " + strides_.to_string() + " offset " + std::to_string(byte_offset_);
   }
-  out += " " + neat::to_string(device()) + " " + std::string(neat::to_string(storage_kind())) + "#" +
-         std::to_string(storages_[0]->id());
+  out += " " + neat::to_string(device()) + " " + std::string(neat::to_string(storage_kind())) +
+         "#" + std::to_string(storages_[0]->id());
   if (is_broadcast()) out += " broadcast";
   if (!is_contiguous()) out += " strided";
   out += ")";
@@ -386,12 +409,17 @@ std::string NeatTensor::to_string() const {
 
 // ---- mapping -----------------------------------------------------------------
 
-Result<Mapping> NeatTensor::map(MapMode mode) const { return map_impl(mode, false); }
+Result<Mapping> NeatTensor::map(MapMode mode) const {
+  return map_impl(mode, false);
+}
 
-Result<Mapping> NeatTensor::map(MapMode mode) { return map_impl(mode, true); }
+Result<Mapping> NeatTensor::map(MapMode mode) {
+  return map_impl(mode, true);
+}
 
 Result<Mapping> NeatTensor::map_impl(MapMode mode, bool allow_write) const {
-  if (!defined()) return failed_precondition("map: the tensor is undefined (default-constructed or moved-from)");
+  if (!defined())
+    return failed_precondition("map: the tensor is undefined (default-constructed or moved-from)");
   if (has_write(mode)) {
     if (!allow_write) {
       return failed_precondition("map(" + std::string(neat::to_string(mode)) +
@@ -409,16 +437,17 @@ Result<Mapping> NeatTensor::map_impl(MapMode mode, bool allow_write) const {
       } else {
         why = "its storage is shared with another tensor, view or mapping";
       }
-      return failed_precondition("map(" + std::string(neat::to_string(mode)) + ") of " +
-                                 to_string() + " refused: " + why +
-                                 "; call std::move(t).make_writable() first (it copies only when it must)");
+      return failed_precondition(
+          "map(" + std::string(neat::to_string(mode)) + ") of " + to_string() + " refused: " + why +
+          "; call std::move(t).make_writable() first (it copies only when it must)");
     }
   }
   std::array<std::byte*, kMaxPlanes> bases{};
   for (int i = 0; i < storage_count_; ++i) {
     Result<std::byte*> base = storages_[static_cast<std::size_t>(i)]->map(mode);
     if (!base.ok()) {
-      for (int k = 0; k < i; ++k) storages_[static_cast<std::size_t>(k)]->unmap(mode);
+      for (int k = 0; k < i; ++k)
+        storages_[static_cast<std::size_t>(k)]->unmap(mode);
       return std::move(base).error().with_context("map");
     }
     bases[static_cast<std::size_t>(i)] = *base;
@@ -428,7 +457,8 @@ Result<Mapping> NeatTensor::map_impl(MapMode mode, bool allow_write) const {
 
 // ---- make_writable -----------------------------------------------------------
 
-Result<NeatTensor> NeatTensor::make_writable(WritableOptions options, std::source_location where) && {
+Result<NeatTensor> NeatTensor::make_writable(WritableOptions options,
+                                             std::source_location where) && {
   if (!defined()) return failed_precondition("make_writable: the tensor is undefined");
   bool donatable = (flags_ & kBroadcast) == 0;
   for (int i = 0; i < storage_count_ && donatable; ++i) {

@@ -109,9 +109,8 @@ class NeatTensor {
                                          DimsRef shape, DimsRef strides,
                                          std::int64_t byte_offset = 0);
   /// As from_storage, with row-major contiguous strides.
-  static Result<NeatTensor> from_storage_contiguous(std::shared_ptr<Storage> storage,
-                                                    DType dtype, DimsRef shape,
-                                                    std::int64_t byte_offset = 0);
+  static Result<NeatTensor> from_storage_contiguous(std::shared_ptr<Storage> storage, DType dtype,
+                                                    DimsRef shape, std::int64_t byte_offset = 0);
   /// A planar frame from its planes, in the format's role order (NV12: Y, UV;
   /// I420: Y, U, V; ...). Planes may share a storage or each have their own;
   /// they must not overlap.
@@ -138,7 +137,9 @@ class NeatTensor {
   bool is_composite() const noexcept { return plane_count_ > 0; }
   int plane_count() const noexcept { return plane_count_; }
   /// Plane i of a composite (0 <= i < plane_count()).
-  const PlaneLayout& plane_layout(int i) const noexcept { return planes_[static_cast<std::size_t>(i)]; }
+  const PlaneLayout& plane_layout(int i) const noexcept {
+    return planes_[static_cast<std::size_t>(i)];
+  }
   /// Row-major and packed (for a composite: planes packed back to back in one storage).
   bool is_contiguous() const noexcept { return (flags_ & kContiguous) != 0; }
   /// A broadcast (stride 0) view: readable, never writable.
@@ -161,7 +162,8 @@ class NeatTensor {
 
   // ---- views: metadata only, never allocate a buffer --------------------------
 
-  /// Elements start, start+step, ... < stop of dimension `dim` (0 <= start <= stop <= extent, step >= 1).
+  /// Elements start, start+step, ... < stop of dimension `dim` (0 <= start <= stop <= extent, step
+  /// >= 1).
   Result<NeatTensor> slice(int dim, std::int64_t start, std::int64_t stop,
                            std::int64_t step = 1) const;
   /// `length` elements of `dim` from `start`.
@@ -194,9 +196,8 @@ class NeatTensor {
   /// Consumes this handle and returns a writable tensor: the same buffer when
   /// nothing else holds it (donation, 0 bytes copied), otherwise a
   /// copy-on-write copy through the copy gate. See Donation for the modes.
-  Result<NeatTensor> make_writable(
-      WritableOptions options = {},
-      std::source_location where = std::source_location::current()) &&;
+  Result<NeatTensor> make_writable(WritableOptions options = {},
+                                   std::source_location where = std::source_location::current()) &&;
 
   // ---- access -----------------------------------------------------------------
 
@@ -212,9 +213,8 @@ class NeatTensor {
   Result<NeatTensor> clone(CopyOptions options = {},
                            std::source_location where = std::source_location::current()) const;
   /// This tensor when already contiguous (no copy, no event); otherwise a pack.
-  Result<NeatTensor> contiguous(
-      CopyOptions options = {},
-      std::source_location where = std::source_location::current()) const;
+  Result<NeatTensor> contiguous(CopyOptions options = {},
+                                std::source_location where = std::source_location::current()) const;
 
  private:
   friend class Mapping;
@@ -226,6 +226,10 @@ class NeatTensor {
   Status validate_composite() const;
   void refresh_contiguity() noexcept;
   Status finish_view(std::string_view what);
+  /// Builds a view in place: copies *this into the returned Result, applies
+  /// `edit` to the copy, validates it (one copy, no move; every view passes here).
+  template <class Edit>
+  Result<NeatTensor> make_view(std::string_view what, Edit&& edit) const;
   Status require_dense(std::string_view op) const;
   Result<Mapping> map_impl(MapMode mode, bool allow_write) const;
   bool held_alone() const noexcept;

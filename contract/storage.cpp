@@ -4,9 +4,12 @@ namespace neat {
 
 std::string_view to_string(MapMode m) noexcept {
   switch (m) {
-    case MapMode::Read: return "read";
-    case MapMode::Write: return "write";
-    case MapMode::ReadWrite: return "read_write";
+    case MapMode::Read:
+      return "read";
+    case MapMode::Write:
+      return "write";
+    case MapMode::ReadWrite:
+      return "read_write";
   }
   return "?";
 }

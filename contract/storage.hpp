@@ -25,7 +25,9 @@ enum class MapMode : std::uint8_t {
   Write = 2,
   ReadWrite = 3,
 };
-constexpr bool has_write(MapMode m) noexcept { return (static_cast<int>(m) & 2) != 0; }
+constexpr bool has_write(MapMode m) noexcept {
+  return (static_cast<int>(m) & 2) != 0;
+}
 std::string_view to_string(MapMode m) noexcept;
 
 /// A stable key for a buffer: caches key on id() and test alive() to find stale

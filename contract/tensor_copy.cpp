@@ -34,7 +34,8 @@ int collapse(const Dims& shape, const Dims& a, const Dims& b, std::int64_t* ext,
 template <std::size_t N>
 void copy_elements(std::byte* d, std::int64_t sd, const std::byte* s, std::int64_t ss,
                    std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i) std::memcpy(d + i * sd, s + i * ss, N);
+  for (std::int64_t i = 0; i < count; ++i)
+    std::memcpy(d + i * sd, s + i * ss, N);
 }
 
 // `item` is 1..16 bytes: the dtype's item size, or a short packed run of
@@ -46,14 +47,30 @@ void copy_inner(std::byte* d, std::int64_t sd, const std::byte* s, std::int64_t 
     return;
   }
   switch (item) {
-    case 1: copy_elements<1>(d, sd, s, ss, n); break;
-    case 2: copy_elements<2>(d, sd, s, ss, n); break;
-    case 3: copy_elements<3>(d, sd, s, ss, n); break;
-    case 4: copy_elements<4>(d, sd, s, ss, n); break;
-    case 6: copy_elements<6>(d, sd, s, ss, n); break;
-    case 8: copy_elements<8>(d, sd, s, ss, n); break;
-    case 12: copy_elements<12>(d, sd, s, ss, n); break;
-    case 16: copy_elements<16>(d, sd, s, ss, n); break;
+    case 1:
+      copy_elements<1>(d, sd, s, ss, n);
+      break;
+    case 2:
+      copy_elements<2>(d, sd, s, ss, n);
+      break;
+    case 3:
+      copy_elements<3>(d, sd, s, ss, n);
+      break;
+    case 4:
+      copy_elements<4>(d, sd, s, ss, n);
+      break;
+    case 6:
+      copy_elements<6>(d, sd, s, ss, n);
+      break;
+    case 8:
+      copy_elements<8>(d, sd, s, ss, n);
+      break;
+    case 12:
+      copy_elements<12>(d, sd, s, ss, n);
+      break;
+    case 16:
+      copy_elements<16>(d, sd, s, ss, n);
+      break;
     default:
       for (std::int64_t i = 0; i < n; ++i) {
         std::memcpy(d + i * sd, s + i * ss, static_cast<std::size_t>(item));

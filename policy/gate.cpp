@@ -81,6 +81,8 @@ PolicyGate& policy_gate() noexcept {
   return gate;
 }
 
-CopyGate& default_copy_gate() noexcept { return policy_gate(); }
+CopyGate& default_copy_gate() noexcept {
+  return policy_gate();
+}
 
 }  // namespace neat

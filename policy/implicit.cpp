@@ -10,9 +10,11 @@ Result<NeatTensor> accept_contiguous(NeatTensor t, ImplicitOptions options,
   copy.policy = options.policy;
   copy.allocator = options.allocator;
   copy.implicit = true;
-  copy.requested_by = options.consumer.empty() ? std::string_view("accept_contiguous") : options.consumer;
-  copy.fix = "call contiguous() on the tensor before handing it over (an explicit, recorded pack), "
-             "or give the consumer a contiguous tensor";
+  copy.requested_by =
+      options.consumer.empty() ? std::string_view("accept_contiguous") : options.consumer;
+  copy.fix =
+      "call contiguous() on the tensor before handing it over (an explicit, recorded pack), "
+      "or give the consumer a contiguous tensor";
   return t.contiguous(copy, where);
 }
 

@@ -54,9 +54,13 @@ ScopedPolicy::ScopedPolicy(ConversionPolicy policy) noexcept : previous_(t_scope
   t_scoped = policy;
 }
 
-ScopedPolicy::~ScopedPolicy() { t_scoped = previous_; }
+ScopedPolicy::~ScopedPolicy() {
+  t_scoped = previous_;
+}
 
-std::optional<ConversionPolicy> scoped_policy() noexcept { return t_scoped; }
+std::optional<ConversionPolicy> scoped_policy() noexcept {
+  return t_scoped;
+}
 
 ConversionPolicy effective_policy(std::optional<ConversionPolicy> per_call) noexcept {
   if (per_call) return *per_call;

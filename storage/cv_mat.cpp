@@ -42,7 +42,8 @@ const KeepAliveMatAllocator& keep_alive_allocator() {
 
 std::string mat_desc(const cv::Mat& m) {
   std::string s = "cv::Mat(";
-  for (int i = 0; i < m.dims; ++i) s += (i ? "x" : "") + std::to_string(m.size[i]);
+  for (int i = 0; i < m.dims; ++i)
+    s += (i ? "x" : "") + std::to_string(m.size[i]);
   s += " type " + cv::typeToString(m.type()) + ")";
   return s;
 }
@@ -51,28 +52,45 @@ std::string mat_desc(const cv::Mat& m) {
 
 Result<DType> dtype_from_cv_depth(int depth) {
   switch (depth) {
-    case CV_8U: return DType::U8;
-    case CV_8S: return DType::I8;
-    case CV_16U: return DType::U16;
-    case CV_16S: return DType::I16;
-    case CV_32S: return DType::I32;
-    case CV_32F: return DType::F32;
-    case CV_64F: return DType::F64;
-    case CV_16F: return DType::F16;
-    default: return invalid_argument("OpenCV depth " + std::to_string(depth) + " has no NeatTensor dtype");
+    case CV_8U:
+      return DType::U8;
+    case CV_8S:
+      return DType::I8;
+    case CV_16U:
+      return DType::U16;
+    case CV_16S:
+      return DType::I16;
+    case CV_32S:
+      return DType::I32;
+    case CV_32F:
+      return DType::F32;
+    case CV_64F:
+      return DType::F64;
+    case CV_16F:
+      return DType::F16;
+    default:
+      return invalid_argument("OpenCV depth " + std::to_string(depth) + " has no NeatTensor dtype");
   }
 }
 
 Result<int> cv_depth_from_dtype(DType dtype) {
   switch (dtype) {
-    case DType::U8: return CV_8U;
-    case DType::I8: return CV_8S;
-    case DType::U16: return CV_16U;
-    case DType::I16: return CV_16S;
-    case DType::I32: return CV_32S;
-    case DType::F32: return CV_32F;
-    case DType::F64: return CV_64F;
-    case DType::F16: return CV_16F;
+    case DType::U8:
+      return CV_8U;
+    case DType::I8:
+      return CV_8S;
+    case DType::U16:
+      return CV_16U;
+    case DType::I16:
+      return CV_16S;
+    case DType::I32:
+      return CV_32S;
+    case DType::F32:
+      return CV_32F;
+    case DType::F64:
+      return CV_64F;
+    case DType::F16:
+      return CV_16F;
     default:
       return invalid_argument("dtype " + std::string(to_string(dtype)) +
                               " has no OpenCV equivalent (OpenCV has u8, i8, u16, i16, i32, f16, "
@@ -176,7 +194,8 @@ Result<cv::Mat> mat_view(Mapping mapping) {
       cols = s[1];
       cn = s[2];
       if (t.layout() == Layout::CHW) {
-        return failed_precondition(what + ": CHW is not a Mat layout; take one channel with "
+        return failed_precondition(what +
+                                   ": CHW is not a Mat layout; take one channel with "
                                    "narrow(0, c, 1) or convert the layout first");
       }
       if ((cn > 1 && st[2] != item) || (cols > 1 && st[1] != cn * item)) {

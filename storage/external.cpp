@@ -36,8 +36,8 @@ Result<std::shared_ptr<Storage>> wrap_memory(void* data, std::int64_t size_bytes
 }
 
 Result<NeatTensor> wrap_external(void* data, std::int64_t size_bytes,
-                                 std::shared_ptr<const void> keep_alive, DType dtype,
-                                 DimsRef shape, DimsRef strides, std::int64_t byte_offset,
+                                 std::shared_ptr<const void> keep_alive, DType dtype, DimsRef shape,
+                                 DimsRef strides, std::int64_t byte_offset,
                                  ExternalOptions options) {
   NEAT_ASSIGN_OR_RETURN(std::shared_ptr<Storage> s,
                         wrap_memory(data, size_bytes, std::move(keep_alive), options));

@@ -41,8 +41,8 @@ Result<std::shared_ptr<Storage>> wrap_memory(void* data, std::int64_t size_bytes
 
 /// Wraps external memory as a dense tensor in one call.
 Result<NeatTensor> wrap_external(void* data, std::int64_t size_bytes,
-                                 std::shared_ptr<const void> keep_alive, DType dtype,
-                                 DimsRef shape, DimsRef strides, std::int64_t byte_offset = 0,
+                                 std::shared_ptr<const void> keep_alive, DType dtype, DimsRef shape,
+                                 DimsRef strides, std::int64_t byte_offset = 0,
                                  ExternalOptions options = {});
 
 }  // namespace neat

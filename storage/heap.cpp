@@ -52,8 +52,10 @@ struct HeapPool::State {
     free_buffers.reserve(static_cast<std::size_t>(c.max_cached_buffers));
   }
   ~State() {
-    for (auto& b : free_buffers) system_free(b.ptr, b.capacity);
-    for (void* p : free_blocks) ::operator delete(p);
+    for (auto& b : free_buffers)
+      system_free(b.ptr, b.capacity);
+    for (void* p : free_blocks)
+      ::operator delete(p);
   }
 
   struct Buffer {
@@ -234,7 +236,8 @@ void HeapPool::trim() {
     state_->free_buffers.reserve(static_cast<std::size_t>(state_->config.max_cached_buffers));
     state_->cached_bytes = 0;
   }
-  for (auto& b : drop) system_free(b.ptr, b.capacity);
+  for (auto& b : drop)
+    system_free(b.ptr, b.capacity);
 }
 
 HeapPool& default_heap_pool() noexcept {
@@ -242,6 +245,8 @@ HeapPool& default_heap_pool() noexcept {
   return *pool;
 }
 
-StorageAllocator& default_allocator() noexcept { return default_heap_pool(); }
+StorageAllocator& default_allocator() noexcept {
+  return default_heap_pool();
+}
 
 }  // namespace neat

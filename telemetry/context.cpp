@@ -6,14 +6,20 @@ namespace {
 thread_local ConversionContext t_context;
 }
 
-const ConversionContext& current_context() noexcept { return t_context; }
+const ConversionContext& current_context() noexcept {
+  return t_context;
+}
 
 ScopedContext::ScopedContext(const ConversionContext& context) noexcept : previous_(t_context) {
   t_context = context;
 }
 
-ScopedContext::~ScopedContext() { t_context = previous_; }
+ScopedContext::~ScopedContext() {
+  t_context = previous_;
+}
 
-void ScopedContext::set_frame(std::int64_t frame) noexcept { t_context.frame = frame; }
+void ScopedContext::set_frame(std::int64_t frame) noexcept {
+  t_context.frame = frame;
+}
 
 }  // namespace neat

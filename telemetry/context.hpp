@@ -20,7 +20,7 @@ struct ConversionContext {
   std::string_view graph;
   std::string_view stage;
   std::string_view edge;
-  std::int64_t frame = -1;  ///< -1: unknown
+  std::int64_t frame = -1;                 ///< -1: unknown
   std::optional<ConversionPolicy> policy;  ///< graph / stage / edge policy, if set
 };
 

@@ -14,14 +14,16 @@ void accumulate(CounterCell& into, const CounterCell& c) noexcept {
 CounterCell CountersSnapshot::total(ConversionKind k) const noexcept {
   CounterCell sum;
   for (int r = 0; r < kConversionReasonCount; ++r) {
-    for (bool e : {false, true}) accumulate(sum, at(k, static_cast<ConversionReason>(r), e));
+    for (bool e : {false, true})
+      accumulate(sum, at(k, static_cast<ConversionReason>(r), e));
   }
   return sum;
 }
 
 CounterCell CountersSnapshot::total() const noexcept {
   CounterCell sum;
-  for (const CounterCell& c : cells_) accumulate(sum, c);
+  for (const CounterCell& c : cells_)
+    accumulate(sum, c);
   return sum;
 }
 

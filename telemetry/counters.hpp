@@ -35,7 +35,8 @@ class CountersSnapshot {
   CountersSnapshot since(const CountersSnapshot& before) const noexcept;
 
   static constexpr std::size_t index(ConversionKind k, ConversionReason r, bool e) noexcept {
-    return (static_cast<std::size_t>(k) * kConversionReasonCount + static_cast<std::size_t>(r)) * 2 +
+    return (static_cast<std::size_t>(k) * kConversionReasonCount + static_cast<std::size_t>(r)) *
+               2 +
            (e ? 1 : 0);
   }
   static constexpr std::size_t kCells =

@@ -69,7 +69,8 @@ void emit_event(const ConversionEvent& event) noexcept {
     std::lock_guard lock(r.mutex);
     sinks = r.sinks;
   }
-  for (const auto& s : *sinks) s->on_event(event);
+  for (const auto& s : *sinks)
+    s->on_event(event);
 }
 
 std::size_t event_sink_count() noexcept {

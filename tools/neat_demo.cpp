@@ -18,7 +18,9 @@ int fail(const neat::Error& e) {
   return 1;
 }
 
-void step(const char* title) { std::printf("\n== %s\n", title); }
+void step(const char* title) {
+  std::printf("\n== %s\n", title);
+}
 
 std::string mib(std::uint64_t bytes) {
   char buf[32];
@@ -33,7 +35,8 @@ int main(int argc, char** argv) {
   int width = 1280, height = 720, frames = 120;
   app.add_option("--width", width, "frame width in pixels")->check(CLI::Range(2, 16384));
   app.add_option("--height", height, "frame height in pixels")->check(CLI::Range(2, 16384));
-  app.add_option("--frames", frames, "frames in the steady-state loop")->check(CLI::Range(1, 100000));
+  app.add_option("--frames", frames, "frames in the steady-state loop")
+      ->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
 
   auto sink = std::make_shared<neat::MemorySink>();
@@ -45,7 +48,8 @@ int main(int argc, char** argv) {
   cv::Mat frame(height, width, CV_8UC3);
   for (int r = 0; r < height; ++r) {
     auto* row = frame.ptr<cv::Vec3b>(r);
-    for (int c = 0; c < width; ++c) row[c] = cv::Vec3b(c & 0xff, r & 0xff, (r + c) & 0xff);
+    for (int c = 0; c < width; ++c)
+      row[c] = cv::Vec3b(c & 0xff, r & 0xff, (r + c) & 0xff);
   }
   auto wrapped = neat::wrap_mat_image(frame, neat::PixelFormat::BGR);
   if (!wrapped) return fail(wrapped.error());
@@ -53,11 +57,13 @@ int main(int argc, char** argv) {
   {
     auto m = bgr.map();
     if (!m) return fail(m.error());
-    std::printf("   %s\n   same bytes as the Mat: %s\n", bgr.to_string().c_str(),
-                static_cast<const void*>(m->data()) == static_cast<const void*>(frame.data) ? "yes" : "NO");
+    std::printf(
+        "   %s\n   same bytes as the Mat: %s\n", bgr.to_string().c_str(),
+        static_cast<const void*>(m->data()) == static_cast<const void*>(frame.data) ? "yes" : "NO");
   }
   frame.release();  // the tensor keeps the Mat's buffer alive
-  std::printf("   caller's Mat released; tensor still valid: %s\n", bgr.identity().alive() ? "yes" : "NO");
+  std::printf("   caller's Mat released; tensor still valid: %s\n",
+              bgr.identity().alive() ? "yes" : "NO");
 
   step("2. views: crop, channel slice, transpose (no buffer allocated)");
   auto roi = bgr.crop(width / 4, height / 4, width / 2, height / 2);
@@ -68,13 +74,16 @@ int main(int argc, char** argv) {
   if (!transposed) return fail(transposed.error());
   std::printf("   crop:      %s\n   channel:   %s\n   transpose: %s\n", roi->to_string().c_str(),
               green->to_string().c_str(), transposed->to_string().c_str());
-  auto nv12 = neat::NeatTensor::allocate_image(neat::PixelFormat::NV12, width, height, {.row_alignment = 64});
+  auto nv12 = neat::NeatTensor::allocate_image(neat::PixelFormat::NV12, width, height,
+                                               {.row_alignment = 64});
   if (!nv12) return fail(nv12.error());
   auto uv = nv12->plane(neat::PlaneRole::UV);
   if (!uv) return fail(uv.error());
-  std::printf("   NV12 frame: %s\n   its UV plane: %s\n", nv12->to_string().c_str(), uv->to_string().c_str());
+  std::printf("   NV12 frame: %s\n   its UV plane: %s\n", nv12->to_string().c_str(),
+              uv->to_string().c_str());
   auto odd = nv12->crop(1, 0, 16, 16);
-  std::printf("   an odd NV12 crop is refused: %s\n", odd ? "NO (accepted)" : odd.error().message().c_str());
+  std::printf("   an odd NV12 crop is refused: %s\n",
+              odd ? "NO (accepted)" : odd.error().message().c_str());
 
   step("3. make_writable: donated when held alone, copied when shared");
   auto scratch = neat::NeatTensor::allocate(neat::DType::F32, {height, width});
@@ -107,13 +116,16 @@ int main(int argc, char** argv) {
   step("5. an implicit conversion: refused under Strict, traced when allowed");
   {
     neat::ScopedPolicy strict(neat::ConversionPolicy::Strict);
-    neat::ScopedContext ctx({.graph = "demo", .stage = "detector", .edge = "camera->detector", .frame = 0});
+    neat::ScopedContext ctx(
+        {.graph = "demo", .stage = "detector", .edge = "camera->detector", .frame = 0});
     auto refused = neat::accept_contiguous(*transposed, {.consumer = "stage 'detector' input"});
-    std::printf("   Strict: %s\n", refused ? "accepted (unexpected)" : refused.error().message().c_str());
+    std::printf("   Strict: %s\n",
+                refused ? "accepted (unexpected)" : refused.error().message().c_str());
   }
   {
     neat::ScopedPolicy trace(neat::ConversionPolicy::AllowWithTrace);
-    neat::ScopedContext ctx({.graph = "demo", .stage = "detector", .edge = "camera->detector", .frame = 1});
+    neat::ScopedContext ctx(
+        {.graph = "demo", .stage = "detector", .edge = "camera->detector", .frame = 1});
     auto allowed = neat::accept_contiguous(*transposed, {.consumer = "stage 'detector' input"});
     if (!allowed) return fail(allowed.error());
     std::printf("   AllowWithTrace: performed and traced (%s)\n", allowed->to_string().c_str());

@@ -32,9 +32,12 @@ DType random_dtype(std::mt19937_64& rng) {
 // Mostly small values, sometimes huge ones (up to 2^61) to reach overflow.
 std::int64_t wild(std::mt19937_64& rng, std::int64_t small) {
   switch (rng() % 10) {
-    case 0: return static_cast<std::int64_t>(rng() >> 3);  // up to 2^61
-    case 1: return -static_cast<std::int64_t>(rng() >> 3);
-    default: return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(2 * small + 1)) - small;
+    case 0:
+      return static_cast<std::int64_t>(rng() >> 3);  // up to 2^61
+    case 1:
+      return -static_cast<std::int64_t>(rng() >> 3);
+    default:
+      return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(2 * small + 1)) - small;
   }
 }
 
@@ -64,7 +67,10 @@ bool reference_valid(const Desc& d) {
   i128 lo = d.offset, hi = d.offset;
   for (std::size_t i = 0; i < d.shape.size(); ++i) {
     const i128 reach = static_cast<i128>(d.shape[i] - 1) * d.strides[i];
-    if (reach < 0) lo += reach; else hi += reach;
+    if (reach < 0)
+      lo += reach;
+    else
+      hi += reach;
   }
   hi += item_size(d.dtype);
   return lo >= 0 && hi <= d.storage;
@@ -77,10 +83,9 @@ TEST(LayoutProperty, ValidationMatchesExactArithmetic) {
     const Desc d = random_desc(rng);
     const Status s = validate_layout(d.dtype, d.shape, d.strides, d.offset, d.storage, "t");
     const bool expect = reference_valid(d);
-    ASSERT_EQ(s.ok(), expect) << "case " << c << " shape " << dims_to_string(d.shape)
-                              << " strides " << dims_to_string(d.strides) << " offset "
-                              << d.offset << " storage " << d.storage << ": "
-                              << (s.ok() ? "accepted" : s.error().message());
+    ASSERT_EQ(s.ok(), expect) << "case " << c << " shape " << dims_to_string(d.shape) << " strides "
+                              << dims_to_string(d.strides) << " offset " << d.offset << " storage "
+                              << d.storage << ": " << (s.ok() ? "accepted" : s.error().message());
     (s.ok() ? accepted : rejected)++;
   }
   // The generator must exercise both outcomes substantially.
@@ -101,15 +106,18 @@ TEST(LayoutProperty, ValidationMatchesBruteForceEnumeration) {
     d.offset = static_cast<std::int64_t>(rng() % 200);
     d.storage = static_cast<std::int64_t>(rng() % 300);
     // Enumerate every element's bytes.
-    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(),
+                 hi = std::numeric_limits<std::int64_t>::min();
     std::vector<std::int64_t> idx(static_cast<std::size_t>(rank), 0);
     while (true) {
       std::int64_t a = d.offset;
-      for (int i = 0; i < rank; ++i) a += idx[static_cast<std::size_t>(i)] * d.strides[static_cast<std::size_t>(i)];
+      for (int i = 0; i < rank; ++i)
+        a += idx[static_cast<std::size_t>(i)] * d.strides[static_cast<std::size_t>(i)];
       lo = std::min(lo, a);
       hi = std::max(hi, a + item_size(d.dtype));
       int k = rank - 1;
-      while (k >= 0 && ++idx[static_cast<std::size_t>(k)] == d.shape[static_cast<std::size_t>(k)]) idx[static_cast<std::size_t>(k--)] = 0;
+      while (k >= 0 && ++idx[static_cast<std::size_t>(k)] == d.shape[static_cast<std::size_t>(k)])
+        idx[static_cast<std::size_t>(k--)] = 0;
       if (k < 0) break;
     }
     const bool expect = lo >= 0 && hi <= d.storage;
@@ -144,12 +152,14 @@ TEST(LayoutProperty, ContiguityMatchesRowMajorEnumeration) {
     }
     // Reference: element i (row-major) lives at i * item.
     std::int64_t n = 1;
-    for (auto e : shape) n *= e;
+    for (auto e : shape)
+      n *= e;
     bool expect = true;
     std::vector<std::int64_t> idx(static_cast<std::size_t>(rank), 0);
     for (std::int64_t e = 0; e < n && expect; ++e) {
       std::int64_t a = 0;
-      for (int i = 0; i < rank; ++i) a += idx[static_cast<std::size_t>(i)] * strides[static_cast<std::size_t>(i)];
+      for (int i = 0; i < rank; ++i)
+        a += idx[static_cast<std::size_t>(i)] * strides[static_cast<std::size_t>(i)];
       if (a != e * item) expect = false;
       for (int k = rank - 1; k >= 0; --k) {
         if (++idx[static_cast<std::size_t>(k)] < shape[static_cast<std::size_t>(k)]) break;
@@ -171,7 +181,8 @@ std::vector<std::int64_t> addresses(const NeatTensor& t) {
   std::vector<std::int64_t> idx(static_cast<std::size_t>(t.rank()), 0);
   for (std::int64_t e = 0; e < n; ++e) {
     std::int64_t a = t.byte_offset();
-    for (int i = 0; i < t.rank(); ++i) a += idx[static_cast<std::size_t>(i)] * t.strides()[i];
+    for (int i = 0; i < t.rank(); ++i)
+      a += idx[static_cast<std::size_t>(i)] * t.strides()[i];
     out.push_back(a);
     for (int k = t.rank() - 1; k >= 0; --k) {
       if (++idx[static_cast<std::size_t>(k)] < t.shape()[k]) break;
@@ -184,13 +195,15 @@ std::vector<std::int64_t> addresses(const NeatTensor& t) {
 NeatTensor random_tensor(std::mt19937_64& rng, const std::shared_ptr<Storage>& storage) {
   const int rank = 1 + static_cast<int>(rng() % 4);
   std::vector<std::int64_t> shape;
-  for (int i = 0; i < rank; ++i) shape.push_back(1 + static_cast<std::int64_t>(rng() % 5));
+  for (int i = 0; i < rank; ++i)
+    shape.push_back(1 + static_cast<std::int64_t>(rng() % 5));
   auto base = NeatTensor::from_storage_contiguous(storage, DType::I16, shape);
   NeatTensor t = *base;
   // Random permutation and random slicing make a general strided view.
   if (rank > 1 && rng() % 2) {
     std::vector<std::int64_t> order(static_cast<std::size_t>(rank));
-    for (int i = 0; i < rank; ++i) order[static_cast<std::size_t>(i)] = i;
+    for (int i = 0; i < rank; ++i)
+      order[static_cast<std::size_t>(i)] = i;
     std::shuffle(order.begin(), order.end(), rng);
     t = *t.permute(order);
   }
@@ -213,7 +226,8 @@ TEST(ViewProperty, SliceAndPermuteAddressTheSameBytesAsIndexMapping) {
     const int d = static_cast<int>(rng() % static_cast<std::uint64_t>(t.rank()));
     const std::int64_t e = t.shape()[d];
     const std::int64_t start = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(e + 1));
-    const std::int64_t stop = start + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(e - start + 1));
+    const std::int64_t stop =
+        start + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(e - start + 1));
     const std::int64_t step = 1 + static_cast<std::int64_t>(rng() % 3);
     auto v = t.slice(d, start, stop, step);
     ASSERT_TRUE(v.ok()) << v.error().message();
@@ -259,14 +273,16 @@ TEST(ViewProperty, ReshapeIsAViewExactlyWhenStridesAllowIt) {
     std::vector<std::int64_t> ref_strides(static_cast<std::size_t>(r), 0);
     std::int64_t unit = 1;
     for (int k = r - 1; k >= 0; --k) {
-      if (want[static_cast<std::size_t>(k)] > 1) ref_strides[static_cast<std::size_t>(k)] = addr[static_cast<std::size_t>(unit)] - addr[0];
+      if (want[static_cast<std::size_t>(k)] > 1)
+        ref_strides[static_cast<std::size_t>(k)] = addr[static_cast<std::size_t>(unit)] - addr[0];
       unit *= want[static_cast<std::size_t>(k)];
     }
     bool possible = true;
     std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
     for (std::size_t e = 0; e < addr.size() && possible; ++e) {
       std::int64_t a = addr[0];
-      for (int k = 0; k < r; ++k) a += idx[static_cast<std::size_t>(k)] * ref_strides[static_cast<std::size_t>(k)];
+      for (int k = 0; k < r; ++k)
+        a += idx[static_cast<std::size_t>(k)] * ref_strides[static_cast<std::size_t>(k)];
       possible = a == addr[e];
       for (int k = r - 1; k >= 0; --k) {
         if (++idx[static_cast<std::size_t>(k)] < want[static_cast<std::size_t>(k)]) break;

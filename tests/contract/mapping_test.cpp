@@ -47,8 +47,10 @@ TEST(Mapping, DeferredStorageIsMappedOncePerMappingAndUnmappedWhenItGoes) {
 }
 
 TEST(Mapping, UnmappableStorageFailsWithTheStagingHint) {
-  auto s = FakeStorage::make(64, FakeCaps{.resident = false, .mappable = false,
-                                           .kind = StorageKind::Gl, .device = {DeviceType::Gl, 0}});
+  auto s = FakeStorage::make(64, FakeCaps{.resident = false,
+                                          .mappable = false,
+                                          .kind = StorageKind::Gl,
+                                          .device = {DeviceType::Gl, 0}});
   auto t = NeatTensor::from_storage_contiguous(s, DType::U8, {64});
   NEAT_ASSERT_OK(t);
   EXPECT_EQ(t->device().type, DeviceType::Gl);
@@ -73,7 +75,8 @@ TEST(Mapping, DataPtrChecksDtypeContiguityModeAndAlignment) {
   NEAT_ASSERT_OK(odd);
   auto mo = odd->map();
   NEAT_ASSERT_OK(mo);
-  NEAT_EXPECT_ERROR(mo->data_ptr<const float>(), ErrorCode::InvalidArgument, "not aligned to 4 bytes");
+  NEAT_EXPECT_ERROR(mo->data_ptr<const float>(), ErrorCode::InvalidArgument,
+                    "not aligned to 4 bytes");
 }
 
 TEST(Mapping, WriteMappingOfReadOnlyOrSharedTensorFailsAndNeverCopies) {
@@ -119,7 +122,8 @@ TEST(Mapping, WriteThenReadBack) {
     NEAT_ASSERT_OK(m);
     auto p = m->data_ptr<std::uint16_t>();
     NEAT_ASSERT_OK(p);
-    for (int i = 0; i < 15; ++i) (*p)[i] = static_cast<std::uint16_t>(i * 1000);
+    for (int i = 0; i < 15; ++i)
+      (*p)[i] = static_cast<std::uint16_t>(i * 1000);
   }
   auto m = w->map();
   auto p = m->data_ptr<const std::uint16_t>();

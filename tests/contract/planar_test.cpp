@@ -84,18 +84,20 @@ TEST(PlanarBadInput, WrongRoleOrder) {
 TEST(PlanarBadInput, PlaneBeyondItsStorage) {
   auto s = FakeStorage::make(16 * 16 + 16 * 8 - 1);
   PlaneSpec p[] = {{PlaneRole::Y, s, 16, 0}, {PlaneRole::UV, s, 16, 256}};
-  NEAT_EXPECT_ERROR(NeatTensor::compose_planes(PixelFormat::NV12, 16, 16, p),
-                    ErrorCode::OutOfRange, "NV12 plane 1 (UV)");
+  NEAT_EXPECT_ERROR(NeatTensor::compose_planes(PixelFormat::NV12, 16, 16, p), ErrorCode::OutOfRange,
+                    "NV12 plane 1 (UV)");
 }
 
 TEST(PlanarBadInput, RowStrideBelowWidthTimesBytesPerPixel) {
   auto s = FakeStorage::make(4096);
   PlaneSpec p[] = {{PlaneRole::Y, s, 15, 0}, {PlaneRole::UV, s, 16, 512}};
   NEAT_EXPECT_ERROR(NeatTensor::compose_planes(PixelFormat::NV12, 16, 16, p),
-                    ErrorCode::InvalidArgument, "row stride 15 is below width x bytes per pixel = 16 x 1");
+                    ErrorCode::InvalidArgument,
+                    "row stride 15 is below width x bytes per pixel = 16 x 1");
   PlaneSpec q[] = {{PlaneRole::Y, s, 16, 0}, {PlaneRole::UV, s, 15, 512}};
   NEAT_EXPECT_ERROR(NeatTensor::compose_planes(PixelFormat::NV12, 16, 16, q),
-                    ErrorCode::InvalidArgument, "row stride 15 is below width x bytes per pixel = 8 x 2");
+                    ErrorCode::InvalidArgument,
+                    "row stride 15 is below width x bytes per pixel = 8 x 2");
 }
 
 TEST(PlanarBadInput, OverlappingPlanes) {
@@ -139,8 +141,9 @@ TEST(PlanarCrop, ChromaAlignedCropMovesEveryPlane) {
 
 TEST(PlanarCrop, OddOriginIsAnErrorNotAnAdjustment) {
   auto f = NeatTensor::allocate_image(PixelFormat::NV12, 64, 48);
-  NEAT_EXPECT_ERROR(f->crop(3, 4, 8, 8), ErrorCode::InvalidArgument,
-                    "frames must start on even coordinates so that chroma stays aligned; use x=2, y=4");
+  NEAT_EXPECT_ERROR(
+      f->crop(3, 4, 8, 8), ErrorCode::InvalidArgument,
+      "frames must start on even coordinates so that chroma stays aligned; use x=2, y=4");
   NEAT_EXPECT_ERROR(f->crop(2, 5, 8, 8), ErrorCode::InvalidArgument, "even coordinates");
   NEAT_EXPECT_ERROR(f->crop(60, 0, 8, 8), ErrorCode::OutOfRange, "not inside the 64x48 image");
 }
@@ -173,7 +176,8 @@ TEST(Planar, DenseViewsOfACompositeAskForAPlane) {
 }
 
 TEST(Planar, PaddedCloneIsPackedAndEqual) {
-  auto f = NeatTensor::allocate_image(PixelFormat::NV12, 6, 4, {.zero_fill = false, .row_alignment = 16});
+  auto f = NeatTensor::allocate_image(PixelFormat::NV12, 6, 4,
+                                      {.zero_fill = false, .row_alignment = 16});
   NEAT_ASSERT_OK(f);
   auto w = std::move(*f).make_writable();
   NEAT_ASSERT_OK(w);
@@ -182,8 +186,10 @@ TEST(Planar, PaddedCloneIsPackedAndEqual) {
     NEAT_ASSERT_OK(m);
     auto y = m->mutable_plane_data(PlaneRole::Y);
     auto uv = m->mutable_plane_data(PlaneRole::UV);
-    for (int r = 0; r < 4; ++r) std::memset(*y + r * 16, 10 + r, 6);
-    for (int r = 0; r < 2; ++r) std::memset(*uv + r * 16, 100 + r, 6);
+    for (int r = 0; r < 4; ++r)
+      std::memset(*y + r * 16, 10 + r, 6);
+    for (int r = 0; r < 2; ++r)
+      std::memset(*uv + r * 16, 100 + r, 6);
   }
   auto c = w->clone();
   NEAT_ASSERT_OK(c);
@@ -193,8 +199,10 @@ TEST(Planar, PaddedCloneIsPackedAndEqual) {
   auto y = m->plane_data(PlaneRole::Y);
   auto uv = m->plane_data(PlaneRole::UV);
   EXPECT_EQ(*uv - *y, 24);
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(static_cast<int>((*y)[r * 6 + 5]), 10 + r);
-  for (int r = 0; r < 2; ++r) EXPECT_EQ(static_cast<int>((*uv)[r * 6]), 100 + r);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(static_cast<int>((*y)[r * 6 + 5]), 10 + r);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(static_cast<int>((*uv)[r * 6]), 100 + r);
 }
 
 }  // namespace

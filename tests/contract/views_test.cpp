@@ -30,7 +30,8 @@ TEST_F(Views, ViewsNeverAllocateABuffer) {
   auto d = t_.unsqueeze(0);
   auto e = t_.narrow(0, 1, 2);
   auto f = t_.expand({2, 4, 6, 3});
-  for (auto* r : {&a, &b, &c, &d, &e, &f}) NEAT_ASSERT_OK(*r);
+  for (auto* r : {&a, &b, &c, &d, &e, &f})
+    NEAT_ASSERT_OK(*r);
   const auto after = default_heap_pool().stats();
   EXPECT_EQ(after.hits + after.misses, before.hits + before.misses);
   EXPECT_EQ(a->identity(), t_.identity());
@@ -72,7 +73,8 @@ TEST_F(Views, ReshapeIsAViewOrAnErrorNeverACopy) {
   NEAT_EXPECT_ERROR(tr->reshape({72}), ErrorCode::FailedPrecondition,
                     "would need a copy (the strides do not allow a view); call contiguous() first");
   EXPECT_EQ(conversion_counters().snapshot().since(before).total().count, 0u);
-  NEAT_EXPECT_ERROR(t_.reshape({5, 5}), ErrorCode::InvalidArgument, "holds 25 elements, the tensor has 72");
+  NEAT_EXPECT_ERROR(t_.reshape({5, 5}), ErrorCode::InvalidArgument,
+                    "holds 25 elements, the tensor has 72");
   NEAT_EXPECT_ERROR(t_.reshape({-1, -1}), ErrorCode::InvalidArgument, "negative extent");
   NEAT_EXPECT_ERROR(t_.reshape({-1, 7}), ErrorCode::InvalidArgument, "cannot infer");
 }
@@ -119,7 +121,8 @@ TEST_F(Views, SliceBadInput) {
   NEAT_EXPECT_ERROR(t_.slice(0, 0, 2, 0), ErrorCode::InvalidArgument, "step 0 must be >= 1");
   NEAT_EXPECT_ERROR(t_.slice(7, 0, 1), ErrorCode::OutOfRange, "dim 7");
   NEAT_EXPECT_ERROR(t_.narrow(0, 1, -1), ErrorCode::InvalidArgument, "length -1 is negative");
-  NEAT_EXPECT_ERROR(t_.narrow(0, 1, std::numeric_limits<std::int64_t>::max()), ErrorCode::OutOfRange, "overflow");
+  NEAT_EXPECT_ERROR(t_.narrow(0, 1, std::numeric_limits<std::int64_t>::max()),
+                    ErrorCode::OutOfRange, "overflow");
   auto empty = t_.slice(0, 2, 2);
   NEAT_ASSERT_OK(empty);
   EXPECT_EQ(empty->numel(), 0);

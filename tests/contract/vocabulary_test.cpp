@@ -11,8 +11,8 @@ namespace {
 
 TEST(DType, ItemSizesAndNamesRoundTrip) {
   const std::pair<DType, std::int64_t> expected[] = {
-      {DType::U8, 1},  {DType::I8, 1},   {DType::U16, 2}, {DType::I16, 2},
-      {DType::U32, 4}, {DType::I32, 4},  {DType::I64, 8}, {DType::F16, 2},
+      {DType::U8, 1},   {DType::I8, 1},  {DType::U16, 2}, {DType::I16, 2},
+      {DType::U32, 4},  {DType::I32, 4}, {DType::I64, 8}, {DType::F16, 2},
       {DType::BF16, 2}, {DType::F32, 4}, {DType::F64, 8}, {DType::Bool, 1}};
   for (auto [t, size] : expected) {
     EXPECT_EQ(item_size(t), size) << to_string(t);
@@ -49,7 +49,8 @@ TEST(Image, PlaneOrdersAndGeometry) {
   EXPECT_EQ(default_layout(PixelFormat::RGB), Layout::HWC);
   EXPECT_EQ(parse_pixel_format("NV12"), PixelFormat::NV12);
   EXPECT_EQ(parse_pixel_format("nv12"), std::nullopt);
-  EXPECT_EQ(to_string(ImageSpec{PixelFormat::NV12, 1920, 1080, Layout::None}), "NV12 1920x1080 (HW)");
+  EXPECT_EQ(to_string(ImageSpec{PixelFormat::NV12, 1920, 1080, Layout::None}),
+            "NV12 1920x1080 (HW)");
 }
 
 TEST(Device, Names) {

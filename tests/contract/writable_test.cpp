@@ -139,14 +139,16 @@ TEST_F(Writable, ContiguousIsANoOpWithoutEventWhenAlreadyContiguous) {
 TEST_F(Writable, ContiguousPacksStridedViewsIncludingNegativeStrides) {
   auto s = FakeStorage::make(6 * 4);
   std::uint8_t* raw = reinterpret_cast<std::uint8_t*>(s->bytes());
-  for (int i = 0; i < 24; ++i) raw[i] = static_cast<std::uint8_t>(i);
+  for (int i = 0; i < 24; ++i)
+    raw[i] = static_cast<std::uint8_t>(i);
   // Rows flipped (negative stride) and every other column.
   auto t = NeatTensor::from_storage(s, DType::U8, {4, 3}, {-6, 2}, 18);
   NEAT_ASSERT_OK(t);
   auto c = t->contiguous();
   NEAT_ASSERT_OK(c);
   EXPECT_TRUE(c->is_contiguous());
-  EXPECT_EQ(element_bytes(*c), (std::vector<std::uint8_t>{18, 20, 22, 12, 14, 16, 6, 8, 10, 0, 2, 4}));
+  EXPECT_EQ(element_bytes(*c),
+            (std::vector<std::uint8_t>{18, 20, 22, 12, 14, 16, 6, 8, 10, 0, 2, 4}));
   EXPECT_EQ(delta().at(ConversionKind::Pack, ConversionReason::StrideMismatch, true).count, 1u);
 }
 

@@ -44,13 +44,15 @@ TEST(WritableThreads, AtMostOneThreadIsDonatedTheBuffer) {
           return;
         }
         auto p = m->data_ptr<std::uint8_t>();
-        for (int k = 0; k < 256; ++k) (*p)[k] = static_cast<std::uint8_t>(i);
+        for (int k = 0; k < 256; ++k)
+          (*p)[k] = static_cast<std::uint8_t>(i);
         for (int k = 0; k < 256; ++k) {
           if ((*p)[k] != static_cast<std::uint8_t>(i)) failures.fetch_add(1);
         }
       });
     }
-    for (auto& th : threads) th.join();
+    for (auto& th : threads)
+      th.join();
     EXPECT_EQ(failures.load(), 0);
     EXPECT_LE(donated.load(), 1) << "round " << round;
   }
@@ -77,7 +79,8 @@ TEST(WritableThreads, ReadersOfSharedViewsAndAWriterNeverRace) {
     auto m = w->map(MapMode::Write);
     ASSERT_TRUE(m.ok());
     auto p = m->data_ptr<std::uint32_t>();
-    for (int k = 0; k < 1024; ++k) (*p)[k] = 0xdeadbeef;
+    for (int k = 0; k < 1024; ++k)
+      (*p)[k] = 0xdeadbeef;
   }
   reader.join();
   EXPECT_TRUE(ok.load());
@@ -98,7 +101,8 @@ TEST(WritableThreads, CountersAndSinksUnderConcurrentCopies) {
       }
     });
   }
-  for (auto& th : threads) th.join();
+  for (auto& th : threads)
+    th.join();
   const auto d = conversion_counters().snapshot().since(before);
   EXPECT_EQ(d.at(ConversionKind::Pack, ConversionReason::UserRequest, true).count, 200u);
   EXPECT_EQ(d.at(ConversionKind::Pack, ConversionReason::UserRequest, true).bytes, 200u * 512u);

@@ -54,16 +54,16 @@ TEST_F(PolicyTest, ImplicitPackRefusedUnderStrictNamesKindPlaceBytesAndFix) {
   auto t = NeatTensor::allocate(DType::U8, {4, 8});
   auto strided = t->transpose(0, 1);
   ScopedContext ctx({.graph = "cam", .stage = "detector", .edge = "resize->detector", .frame = 3});
-  auto r = accept_contiguous(*strided, {.consumer = "stage 'detector' input",
-                                        .policy = ConversionPolicy::Strict});
+  auto r = accept_contiguous(
+      *strided, {.consumer = "stage 'detector' input", .policy = ConversionPolicy::Strict});
   ASSERT_FALSE(r.ok());
   const std::string& m = r.error().message();
   EXPECT_EQ(r.error().code(), ErrorCode::FailedPrecondition);
-  for (const char* part : {"Strict policy refused an implicit pack (stride_mismatch)",
-                           "stage 'detector' input", "policy_test.cpp", "stage 'detector'",
-                           "edge 'resize->detector'", "frame 3", "would copy 32 bytes",
-                           "u8 [8, 4] cpu:0 heap (strided)", "Fix: call contiguous()",
-                           "NEAT_POLICY=trace"}) {
+  for (const char* part :
+       {"Strict policy refused an implicit pack (stride_mismatch)", "stage 'detector' input",
+        "policy_test.cpp", "stage 'detector'", "edge 'resize->detector'", "frame 3",
+        "would copy 32 bytes", "u8 [8, 4] cpu:0 heap (strided)", "Fix: call contiguous()",
+        "NEAT_POLICY=trace"}) {
     EXPECT_NE(m.find(part), std::string::npos) << "missing '" << part << "' in: " << m;
   }
   EXPECT_EQ(delta().at(ConversionKind::Pack, ConversionReason::StrideMismatch, false).refused, 1u);

@@ -25,7 +25,8 @@ TEST(CvMatWrap, ContinuousMatIsWrappedWithoutCopy) {
 TEST(CvMatWrap, RoiAndPaddedStepKeepTheirStrides) {
   cv::Mat big(10, 20, CV_8UC3);
   for (int r = 0; r < 10; ++r) {
-    for (int c = 0; c < 20; ++c) big.at<cv::Vec3b>(r, c) = cv::Vec3b(r, c, 7);
+    for (int c = 0; c < 20; ++c)
+      big.at<cv::Vec3b>(r, c) = cv::Vec3b(r, c, 7);
   }
   cv::Mat roi = big(cv::Rect(3, 2, 6, 4));
   ASSERT_FALSE(roi.isContinuous());
@@ -35,8 +36,8 @@ TEST(CvMatWrap, RoiAndPaddedStepKeepTheirStrides) {
   EXPECT_EQ(t->strides()[0], 60);
   EXPECT_FALSE(t->is_contiguous());
   auto bytes = testing::element_bytes(*t);
-  EXPECT_EQ(bytes[0], 2);   // row 2
-  EXPECT_EQ(bytes[1], 3);   // col 3
+  EXPECT_EQ(bytes[0], 2);  // row 2
+  EXPECT_EQ(bytes[1], 3);  // col 3
   EXPECT_EQ(bytes[2], 7);
 }
 
@@ -84,8 +85,10 @@ TEST(CvMatWrapBadInput, EmptyUnownedAndUnsupported) {
   cv::Mat f(2, 2, CV_32FC1);
   NEAT_EXPECT_ERROR(wrap_mat_image(f, PixelFormat::GRAY8), ErrorCode::InvalidArgument, "8-bit");
   cv::Mat rgb(2, 2, CV_8UC3);
-  NEAT_EXPECT_ERROR(wrap_mat_image(rgb, PixelFormat::NV12), ErrorCode::InvalidArgument, "interleaved");
-  NEAT_EXPECT_ERROR(wrap_mat_image(rgb, PixelFormat::RGBA), ErrorCode::InvalidArgument, "4 channels");
+  NEAT_EXPECT_ERROR(wrap_mat_image(rgb, PixelFormat::NV12), ErrorCode::InvalidArgument,
+                    "interleaved");
+  NEAT_EXPECT_ERROR(wrap_mat_image(rgb, PixelFormat::RGBA), ErrorCode::InvalidArgument,
+                    "4 channels");
 }
 
 TEST(CvMatWrap, NdMat) {
@@ -124,8 +127,8 @@ TEST(CvMatView, TensorAsMatWithoutCopyKeepsStorageAlive) {
 }
 
 TEST(CvMatView, EveryOpenCvDtype) {
-  for (DType dt : {DType::U8, DType::I8, DType::U16, DType::I16, DType::I32, DType::F16,
-                   DType::F32, DType::F64}) {
+  for (DType dt : {DType::U8, DType::I8, DType::U16, DType::I16, DType::I32, DType::F16, DType::F32,
+                   DType::F64}) {
     auto t = NeatTensor::allocate(dt, {3, 5});
     auto m = mat_view(*t);
     NEAT_ASSERT_OK(m);

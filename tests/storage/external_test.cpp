@@ -13,7 +13,8 @@ namespace {
 TEST(External, WrapsWithoutCopyAndReleasesThroughTheKeepAlive) {
   bool released = false;
   auto* data = static_cast<float*>(std::malloc(64 * sizeof(float)));
-  for (int i = 0; i < 64; ++i) data[i] = static_cast<float>(i);
+  for (int i = 0; i < 64; ++i)
+    data[i] = static_cast<float>(i);
   {
     std::shared_ptr<void> keep(data, [&](void* p) {
       released = true;

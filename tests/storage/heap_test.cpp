@@ -11,9 +11,11 @@ namespace {
 TEST(HeapPool, SteadyStateLoopIsServedFromThePool) {
   auto pool = HeapPool::create({.max_cached_bytes = 64 << 20, .max_cached_buffers = 8});
   for (int frame = 0; frame < 100; ++frame) {
-    auto t = NeatTensor::allocate_image(PixelFormat::NV12, 1920, 1080, {.zero_fill = false, .allocator = pool.get()});
+    auto t = NeatTensor::allocate_image(PixelFormat::NV12, 1920, 1080,
+                                        {.zero_fill = false, .allocator = pool.get()});
     ASSERT_TRUE(t.ok());
-    auto rgb = NeatTensor::allocate(DType::U8, {1080, 1920, 3}, {.zero_fill = false, .allocator = pool.get()});
+    auto rgb = NeatTensor::allocate(DType::U8, {1080, 1920, 3},
+                                    {.zero_fill = false, .allocator = pool.get()});
     ASSERT_TRUE(rgb.ok());
   }
   const HeapPoolStats s = pool->stats();
@@ -37,7 +39,8 @@ TEST(HeapPool, BuffersAre64ByteAlignedAndZeroFilledOnRequest) {
     auto z = pool->allocate({bytes, true});  // recycled: must be zeroed again
     NEAT_ASSERT_OK(z);
     auto b = (*z)->map(MapMode::Read);
-    for (std::int64_t i = 0; i < bytes; ++i) ASSERT_EQ(static_cast<int>((*b)[i]), 0) << bytes;
+    for (std::int64_t i = 0; i < bytes; ++i)
+      ASSERT_EQ(static_cast<int>((*b)[i]), 0) << bytes;
     (*z)->unmap(MapMode::Read);
   }
 }
@@ -46,7 +49,8 @@ TEST(HeapPool, BoundsAreRespectedAndExcessIsEvicted) {
   auto pool = HeapPool::create({.max_cached_bytes = 1 << 20, .max_cached_buffers = 2});
   {
     std::vector<std::shared_ptr<Storage>> held;
-    for (int i = 0; i < 5; ++i) held.push_back(*pool->allocate({4096, false}));
+    for (int i = 0; i < 5; ++i)
+      held.push_back(*pool->allocate({4096, false}));
     EXPECT_EQ(pool->stats().in_use_buffers, 5);
   }
   auto s = pool->stats();

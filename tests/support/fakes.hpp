@@ -82,7 +82,8 @@ inline void fill_pattern(NeatTensor& t, int mul = 1, int add = 0) {
   ASSERT_TRUE(m.ok()) << m.error().message();
   const std::int64_t n = t.storage()->size_bytes();
   auto base = m->mutable_data() - t.byte_offset();
-  for (std::int64_t i = 0; i < n; ++i) base[i] = static_cast<std::byte>((i * mul + add) & 0xff);
+  for (std::int64_t i = 0; i < n; ++i)
+    base[i] = static_cast<std::byte>((i * mul + add) & 0xff);
 }
 
 /// Element bytes of a dense tensor in row-major order (follows strides).
@@ -95,7 +96,8 @@ inline std::vector<std::uint8_t> element_bytes(const NeatTensor& t) {
   std::vector<std::int64_t> idx(static_cast<std::size_t>(t.rank()), 0);
   for (std::int64_t e = 0; e < n; ++e) {
     std::int64_t off = 0;
-    for (int d = 0; d < t.rank(); ++d) off += idx[static_cast<std::size_t>(d)] * t.strides()[d];
+    for (int d = 0; d < t.rank(); ++d)
+      off += idx[static_cast<std::size_t>(d)] * t.strides()[d];
     const auto* p = reinterpret_cast<const std::uint8_t*>(m->data() + off);
     out.insert(out.end(), p, p + item);
     for (int d = t.rank() - 1; d >= 0; --d) {
@@ -106,18 +108,18 @@ inline std::vector<std::uint8_t> element_bytes(const NeatTensor& t) {
   return out;
 }
 
-#define NEAT_ASSERT_OK(expr)                                   \
-  do {                                                         \
-    const auto& neat_r_ = (expr);                              \
-    ASSERT_TRUE(neat_r_.ok()) << neat_r_.error().to_string();  \
+#define NEAT_ASSERT_OK(expr)                                  \
+  do {                                                        \
+    const auto& neat_r_ = (expr);                             \
+    ASSERT_TRUE(neat_r_.ok()) << neat_r_.error().to_string(); \
   } while (false)
 
-#define NEAT_EXPECT_ERROR(expr, code_, substr)                                        \
-  do {                                                                                \
-    const auto& neat_r_ = (expr);                                                     \
-    ASSERT_FALSE(neat_r_.ok()) << "expected an error";                                \
-    EXPECT_EQ(neat_r_.error().code(), (code_)) << neat_r_.error().to_string();        \
-    EXPECT_NE(neat_r_.error().message().find(substr), std::string::npos)              \
+#define NEAT_EXPECT_ERROR(expr, code_, substr)                                                \
+  do {                                                                                        \
+    const auto& neat_r_ = (expr);                                                             \
+    ASSERT_FALSE(neat_r_.ok()) << "expected an error";                                        \
+    EXPECT_EQ(neat_r_.error().code(), (code_)) << neat_r_.error().to_string();                \
+    EXPECT_NE(neat_r_.error().message().find(substr), std::string::npos)                      \
         << "message: " << neat_r_.error().message() << "\nexpected to contain: " << (substr); \
   } while (false)
 

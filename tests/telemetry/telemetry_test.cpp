@@ -30,10 +30,12 @@ TEST(Counters, ConcurrentAddsAreNotLost) {
   std::vector<std::thread> ts;
   for (int i = 0; i < 4; ++i) {
     ts.emplace_back([&] {
-      for (int k = 0; k < 10000; ++k) c.add(ConversionKind::Pack, ConversionReason::UserRequest, true, 2, 1);
+      for (int k = 0; k < 10000; ++k)
+        c.add(ConversionKind::Pack, ConversionReason::UserRequest, true, 2, 1);
     });
   }
-  for (auto& t : ts) t.join();
+  for (auto& t : ts)
+    t.join();
   EXPECT_EQ(c.snapshot().total().count, 40000u);
   EXPECT_EQ(c.snapshot().total().bytes, 80000u);
 }
