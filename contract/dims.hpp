@@ -68,6 +68,9 @@ class Dims {
   operator DimsRef() const noexcept { return DimsRef(v_.data(), static_cast<std::size_t>(n_)); }
   std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
 
+  /// Replaces the contents (at most kMaxRank values are kept).
+  void assign(DimsRef v) noexcept { assign(v.begin(), v.size()); }
+
   /// Appends when there is room; returns false (and changes nothing) when full.
   bool push_back(std::int64_t x) noexcept {
     if (n_ >= kMaxRank) return false;

@@ -135,17 +135,17 @@ Result<Dims> contiguous_strides(DType dtype, DimsRef shape) {
 }
 
 bool is_contiguous(DType dtype, DimsRef shape, DimsRef strides) noexcept {
-  for (std::int64_t e : shape) {
-    if (e == 0) return true;  // no elements: trivially packed
-  }
+  // One pass from the innermost dim; a zero extent anywhere makes the tensor
+  // empty and therefore trivially packed, whatever the strides say.
   std::int64_t expected = item_size(dtype);
+  bool packed = true;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     const auto u = static_cast<std::size_t>(i);
-    if (shape[u] == 1) continue;
-    if (strides[u] != expected) return false;
-    if (!checked_mul(expected, shape[u], &expected)) return false;
+    if (shape[u] == 0) return true;
+    if (shape[u] == 1 || !packed) continue;
+    if (strides[u] != expected || !checked_mul(expected, shape[u], &expected)) packed = false;
   }
-  return true;
+  return packed;
 }
 
 Result<std::int64_t> element_count(DimsRef shape) {

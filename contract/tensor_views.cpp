@@ -70,7 +70,7 @@ Result<NeatTensor> NeatTensor::slice(int dim, std::int64_t start, std::int64_t s
         !checked_add(byte_offset_, offset, &offset) || !checked_mul(strides_[dim], step, &stride)) {
       return out_of_range(op_name("slice", *this) + ": the new offset or stride overflows int64");
     }
-    t.shape_[dim] = (stop - start + step - 1) / step;
+    t.shape_[dim] = step == 1 ? stop - start : (stop - start + step - 1) / step;
     t.strides_[dim] = stride;
     t.byte_offset_ = offset;
     // Slicing rows or columns of an interleaved image keeps it an image.
@@ -204,7 +204,7 @@ Result<NeatTensor> NeatTensor::reshape(DimsRef new_shape_in) const {
     // Build the result directly in the copy (the original's shape_/strides_ stay intact).
     Dims& want = t.shape_;
     Dims& new_strides = t.strides_;
-    want = Dims(new_shape_in);
+    want.assign(new_shape_in);
     new_strides.resize(want.size());
     const std::int64_t total = numel();
     int infer = -1;

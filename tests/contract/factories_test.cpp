@@ -170,3 +170,53 @@ TEST(Factories, DescriptionAndToString) {
 
 }  // namespace
 }  // namespace neat
+
+namespace neat {
+namespace {
+
+TEST(FactoriesBadInput, AllocateImageRejectsMalformedRequests) {
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::None, 4, 4),
+                    ErrorCode::InvalidArgument, "a pixel format is required");
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::RGB, -4, 4),
+                    ErrorCode::InvalidArgument, "width and height must be >= 0");
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::RGB, 4, 4, {.layout = Layout::HW}),
+                    ErrorCode::InvalidArgument, "layout HW needs a single-channel format");
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::RGB, 4, 4, {.layout = Layout::Planar}),
+                    ErrorCode::InvalidArgument, "layout Planar is for planar formats");
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::NV12, 4, 4, {.layout = Layout::CHW}),
+                    ErrorCode::InvalidArgument, "planar formats have layout HW, not CHW");
+  NEAT_EXPECT_ERROR(
+      NeatTensor::allocate_image(PixelFormat::RGBA, std::int64_t{1} << 40, std::int64_t{1} << 40),
+      ErrorCode::OutOfRange, "more than 2^63 bytes");
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::I420, std::int64_t{1} << 62, 4),
+                    ErrorCode::OutOfRange, "more than 2^63 bytes");
+}
+
+TEST(Factories, AllocateImageLayouts) {
+  auto gray = NeatTensor::allocate_image(PixelFormat::GRAY8, 5, 3, {.layout = Layout::HW});
+  NEAT_ASSERT_OK(gray);
+  EXPECT_EQ(gray->shape(), (Dims{3, 5}));
+  auto gray_hwc = NeatTensor::allocate_image(PixelFormat::GRAY8, 5, 3);
+  EXPECT_EQ(gray_hwc->shape(), (Dims{3, 5, 1}));
+  auto bgra = NeatTensor::allocate_image(PixelFormat::BGRA, 5, 3, {.row_alignment = 32});
+  EXPECT_EQ(bgra->strides(), (Dims{32, 4, 1}));
+  auto yv12 = NeatTensor::allocate_image(PixelFormat::YV12, 6, 4);
+  NEAT_ASSERT_OK(yv12);
+  EXPECT_EQ(yv12->plane_layout(1).role, PlaneRole::V);
+  auto nv21 = NeatTensor::allocate_image(PixelFormat::NV21, 6, 4);
+  EXPECT_EQ(nv21->plane_layout(1).role, PlaneRole::VU);
+}
+
+TEST(FactoriesBadInput, EventSinkAndPoolConfig) {
+  auto reg = add_event_sink(nullptr);  // nothing registered, nothing to undo
+  reg.reset();
+  auto pool = HeapPool::create({.max_cached_bytes = -5, .max_cached_buffers = -1});
+  auto s = pool->allocate({64, true});
+  NEAT_ASSERT_OK(s);
+  s->reset();
+  EXPECT_EQ(pool->stats().cached_buffers, 0) << "negative bounds clamp to 0: nothing cached";
+  EXPECT_EQ(pool->stats().evictions, 1u);
+}
+
+}  // namespace
+}  // namespace neat
