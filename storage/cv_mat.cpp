@@ -2,6 +2,7 @@
 
 #include <opencv2/core.hpp>
 #include <string>
+#include <utility>
 
 #include "neat/storage/external.hpp"
 
@@ -50,52 +51,27 @@ std::string mat_desc(const cv::Mat& m) {
 
 }  // namespace
 
+namespace {
+// The dtypes OpenCV has, both ways.
+constexpr std::pair<DType, int> kCvDepths[] = {
+    {DType::U8, CV_8U},   {DType::I8, CV_8S},   {DType::U16, CV_16U}, {DType::I16, CV_16S},
+    {DType::I32, CV_32S}, {DType::F16, CV_16F}, {DType::F32, CV_32F}, {DType::F64, CV_64F}};
+}  // namespace
+
 Result<DType> dtype_from_cv_depth(int depth) {
-  switch (depth) {
-    case CV_8U:
-      return DType::U8;
-    case CV_8S:
-      return DType::I8;
-    case CV_16U:
-      return DType::U16;
-    case CV_16S:
-      return DType::I16;
-    case CV_32S:
-      return DType::I32;
-    case CV_32F:
-      return DType::F32;
-    case CV_64F:
-      return DType::F64;
-    case CV_16F:
-      return DType::F16;
-    default:
-      return invalid_argument("OpenCV depth " + std::to_string(depth) + " has no NeatTensor dtype");
+  for (auto [dtype, d] : kCvDepths) {
+    if (d == depth) return dtype;
   }
+  return invalid_argument("OpenCV depth " + std::to_string(depth) + " has no NeatTensor dtype");
 }
 
 Result<int> cv_depth_from_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::U8:
-      return CV_8U;
-    case DType::I8:
-      return CV_8S;
-    case DType::U16:
-      return CV_16U;
-    case DType::I16:
-      return CV_16S;
-    case DType::I32:
-      return CV_32S;
-    case DType::F32:
-      return CV_32F;
-    case DType::F64:
-      return CV_64F;
-    case DType::F16:
-      return CV_16F;
-    default:
-      return invalid_argument("dtype " + std::string(to_string(dtype)) +
-                              " has no OpenCV equivalent (OpenCV has u8, i8, u16, i16, i32, f16, "
-                              "f32, f64)");
+  for (auto [t, depth] : kCvDepths) {
+    if (t == dtype) return depth;
   }
+  return invalid_argument("dtype " + std::string(to_string(dtype)) +
+                          " has no OpenCV equivalent (OpenCV has u8, i8, u16, i16, i32, f16, "
+                          "f32, f64)");
 }
 
 Result<NeatTensor> wrap_mat(const cv::Mat& mat, MatWrapOptions options) {

@@ -175,10 +175,10 @@ namespace neat {
 namespace {
 
 TEST(FactoriesBadInput, AllocateImageRejectsMalformedRequests) {
-  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::None, 4, 4),
-                    ErrorCode::InvalidArgument, "a pixel format is required");
-  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::RGB, -4, 4),
-                    ErrorCode::InvalidArgument, "width and height must be >= 0");
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::None, 4, 4), ErrorCode::InvalidArgument,
+                    "a pixel format is required");
+  NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::RGB, -4, 4), ErrorCode::InvalidArgument,
+                    "width and height must be >= 0");
   NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::RGB, 4, 4, {.layout = Layout::HW}),
                     ErrorCode::InvalidArgument, "layout HW needs a single-channel format");
   NEAT_EXPECT_ERROR(NeatTensor::allocate_image(PixelFormat::RGB, 4, 4, {.layout = Layout::Planar}),
