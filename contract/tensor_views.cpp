@@ -73,12 +73,12 @@ Result<NeatTensor> NeatTensor::slice(int dim, std::int64_t start, std::int64_t s
     t.shape_[dim] = step == 1 ? stop - start : (stop - start + step - 1) / step;
     t.strides_[dim] = stride;
     t.byte_offset_ = offset;
-    // Slicing rows or columns of an interleaved image keeps it an image.
+    // Slicing rows or columns (at any step) of an interleaved image keeps it an image.
     if (is_image()) {
       const bool hwc_like = image_.layout == Layout::HWC || image_.layout == Layout::HW;
       const int h_dim = hwc_like ? 0 : 1;
       const int w_dim = h_dim + 1;
-      if (step == 1 && (dim == h_dim || dim == w_dim)) {
+      if (dim == h_dim || dim == w_dim) {
         (dim == h_dim ? t.image_.height : t.image_.width) = t.shape_[dim];
       } else {
         t.image_ = ImageSpec{};

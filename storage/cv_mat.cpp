@@ -129,7 +129,7 @@ Result<cv::Mat> mat_view(const NeatTensor& tensor) {
   return mat_view(std::move(m));
 }
 
-Result<cv::Mat> mat_view(Mapping mapping) {
+Result<cv::Mat> mat_header(const Mapping& mapping) {
   const NeatTensor& t = mapping.tensor();
   const std::string what = "mat_view of " + t.to_string();
   if (!t.defined()) return failed_precondition("mat_view: the mapping is empty");
@@ -201,19 +201,43 @@ Result<cv::Mat> mat_view(Mapping mapping) {
                                " is not a multiple of the " + std::to_string(item) +
                                "-byte element, which OpenCV requires");
   }
-  auto* data = reinterpret_cast<uchar*>(const_cast<std::byte*>(mapping.data()));
+  auto* data = reinterpret_cast<uchar*>(const_cast<std::byte*>(mapping.data()));  // NOLINT
   cv::Mat mat(static_cast<int>(rows), static_cast<int>(cols),
               CV_MAKETYPE(depth, static_cast<int>(cn)), data, static_cast<size_t>(row_step));
+  return mat;
+}
+
+Result<cv::Mat> mat_view(Mapping mapping) {
+  NEAT_ASSIGN_OR_RETURN(cv::Mat mat, mat_header(mapping));
   // Attach a UMatData whose context owns the mapping: the last Mat header
   // going releases it (and with it the storage).
   auto* u = new cv::UMatData(&keep_alive_allocator());
-  u->data = u->origdata = data;
+  u->data = u->origdata = mat.data;
   u->size = static_cast<size_t>(mat.dataend - mat.datastart);
   u->refcount = 1;
   u->flags = cv::UMatData::USER_ALLOCATED;
   u->allocatorContext = std::make_shared<Mapping>(std::move(mapping));
   mat.u = u;
   return mat;
+}
+
+Result<cv::Mat> plane_header(const Mapping& mapping, PlaneRole role) {
+  const NeatTensor& t = mapping.tensor();
+  if (!t.is_composite()) {
+    return failed_precondition("plane_header: " + t.to_string() + " is not a planar frame");
+  }
+  NEAT_ASSIGN_OR_RETURN(const std::byte* p, mapping.plane_data(role));
+  for (int i = 0; i < t.plane_count(); ++i) {
+    const PlaneLayout& pl = t.plane_layout(i);
+    if (pl.role != role) continue;
+    if (pl.rows > INT32_MAX || pl.cols > INT32_MAX) {
+      return failed_precondition("plane_header: the plane is too large for a Mat");
+    }
+    const std::int64_t step = pl.rows > 1 ? pl.row_stride : pl.cols * pl.samples;
+    return cv::Mat(static_cast<int>(pl.rows), static_cast<int>(pl.cols), CV_8UC(pl.samples),
+                   const_cast<std::byte*>(p), static_cast<size_t>(step));  // NOLINT
+  }
+  return internal_error("plane_header: plane vanished");
 }
 
 }  // namespace neat

@@ -37,6 +37,14 @@ Result<NeatTensor> wrap_mat(const cv::Mat& mat, MatWrapOptions options = {});
 Result<NeatTensor> wrap_mat_image(const cv::Mat& mat, PixelFormat format,
                                   MatWrapOptions options = {});
 
+/// A non-owning Mat header over the bytes of `mapping` (HW or HWC, as
+/// mat_view), valid only while the mapping lives: for kernels that call
+/// OpenCV inside one function. Writing through it needs a write mapping.
+Result<cv::Mat> mat_header(const Mapping& mapping);
+/// A non-owning Mat header over one plane of a mapped planar frame: CV_8UC1
+/// for Y, U, V; CV_8UC2 for UV / VU. Valid only while the mapping lives.
+Result<cv::Mat> plane_header(const Mapping& mapping, PlaneRole role);
+
 /// A Mat over the bytes of a read mapping it takes of `tensor`. The Mat is
 /// for reading: writing through it breaks the tensor's immutability.
 Result<cv::Mat> mat_view(const NeatTensor& tensor);

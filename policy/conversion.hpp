@@ -1,0 +1,111 @@
+// The common shape of every conversion kernel (color, dtype, layout, resize,
+// normalize, preprocess): ConvertOptions, and run_conversion(), which takes a
+// source, a freshly allocated destination and a kernel, and runs the kernel
+// through the copy gate (admit under the policy, time, record) with both
+// tensors mapped. Kernels written on top of it cannot copy without the gate
+// seeing it. Stages use the same options to convert implicitly.
+//
+// Threading: as the kernels: each call is independent; the destination is
+// private to the call until it returns.
+#pragma once
+
+#include <optional>
+#include <source_location>
+#include <string_view>
+
+#include "neat/contract/copy_gate.hpp"
+#include "neat/contract/mapping.hpp"
+#include "neat/contract/neat_tensor.hpp"
+
+namespace neat {
+
+struct ConvertOptions {
+  std::optional<ConversionPolicy> policy;  ///< per-call override
+  StorageAllocator* allocator = nullptr;   ///< nullptr: default_allocator()
+  /// Set by consumers (stages, sinks) that convert on the user's behalf: the
+  /// conversion is then implicit and ruled by the policy (refused under Strict).
+  bool implicit = false;
+  std::string_view requested_by;  ///< the consumer, for traces and errors
+  /// Worker threads for kernels that split rows (1: the calling thread only).
+  int threads = 1;
+};
+
+/// What a conversion is, for the gate and the trace.
+struct ConversionSpec {
+  ConversionKind kind = ConversionKind::Convert;
+  ConversionReason reason = ConversionReason::PixelFormat;
+  std::string_view operation;  ///< the API name, e.g. "convert_color"
+  std::string_view fix;        ///< for implicit refusals: the explicit call to make
+};
+
+/// Runs `kernel(const Mapping& in, const Mapping& out) -> Status` through the
+/// gate. `dst` must be freshly allocated (held only here). Returns `dst`
+/// (writable while the caller holds it alone) or the refusal / kernel error.
+template <class Kernel>
+Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const ConversionSpec& spec,
+                                  const ConvertOptions& options, std::source_location where,
+                                  Kernel&& kernel);
+
+/// Allocation options for a kernel's destination (not zero-filled: kernels write every byte).
+inline AllocOptions destination_alloc(const ConvertOptions& o) {
+  return AllocOptions{false, o.allocator};
+}
+inline ImageAllocOptions destination_image_alloc(const ConvertOptions& o, Layout layout = Layout::None) {
+  ImageAllocOptions a;
+  a.zero_fill = false;
+  a.layout = layout;
+  a.allocator = o.allocator;
+  return a;
+}
+
+/// A range of rows to process; see parallel_rows().
+class RowBody {
+ public:
+  virtual void run(std::int64_t begin, std::int64_t end) const = 0;
+
+ protected:
+  ~RowBody() = default;
+};
+
+/// Splits [0, rows) into `threads` stripes run in parallel on OpenCV's thread
+/// pool; threads <= 1 runs everything on the calling thread.
+void parallel_rows(std::int64_t rows, int threads, const RowBody& body);
+
+/// As above for any callable `f(begin, end)`; the adapter lives on the stack.
+template <class F>
+void parallel_rows(std::int64_t rows, int threads, F&& f) {
+  struct Body final : RowBody {
+    explicit Body(F& fn) : fn_(fn) {}
+    void run(std::int64_t b, std::int64_t e) const override { fn_(b, e); }
+    F& fn_;
+  } body(f);
+  parallel_rows(rows, threads, static_cast<const RowBody&>(body));
+}
+
+// ---- implementation -----------------------------------------------------------
+
+template <class Kernel>
+Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const ConversionSpec& spec,
+                                  const ConvertOptions& options, std::source_location where,
+                                  Kernel&& kernel) {
+  CopyRequest request;
+  request.kind = spec.kind;
+  request.reason = spec.reason;
+  request.explicit_call = !options.implicit;
+  request.bytes = dst.nbytes();
+  request.source = src.description();
+  request.destination = dst.description();
+  request.where = where;
+  request.policy = options.policy;
+  request.operation = options.requested_by.empty() ? spec.operation : options.requested_by;
+  request.fix = spec.fix;
+  NEAT_ASSIGN_OR_RETURN(NeatTensor out, std::move(dst).make_writable());
+  {
+    NEAT_ASSIGN_OR_RETURN(Mapping in, src.map(MapMode::Read));
+    NEAT_ASSIGN_OR_RETURN(Mapping wr, out.map(MapMode::Write));
+    NEAT_RETURN_IF_ERROR(run_through_gate(request, [&]() -> Status { return kernel(in, wr); }));
+  }
+  return out;
+}
+
+}  // namespace neat
