@@ -32,8 +32,10 @@ enum class ConversionReason : std::uint8_t {
   Device,               ///< the bytes are on another device
   Alignment,            ///< the bytes are not aligned as required
   NonContiguousExport,  ///< an export format (DLPack, GstBuffer) needs other strides
+  Resize,               ///< a different image size is required
+  Normalize,            ///< values are rescaled (mean / std) into a new buffer
 };
-inline constexpr int kConversionReasonCount = 10;
+inline constexpr int kConversionReasonCount = 12;
 
 enum class ConversionPolicy : std::uint8_t {
   Strict,          ///< refuse implicit conversions (the default)

@@ -352,6 +352,14 @@ bool NeatTensor::is_writable() const noexcept {
   return held_alone();
 }
 
+bool NeatTensor::can_donate() const noexcept {
+  if (!defined() || (flags_ & kBroadcast) != 0) return false;
+  for (int i = 0; i < storage_count_; ++i) {
+    if (!storages_[static_cast<std::size_t>(i)]->donatable()) return false;
+  }
+  return held_alone();
+}
+
 Device NeatTensor::device() const noexcept {
   return defined() ? storages_[0]->device() : kCpu;
 }
@@ -460,11 +468,7 @@ Result<Mapping> NeatTensor::map_impl(MapMode mode, bool allow_write) const {
 Result<NeatTensor> NeatTensor::make_writable(WritableOptions options,
                                              std::source_location where) && {
   if (!defined()) return failed_precondition("make_writable: the tensor is undefined");
-  bool donatable = (flags_ & kBroadcast) == 0;
-  for (int i = 0; i < storage_count_ && donatable; ++i) {
-    donatable = storages_[static_cast<std::size_t>(i)]->donatable();
-  }
-  const bool reuse = options.donation != Donation::AlwaysCopy && donatable && held_alone();
+  const bool reuse = options.donation != Donation::AlwaysCopy && can_donate();
   if (reuse) {
     NeatTensor out = std::move(*this);
     out.flags_ |= kWritable;

@@ -146,6 +146,10 @@ class NeatTensor {
   bool is_broadcast() const noexcept { return (flags_ & kBroadcast) != 0; }
   /// Writable now: obtained from make_writable(), held alone, storage not read-only.
   bool is_writable() const noexcept;
+  /// Whether make_writable() would donate this buffer now (held alone,
+  /// donatable storage, not a broadcast). Race-free only on a handle no other
+  /// thread can copy meanwhile, e.g. one the caller took by value.
+  bool can_donate() const noexcept;
   Device device() const noexcept;
   StorageKind storage_kind() const noexcept;
   /// Identity of the (first) storage; views share it.

@@ -1,0 +1,295 @@
+#include "neat/policy/preprocess.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "neat/policy/cast.hpp"
+
+namespace neat {
+
+namespace {
+
+// BT.601 limited range (OpenCV's YUV420 fixed-point constants, as floats).
+constexpr float kCY = 1220542.0f / 1048576.0f;
+constexpr float kCUB = 2116026.0f / 1048576.0f;
+constexpr float kCUG = -409993.0f / 1048576.0f;
+constexpr float kCVG = -852492.0f / 1048576.0f;
+constexpr float kCVR = 1673527.0f / 1048576.0f;
+
+struct Planes {
+  const std::uint8_t* y;
+  std::int64_t y_stride;
+  const std::uint8_t* u;  // first U sample; chroma sample i of a row is at i * step
+  const std::uint8_t* v;
+  std::int64_t u_stride, v_stride, step;
+  std::int64_t width, height;
+};
+
+struct Tables {  // per output column, thread-local scratch reused across calls
+  std::vector<std::int32_t> x0, x1, c0, c1;
+  std::vector<float> fx;
+  std::vector<float> ybuf, ubuf, vbuf;
+};
+
+Tables& scratch() {
+  thread_local Tables t;
+  return t;
+}
+
+// OpenCV INTER_LINEAR source coordinate of output index d.
+inline void linear_coord(std::int64_t d, double scale, std::int64_t size, std::int32_t* i0,
+                         std::int32_t* i1, float* f) {
+  double s = (static_cast<double>(d) + 0.5) * scale - 0.5;
+  auto i = static_cast<std::int64_t>(std::floor(s));
+  double fr = s - static_cast<double>(i);
+  if (i < 0) {
+    i = 0;
+    fr = 0;
+  }
+  if (i >= size - 1) {
+    i = size - 1;
+    fr = 0;
+  }
+  *i0 = static_cast<std::int32_t>(i);
+  *i1 = static_cast<std::int32_t>(std::min<std::int64_t>(i + 1, size - 1));
+  *f = static_cast<float>(fr);
+}
+
+// OpenCV INTER_NEAREST source index of output index d.
+inline std::int32_t nearest_coord(std::int64_t d, double scale, std::int64_t size) {
+  return static_cast<std::int32_t>(std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(d * scale)), size - 1));
+}
+
+template <class O>
+inline void put(std::byte* plane, std::int64_t i, float v) noexcept {
+  if constexpr (std::is_same_v<O, float>) {
+    std::memcpy(plane + i * 4, &v, 4);
+  } else if constexpr (std::is_same_v<O, Half>) {
+    const Half h = to_half(v);
+    std::memcpy(plane + i * 2, &h, 2);
+  } else {
+    const BFloat16 b = to_bfloat16(v);
+    std::memcpy(plane + i * 2, &b, 2);
+  }
+}
+
+struct Affine {  // out_c = rgb[map[c]] * a[c] + b[c]
+  int map[3];
+  float a[3], b[3];
+};
+
+// Converts one row of interpolated Y, U, V (floats) to normalized planes.
+template <class O>
+void finish_row(const float* __restrict ys, const float* __restrict us, const float* __restrict vs,
+                std::int64_t w, const Affine& k, std::byte* p0, std::byte* p1, std::byte* p2,
+                std::int64_t row_start) {
+  std::byte* planes[3] = {p0, p1, p2};
+  for (std::int64_t x = 0; x < w; ++x) {
+    const float yy = std::max(ys[x] - 16.0f, 0.0f) * kCY;
+    const float u = us[x] - 128.0f, v = vs[x] - 128.0f;
+    const float rgb[3] = {std::clamp(yy + kCVR * v, 0.0f, 255.0f),
+                          std::clamp(yy + kCVG * v + kCUG * u, 0.0f, 255.0f),
+                          std::clamp(yy + kCUB * u, 0.0f, 255.0f)};
+    for (int c = 0; c < 3; ++c) put<O>(planes[c], row_start + x, rgb[k.map[c]] * k.a[c] + k.b[c]);
+  }
+}
+
+// Float specialisation written plane by plane so that the compiler vectorises it.
+template <>
+void finish_row<float>(const float* __restrict ys, const float* __restrict us, const float* __restrict vs,
+                       std::int64_t w, const Affine& k, std::byte* p0, std::byte* p1, std::byte* p2,
+                       std::int64_t row_start) {
+  // Output plane c holds rgb[k.map[c]]: R is plane 0 (RGB order) or 2 (BGR); G is plane 1.
+  const int ri = k.map[0] == 0 ? 0 : 2, bi = 2 - ri;
+  std::byte* planes[3] = {p0, p1, p2};
+  float* __restrict rp = reinterpret_cast<float*>(planes[ri]) + row_start;
+  float* __restrict gp = reinterpret_cast<float*>(p1) + row_start;
+  float* __restrict bp = reinterpret_cast<float*>(planes[bi]) + row_start;
+  const float ra = k.a[ri], rb = k.b[ri], ga = k.a[1], gb = k.b[1], ba = k.a[bi], bb = k.b[bi];
+  for (std::int64_t x = 0; x < w; ++x) {
+    const float yy = std::max(ys[x] - 16.0f, 0.0f) * kCY;
+    const float u = us[x] - 128.0f, v = vs[x] - 128.0f;
+    const float r = std::min(std::max(yy + kCVR * v, 0.0f), 255.0f);
+    const float g = std::min(std::max(yy + kCVG * v + kCUG * u, 0.0f), 255.0f);
+    const float b = std::min(std::max(yy + kCUB * u, 0.0f), 255.0f);
+    rp[x] = r * ra + rb;
+    gp[x] = g * ga + gb;
+    bp[x] = b * ba + bb;
+  }
+}
+
+// Nearest: the integer formula of convert_color, so values equal the chain's.
+inline void yuv_to_rgb8(int y, int u, int v, float* rgb) {
+  constexpr int cy = 1220542, cub = 2116026, cug = -409993, cvg = -852492, cvr = 1673527;
+  const int yy = std::max(0, y - 16) * cy;
+  const int uu = u - 128, vv = v - 128;
+  auto sat = [](int x) { return static_cast<float>(std::clamp(x >> 20, 0, 255)); };
+  rgb[0] = sat(yy + (1 << 19) + cvr * vv);
+  rgb[1] = sat(yy + (1 << 19) + cvg * vv + cug * uu);
+  rgb[2] = sat(yy + (1 << 19) + cub * uu);
+}
+
+}  // namespace
+
+Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p, ConvertOptions options,
+                              std::source_location where) {
+  if (!frame.defined()) return failed_precondition("preprocess: the tensor is undefined");
+  if (!frame.is_composite()) {
+    return invalid_argument("preprocess of " + frame.to_string() +
+                            ": needs a planar frame (NV12, NV21, I420, YV12); for interleaved images "
+                            "chain resize(), to_chw() and normalize()");
+  }
+  if (frame.device().type != DeviceType::Cpu) {
+    return failed_precondition("preprocess of " + frame.to_string() + ": not in CPU memory");
+  }
+  if (p.width <= 0 || p.height <= 0 || p.width > (1 << 24) || p.height > (1 << 24)) {
+    return invalid_argument("preprocess: output size " + std::to_string(p.width) + "x" +
+                            std::to_string(p.height) + " must be positive and at most 2^24");
+  }
+  if (p.channel_order != PixelFormat::RGB && p.channel_order != PixelFormat::BGR) {
+    return invalid_argument("preprocess: channel_order must be RGB or BGR");
+  }
+  if (p.out_dtype != DType::F32 && p.out_dtype != DType::F16 && p.out_dtype != DType::BF16) {
+    return invalid_argument("preprocess: out_dtype must be f32, f16 or bf16, not " +
+                            std::string(to_string(p.out_dtype)));
+  }
+  const std::int64_t sw = frame.image().width, sh = frame.image().height;
+  if (sw == 0 || sh == 0) return invalid_argument("preprocess: the frame " + frame.to_string() + " is empty");
+  Affine k{};
+  for (int c = 0; c < 3; ++c) {
+    const auto u = static_cast<std::size_t>(c);
+    if (!(std::isfinite(p.std[u]) && p.std[u] != 0.f && std::isfinite(p.mean[u]) && std::isfinite(p.scale))) {
+      return invalid_argument("preprocess: channel " + std::to_string(c) +
+                              " std must be finite and non-zero, mean and scale finite");
+    }
+    k.map[c] = p.channel_order == PixelFormat::RGB ? c : 2 - c;
+    k.a[c] = p.scale / p.std[u];
+    k.b[c] = -p.mean[u] / p.std[u];
+  }
+  const Dims shape = p.batch_dim ? Dims{1, 3, p.height, p.width} : Dims{3, p.height, p.width};
+  NEAT_ASSIGN_OR_RETURN(NeatTensor dst, NeatTensor::allocate(p.out_dtype, shape, destination_alloc(options)));
+  const ConversionSpec spec{ConversionKind::Convert, ConversionReason::Normalize, "preprocess",
+                            "preprocess the frame explicitly with preprocess() before this consumer"};
+
+  return run_conversion(frame, std::move(dst), spec, options, where,
+                        [&](const Mapping& in, const Mapping& out) -> Status {
+    Planes s{};
+    const PixelFormat f = frame.pixel_format();
+    NEAT_ASSIGN_OR_RETURN(const std::byte* yp, in.plane_data(PlaneRole::Y));
+    s.y = reinterpret_cast<const std::uint8_t*>(yp);
+    s.y_stride = frame.plane_layout(0).row_stride;
+    s.width = sw;
+    s.height = sh;
+    if (f == PixelFormat::NV12 || f == PixelFormat::NV21) {
+      const PlaneLayout& c = frame.plane_layout(1);
+      NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
+      const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
+      s.u = f == PixelFormat::NV12 ? b : b + 1;
+      s.v = f == PixelFormat::NV12 ? b + 1 : b;
+      s.u_stride = s.v_stride = c.row_stride;
+      s.step = 2;
+    } else {
+      NEAT_ASSIGN_OR_RETURN(const std::byte* up, in.plane_data(PlaneRole::U));
+      NEAT_ASSIGN_OR_RETURN(const std::byte* vp, in.plane_data(PlaneRole::V));
+      s.u = reinterpret_cast<const std::uint8_t*>(up);
+      s.v = reinterpret_cast<const std::uint8_t*>(vp);
+      s.u_stride = frame.plane_layout(f == PixelFormat::I420 ? 1 : 2).row_stride;
+      s.v_stride = frame.plane_layout(f == PixelFormat::I420 ? 2 : 1).row_stride;
+      s.step = 1;
+    }
+    const std::int64_t ow = p.width, oh = p.height;
+    const double sx = static_cast<double>(sw) / static_cast<double>(ow);
+    const double sy = static_cast<double>(sh) / static_cast<double>(oh);
+    const std::int64_t item = item_size(p.out_dtype);
+    std::byte* base = out.mutable_data();
+    std::byte* planes[3] = {base, base + oh * ow * item, base + 2 * oh * ow * item};
+    const bool nearest = p.interpolation == Interpolation::Nearest;
+
+    parallel_rows(oh, options.threads, [&](std::int64_t r0, std::int64_t r1) {
+      Tables& t = scratch();
+      t.x0.resize(static_cast<std::size_t>(ow));
+      t.x1.resize(static_cast<std::size_t>(ow));
+      t.c0.resize(static_cast<std::size_t>(ow));
+      t.c1.resize(static_cast<std::size_t>(ow));
+      t.fx.resize(static_cast<std::size_t>(ow));
+      t.ybuf.resize(static_cast<std::size_t>(ow));
+      t.ubuf.resize(static_cast<std::size_t>(ow));
+      t.vbuf.resize(static_cast<std::size_t>(ow));
+      for (std::int64_t x = 0; x < ow; ++x) {
+        const auto u = static_cast<std::size_t>(x);
+        if (nearest) {
+          t.x0[u] = t.x1[u] = nearest_coord(x, sx, sw);
+          t.fx[u] = 0.f;
+        } else {
+          linear_coord(x, sx, sw, &t.x0[u], &t.x1[u], &t.fx[u]);
+        }
+        t.c0[u] = static_cast<std::int32_t>((t.x0[u] / 2) * s.step);
+        t.c1[u] = static_cast<std::int32_t>((t.x1[u] / 2) * s.step);
+      }
+      for (std::int64_t r = r0; r < r1; ++r) {
+        std::int32_t y0, y1;
+        float fy;
+        if (nearest) {
+          y0 = y1 = nearest_coord(r, sy, sh);
+          fy = 0.f;
+        } else {
+          linear_coord(r, sy, sh, &y0, &y1, &fy);
+        }
+        const std::uint8_t* ya = s.y + y0 * s.y_stride;
+        const std::uint8_t* yb = s.y + y1 * s.y_stride;
+        const std::uint8_t* ua = s.u + (y0 / 2) * s.u_stride;
+        const std::uint8_t* ub = s.u + (y1 / 2) * s.u_stride;
+        const std::uint8_t* va = s.v + (y0 / 2) * s.v_stride;
+        const std::uint8_t* vb = s.v + (y1 / 2) * s.v_stride;
+        if (nearest) {
+          for (std::int64_t x = 0; x < ow; ++x) {
+            const auto u = static_cast<std::size_t>(x);
+            float rgb[3];
+            yuv_to_rgb8(ya[t.x0[u]], ua[t.c0[u]], va[t.c0[u]], rgb);
+            for (int c = 0; c < 3; ++c) {
+              const float val = rgb[k.map[c]] * k.a[c] + k.b[c];
+              if (p.out_dtype == DType::F32) {
+                put<float>(planes[c], r * ow + x, val);
+              } else if (p.out_dtype == DType::F16) {
+                put<Half>(planes[c], r * ow + x, val);
+              } else {
+                put<BFloat16>(planes[c], r * ow + x, val);
+              }
+            }
+          }
+          continue;
+        }
+        float* __restrict yv = t.ybuf.data();
+        float* __restrict uv = t.ubuf.data();
+        float* __restrict vv = t.vbuf.data();
+        for (std::int64_t x = 0; x < ow; ++x) {
+          const auto u = static_cast<std::size_t>(x);
+          const std::int32_t i0 = t.x0[u], i1 = t.x1[u], c0 = t.c0[u], c1 = t.c1[u];
+          const float f = t.fx[u];
+          const float y_top = ya[i0] + (static_cast<float>(ya[i1]) - ya[i0]) * f;
+          const float y_bot = yb[i0] + (static_cast<float>(yb[i1]) - yb[i0]) * f;
+          const float u_top = ua[c0] + (static_cast<float>(ua[c1]) - ua[c0]) * f;
+          const float u_bot = ub[c0] + (static_cast<float>(ub[c1]) - ub[c0]) * f;
+          const float v_top = va[c0] + (static_cast<float>(va[c1]) - va[c0]) * f;
+          const float v_bot = vb[c0] + (static_cast<float>(vb[c1]) - vb[c0]) * f;
+          yv[x] = y_top + (y_bot - y_top) * fy;
+          uv[x] = u_top + (u_bot - u_top) * fy;
+          vv[x] = v_top + (v_bot - v_top) * fy;
+        }
+        if (p.out_dtype == DType::F32) {
+          finish_row<float>(yv, uv, vv, ow, k, planes[0], planes[1], planes[2], r * ow);
+        } else if (p.out_dtype == DType::F16) {
+          finish_row<Half>(yv, uv, vv, ow, k, planes[0], planes[1], planes[2], r * ow);
+        } else {
+          finish_row<BFloat16>(yv, uv, vv, ow, k, planes[0], planes[1], planes[2], r * ow);
+        }
+      }
+    });
+    return {};
+  });
+}
+
+}  // namespace neat

@@ -1,0 +1,48 @@
+// The fused model-input path: a planar frame (NV12, NV21, I420, YV12; any
+// strides, separate planes, odd sizes) to a resized, normalized CHW tensor
+// (F32, F16 or BF16) in one pass over the output, without building the RGB
+// frame, the resized frame or the float frame that the unfused chain
+// (convert_color + resize + convert_dtype + normalize) goes through.
+//
+// Accuracy against the unfused chain (tested, see docs/conversions.md):
+//  * Nearest: identical source pixels and the same integer BT.601 formula:
+//    equal up to float rounding of the normalization (< 1e-5 after /255).
+//  * Bilinear: samples Y, U and V at the source position (OpenCV's
+//    INTER_LINEAR mapping; chroma on the full-resolution grid) and converts
+//    once in float, where the chain converts each source pixel to 8-bit RGB
+//    and then interpolates. On camera-like frames the difference is at most
+//    a few 8-bit levels (mean below half a level); it is larger only where
+//    neighbouring source pixels are out of the RGB gamut (the chain clips
+//    each before interpolating).
+//
+// An explicit `convert` (reason normalize, operation "preprocess") through
+// the gate. Threading: rows are split over ConvertOptions::threads.
+#pragma once
+
+#include <array>
+#include <source_location>
+
+#include "neat/contract/neat_tensor.hpp"
+#include "neat/policy/conversion.hpp"
+#include "neat/policy/resize.hpp"
+
+namespace neat {
+
+struct PreprocessParams {
+  std::int64_t width = 640;
+  std::int64_t height = 640;
+  Interpolation interpolation = Interpolation::Bilinear;
+  PixelFormat channel_order = PixelFormat::RGB;  ///< RGB or BGR: the order of the 3 output planes
+  float scale = 1.0f / 255.0f;
+  std::array<float, 3> mean{0.f, 0.f, 0.f};  ///< per output channel, after scale
+  std::array<float, 3> std{1.f, 1.f, 1.f};
+  DType out_dtype = DType::F32;  ///< F32, F16 or BF16
+  bool batch_dim = false;        ///< [1, 3, H, W] instead of [3, H, W]
+};
+
+/// The model input for `frame`.
+Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& params,
+                              ConvertOptions options = {},
+                              std::source_location where = std::source_location::current());
+
+}  // namespace neat
