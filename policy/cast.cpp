@@ -75,16 +75,21 @@ Half to_half(float v) noexcept {
   return Half{static_cast<std::uint16_t>(o | (sign >> 16))};
 }
 
-Half to_half(double v) noexcept { return Half{round_to_small_float(v, 10, 5)}; }
+Half to_half(double v) noexcept {
+  return Half{round_to_small_float(v, 10, 5)};
+}
 
 BFloat16 to_bfloat16(float v) noexcept {
   std::uint32_t x = bits_of(v);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<std::uint16_t>((x >> 16) | 0x40u)};
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return BFloat16{static_cast<std::uint16_t>((x >> 16) | 0x40u)};
   x += 0x7fffu + ((x >> 16) & 1u);
   return BFloat16{static_cast<std::uint16_t>(x >> 16)};
 }
 
-BFloat16 to_bfloat16(double v) noexcept { return BFloat16{round_to_small_float(v, 7, 8)}; }
+BFloat16 to_bfloat16(double v) noexcept {
+  return BFloat16{round_to_small_float(v, 7, 8)};
+}
 
 float to_float(Half h) noexcept {
   const std::uint32_t sign = static_cast<std::uint32_t>(h.bits & 0x8000u) << 16;
@@ -98,7 +103,9 @@ float to_float(Half h) noexcept {
   return float_of(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
-float to_float(BFloat16 b) noexcept { return float_of(static_cast<std::uint32_t>(b.bits) << 16); }
+float to_float(BFloat16 b) noexcept {
+  return float_of(static_cast<std::uint32_t>(b.bits) << 16);
+}
 
 // ---- the kernel -------------------------------------------------------------------
 
@@ -121,7 +128,10 @@ inline D cast_value(S v) noexcept {
     constexpr bool half = std::is_same_v<D, Half>;
     if constexpr (std::is_same_v<S, float> || (std::is_integral_v<S> && sizeof(S) <= 2)) {
       const float f = static_cast<float>(v);  // exact for these sources
-      if constexpr (half) return to_half(f); else return to_bfloat16(f);
+      if constexpr (half)
+        return to_half(f);
+      else
+        return to_bfloat16(f);
     } else {
       // double and wide integers: round once, exactly (long double holds both).
       return D{round_to_small_float(static_cast<long double>(v), half ? 10 : 7, half ? 5 : 8)};
@@ -152,11 +162,13 @@ void cast_all(const NeatTensor& src, const std::byte* in, std::byte* out) {
   auto* d = reinterpret_cast<D*>(out);
   for (std::int64_t row = 0; row < rows; ++row) {
     std::int64_t off = 0;
-    for (int k = 0; k + 1 < rank; ++k) off += idx[static_cast<std::size_t>(k)] * src.strides()[k];
+    for (int k = 0; k + 1 < rank; ++k)
+      off += idx[static_cast<std::size_t>(k)] * src.strides()[k];
     const std::byte* s = in + off;
     if (inner_stride == static_cast<std::int64_t>(sizeof(S))) {
       const S* sp = reinterpret_cast<const S*>(s);
-      for (std::int64_t i = 0; i < inner; ++i) d[i] = cast_value<D>(sp[i]);
+      for (std::int64_t i = 0; i < inner; ++i)
+        d[i] = cast_value<D>(sp[i]);
     } else {
       for (std::int64_t i = 0; i < inner; ++i) {
         S v;
@@ -175,18 +187,42 @@ void cast_all(const NeatTensor& src, const std::byte* in, std::byte* out) {
 template <class F>
 void with_type(DType t, F&& f) {
   switch (t) {
-    case DType::U8: f(std::uint8_t{}); break;
-    case DType::I8: f(std::int8_t{}); break;
-    case DType::U16: f(std::uint16_t{}); break;
-    case DType::I16: f(std::int16_t{}); break;
-    case DType::U32: f(std::uint32_t{}); break;
-    case DType::I32: f(std::int32_t{}); break;
-    case DType::I64: f(std::int64_t{}); break;
-    case DType::F16: f(Half{}); break;
-    case DType::BF16: f(BFloat16{}); break;
-    case DType::F32: f(float{}); break;
-    case DType::F64: f(double{}); break;
-    case DType::Bool: f(bool{}); break;
+    case DType::U8:
+      f(std::uint8_t{});
+      break;
+    case DType::I8:
+      f(std::int8_t{});
+      break;
+    case DType::U16:
+      f(std::uint16_t{});
+      break;
+    case DType::I16:
+      f(std::int16_t{});
+      break;
+    case DType::U32:
+      f(std::uint32_t{});
+      break;
+    case DType::I32:
+      f(std::int32_t{});
+      break;
+    case DType::I64:
+      f(std::int64_t{});
+      break;
+    case DType::F16:
+      f(Half{});
+      break;
+    case DType::BF16:
+      f(BFloat16{});
+      break;
+    case DType::F32:
+      f(float{});
+      break;
+    case DType::F64:
+      f(double{});
+      break;
+    case DType::Bool:
+      f(bool{});
+      break;
   }
 }
 
@@ -204,14 +240,17 @@ Result<NeatTensor> convert_dtype(const NeatTensor& src, DType to, ConvertOptions
     return failed_precondition("convert_dtype of " + src.to_string() + ": not in CPU memory");
   }
   if (src.dtype() == to) return src;
-  NEAT_ASSIGN_OR_RETURN(NeatTensor dst, NeatTensor::allocate(to, src.shape(), destination_alloc(options)));
-  const ConversionSpec spec{ConversionKind::Convert, ConversionReason::DType, "convert_dtype",
-                            "convert the tensor explicitly with convert_dtype() before this consumer"};
+  NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
+                        NeatTensor::allocate(to, src.shape(), destination_alloc(options)));
+  const ConversionSpec spec{
+      ConversionKind::Convert, ConversionReason::DType, "convert_dtype",
+      "convert the tensor explicitly with convert_dtype() before this consumer"};
   return run_conversion(src, std::move(dst), spec, options, where,
                         [&](const Mapping& in, const Mapping& out) -> Status {
                           with_type(src.dtype(), [&](auto s) {
                             with_type(to, [&](auto d) {
-                              cast_all<decltype(s), decltype(d)>(src, in.data(), out.mutable_data());
+                              cast_all<decltype(s), decltype(d)>(src, in.data(),
+                                                                 out.mutable_data());
                             });
                           });
                           return {};

@@ -63,15 +63,15 @@ int interleaved_code(PixelFormat from, PixelFormat to) {
     int code;
   };
   static constexpr Entry kCodes[] = {
-      {P::RGB, P::BGR, cv::COLOR_RGB2BGR},     {P::BGR, P::RGB, cv::COLOR_BGR2RGB},
-      {P::RGBA, P::RGB, cv::COLOR_RGBA2RGB},   {P::RGBA, P::BGR, cv::COLOR_RGBA2BGR},
-      {P::BGRA, P::BGR, cv::COLOR_BGRA2BGR},   {P::BGRA, P::RGB, cv::COLOR_BGRA2RGB},
-      {P::RGB, P::RGBA, cv::COLOR_RGB2RGBA},   {P::RGB, P::BGRA, cv::COLOR_RGB2BGRA},
-      {P::BGR, P::BGRA, cv::COLOR_BGR2BGRA},   {P::BGR, P::RGBA, cv::COLOR_BGR2RGBA},
-      {P::RGBA, P::BGRA, cv::COLOR_RGBA2BGRA}, {P::BGRA, P::RGBA, cv::COLOR_BGRA2RGBA},
-      {P::RGB, P::GRAY8, cv::COLOR_RGB2GRAY},  {P::BGR, P::GRAY8, cv::COLOR_BGR2GRAY},
+      {P::RGB, P::BGR, cv::COLOR_RGB2BGR},      {P::BGR, P::RGB, cv::COLOR_BGR2RGB},
+      {P::RGBA, P::RGB, cv::COLOR_RGBA2RGB},    {P::RGBA, P::BGR, cv::COLOR_RGBA2BGR},
+      {P::BGRA, P::BGR, cv::COLOR_BGRA2BGR},    {P::BGRA, P::RGB, cv::COLOR_BGRA2RGB},
+      {P::RGB, P::RGBA, cv::COLOR_RGB2RGBA},    {P::RGB, P::BGRA, cv::COLOR_RGB2BGRA},
+      {P::BGR, P::BGRA, cv::COLOR_BGR2BGRA},    {P::BGR, P::RGBA, cv::COLOR_BGR2RGBA},
+      {P::RGBA, P::BGRA, cv::COLOR_RGBA2BGRA},  {P::BGRA, P::RGBA, cv::COLOR_BGRA2RGBA},
+      {P::RGB, P::GRAY8, cv::COLOR_RGB2GRAY},   {P::BGR, P::GRAY8, cv::COLOR_BGR2GRAY},
       {P::RGBA, P::GRAY8, cv::COLOR_RGBA2GRAY}, {P::BGRA, P::GRAY8, cv::COLOR_BGRA2GRAY},
-      {P::GRAY8, P::RGB, cv::COLOR_GRAY2RGB},  {P::GRAY8, P::BGR, cv::COLOR_GRAY2BGR},
+      {P::GRAY8, P::RGB, cv::COLOR_GRAY2RGB},   {P::GRAY8, P::BGR, cv::COLOR_GRAY2BGR},
       {P::GRAY8, P::RGBA, cv::COLOR_GRAY2RGBA}, {P::GRAY8, P::BGRA, cv::COLOR_GRAY2BGRA},
   };
   for (const Entry& e : kCodes) {
@@ -86,11 +86,16 @@ struct Channels {
 };
 Channels channel_map(PixelFormat f) {
   switch (f) {
-    case PixelFormat::RGB: return {0, 1, 2, -1, 3};
-    case PixelFormat::BGR: return {2, 1, 0, -1, 3};
-    case PixelFormat::RGBA: return {0, 1, 2, 3, 4};
-    case PixelFormat::BGRA: return {2, 1, 0, 3, 4};
-    default: return {0, 0, 0, -1, 1};  // GRAY8
+    case PixelFormat::RGB:
+      return {0, 1, 2, -1, 3};
+    case PixelFormat::BGR:
+      return {2, 1, 0, -1, 3};
+    case PixelFormat::RGBA:
+      return {0, 1, 2, 3, 4};
+    case PixelFormat::BGRA:
+      return {2, 1, 0, 3, 4};
+    default:
+      return {0, 0, 0, -1, 1};  // GRAY8
   }
 }
 
@@ -172,107 +177,116 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertO
                                " is CHW; convert_layout() it to HWC first");
   }
   const std::int64_t w = src.image().width, h = src.image().height;
-  NEAT_ASSIGN_OR_RETURN(NeatTensor dst, NeatTensor::allocate_image(to, w, h, destination_image_alloc(options)));
-  const ConversionSpec spec{ConversionKind::Convert, ConversionReason::PixelFormat, "convert_color",
-                            "convert the frame explicitly with convert_color() before this consumer"};
+  NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
+                        NeatTensor::allocate_image(to, w, h, destination_image_alloc(options)));
+  const ConversionSpec spec{
+      ConversionKind::Convert, ConversionReason::PixelFormat, "convert_color",
+      "convert the frame explicitly with convert_color() before this consumer"};
 
-  return run_conversion(src, std::move(dst), spec, options, where,
-                        [&](const Mapping& in, const Mapping& out) -> Status {
-    NEAT_ASSIGN_OR_RETURN(cv::Mat out_mat, mat_header(out));
-    const uchar* const expected = out_mat.data;
-    auto check_in_place = [&]() -> Status {
-      if (out_mat.data != expected) {
-        return internal_error("convert_color: OpenCV reallocated the destination (a hidden copy)");
-      }
-      return {};
-    };
-
-    if (is_planar(from)) {
-      if (to == PixelFormat::GRAY8) {  // the Y plane, row by row
-        NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
-        const std::int64_t ys = src.plane_layout(0).row_stride;
-        for (std::int64_t r = 0; r < h; ++r) {
-          std::memcpy(out_mat.ptr(static_cast<int>(r)), y + r * ys, static_cast<std::size_t>(w));
-        }
-        return {};
-      }
-      const bool bgr = to == PixelFormat::BGR;
-      const bool even = w % 2 == 0 && h % 2 == 0;
-      if (even && (from == PixelFormat::NV12 || from == PixelFormat::NV21)) {
-        const PlaneRole c = from == PixelFormat::NV12 ? PlaneRole::UV : PlaneRole::VU;
-        NEAT_ASSIGN_OR_RETURN(cv::Mat ym, plane_header(in, PlaneRole::Y));
-        NEAT_ASSIGN_OR_RETURN(cv::Mat cm, plane_header(in, c));
-        const int code = from == PixelFormat::NV12
-                             ? (bgr ? cv::COLOR_YUV2BGR_NV12 : cv::COLOR_YUV2RGB_NV12)
-                             : (bgr ? cv::COLOR_YUV2BGR_NV21 : cv::COLOR_YUV2RGB_NV21);
-        NEAT_RETURN_IF_ERROR(opencv_guard("convert_color", [&] { cv::cvtColorTwoPlane(ym, cm, out_mat, code); }));
-        return check_in_place();
-      }
-      if (even && src.is_contiguous() && (from == PixelFormat::I420 || from == PixelFormat::YV12)) {
-        // Canonical I420: Y, then U, then V packed back to back: OpenCV's layout.
-        NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
-        const cv::Mat all(static_cast<int>(h + h / 2), static_cast<int>(w), CV_8UC1,
-                          const_cast<std::byte*>(y));  // NOLINT: read only
-        const int code = from == PixelFormat::I420
-                             ? (bgr ? cv::COLOR_YUV2BGR_I420 : cv::COLOR_YUV2RGB_I420)
-                             : (bgr ? cv::COLOR_YUV2BGR_YV12 : cv::COLOR_YUV2RGB_YV12);
-        NEAT_RETURN_IF_ERROR(opencv_guard("convert_color", [&] { cv::cvtColor(all, out_mat, code); }));
-        return check_in_place();
-      }
-      // Our kernel: any strides, separate storages, odd sizes.
-      YuvSource s{};
-      NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
-      s.y = reinterpret_cast<const std::uint8_t*>(y);
-      s.y_stride = src.plane_layout(0).row_stride;
-      const PlaneLayout& c1 = src.plane_layout(1);
-      if (from == PixelFormat::NV12 || from == PixelFormat::NV21) {
-        NEAT_ASSIGN_OR_RETURN(const std::byte* c, in.plane_data(c1.role));
-        const auto* cp = reinterpret_cast<const std::uint8_t*>(c);
-        s.u = from == PixelFormat::NV12 ? cp : cp + 1;
-        s.v = from == PixelFormat::NV12 ? cp + 1 : cp;
-        s.uv_stride = c1.row_stride;
-        s.uv_step = 2;
-      } else {
-        NEAT_ASSIGN_OR_RETURN(const std::byte* u, in.plane_data(PlaneRole::U));
-        NEAT_ASSIGN_OR_RETURN(const std::byte* v, in.plane_data(PlaneRole::V));
-        const PlaneLayout& ul = src.plane_layout(from == PixelFormat::I420 ? 1 : 2);
-        const PlaneLayout& vl = src.plane_layout(from == PixelFormat::I420 ? 2 : 1);
-        if (ul.row_stride != vl.row_stride) {
-          // Different chroma strides: convert with U's stride for both is wrong;
-          // handle by giving each its own pass through a per-row pointer.
-          for (std::int64_t r = 0; r < h; ++r) {
-            YuvSource row{};
-            row.y = s.y + r * s.y_stride;
-            row.u = reinterpret_cast<const std::uint8_t*>(u) + (r / 2) * ul.row_stride;
-            row.v = reinterpret_cast<const std::uint8_t*>(v) + (r / 2) * vl.row_stride;
-            row.uv_step = 1;
-            yuv420_to_rgb_rows(row, w, 0, 1, out_mat.ptr(static_cast<int>(r)), 0, bgr);
+  return run_conversion(
+      src, std::move(dst), spec, options, where,
+      [&](const Mapping& in, const Mapping& out) -> Status {
+        NEAT_ASSIGN_OR_RETURN(cv::Mat out_mat, mat_header(out));
+        const uchar* const expected = out_mat.data;
+        auto check_in_place = [&]() -> Status {
+          if (out_mat.data != expected) {
+            return internal_error(
+                "convert_color: OpenCV reallocated the destination (a hidden copy)");
           }
           return {};
-        }
-        s.u = reinterpret_cast<const std::uint8_t*>(u);
-        s.v = reinterpret_cast<const std::uint8_t*>(v);
-        s.uv_stride = ul.row_stride;
-        s.uv_step = 1;
-      }
-      auto* d = out_mat.data;
-      const auto ds = static_cast<std::int64_t>(out_mat.step[0]);
-      parallel_rows((h + 1) / 2, options.threads, [&](std::int64_t b, std::int64_t e) {
-        yuv420_to_rgb_rows(s, w, 2 * b, std::min(h, 2 * e), d, ds, bgr);
-      });
-      return {};
-    }
+        };
 
-    // Interleaved source.
-    Result<cv::Mat> in_mat = mat_header(in);
-    if (in_mat.ok()) {
-      const int code = interleaved_code(from, to);
-      NEAT_RETURN_IF_ERROR(opencv_guard("convert_color", [&] { cv::cvtColor(*in_mat, out_mat, code); }));
-      return check_in_place();
-    }
-    interleaved_generic(src, in.data(), to, out.mutable_data(), out.tensor());
-    return {};
-  });
+        if (is_planar(from)) {
+          if (to == PixelFormat::GRAY8) {  // the Y plane, row by row
+            NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
+            const std::int64_t ys = src.plane_layout(0).row_stride;
+            for (std::int64_t r = 0; r < h; ++r) {
+              std::memcpy(out_mat.ptr(static_cast<int>(r)), y + r * ys,
+                          static_cast<std::size_t>(w));
+            }
+            return {};
+          }
+          const bool bgr = to == PixelFormat::BGR;
+          const bool even = w % 2 == 0 && h % 2 == 0;
+          if (even && (from == PixelFormat::NV12 || from == PixelFormat::NV21)) {
+            const PlaneRole c = from == PixelFormat::NV12 ? PlaneRole::UV : PlaneRole::VU;
+            NEAT_ASSIGN_OR_RETURN(cv::Mat ym, plane_header(in, PlaneRole::Y));
+            NEAT_ASSIGN_OR_RETURN(cv::Mat cm, plane_header(in, c));
+            const int code = from == PixelFormat::NV12
+                                 ? (bgr ? cv::COLOR_YUV2BGR_NV12 : cv::COLOR_YUV2RGB_NV12)
+                                 : (bgr ? cv::COLOR_YUV2BGR_NV21 : cv::COLOR_YUV2RGB_NV21);
+            NEAT_RETURN_IF_ERROR(opencv_guard(
+                "convert_color", [&] { cv::cvtColorTwoPlane(ym, cm, out_mat, code); }));
+            return check_in_place();
+          }
+          if (even && src.is_contiguous() &&
+              (from == PixelFormat::I420 || from == PixelFormat::YV12)) {
+            // Canonical I420: Y, then U, then V packed back to back: OpenCV's layout.
+            NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
+            const cv::Mat all(static_cast<int>(h + h / 2), static_cast<int>(w), CV_8UC1,
+                              const_cast<std::byte*>(y));  // NOLINT: read only
+            const int code = from == PixelFormat::I420
+                                 ? (bgr ? cv::COLOR_YUV2BGR_I420 : cv::COLOR_YUV2RGB_I420)
+                                 : (bgr ? cv::COLOR_YUV2BGR_YV12 : cv::COLOR_YUV2RGB_YV12);
+            NEAT_RETURN_IF_ERROR(
+                opencv_guard("convert_color", [&] { cv::cvtColor(all, out_mat, code); }));
+            return check_in_place();
+          }
+          // Our kernel: any strides, separate storages, odd sizes.
+          YuvSource s{};
+          NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
+          s.y = reinterpret_cast<const std::uint8_t*>(y);
+          s.y_stride = src.plane_layout(0).row_stride;
+          const PlaneLayout& c1 = src.plane_layout(1);
+          if (from == PixelFormat::NV12 || from == PixelFormat::NV21) {
+            NEAT_ASSIGN_OR_RETURN(const std::byte* c, in.plane_data(c1.role));
+            const auto* cp = reinterpret_cast<const std::uint8_t*>(c);
+            s.u = from == PixelFormat::NV12 ? cp : cp + 1;
+            s.v = from == PixelFormat::NV12 ? cp + 1 : cp;
+            s.uv_stride = c1.row_stride;
+            s.uv_step = 2;
+          } else {
+            NEAT_ASSIGN_OR_RETURN(const std::byte* u, in.plane_data(PlaneRole::U));
+            NEAT_ASSIGN_OR_RETURN(const std::byte* v, in.plane_data(PlaneRole::V));
+            const PlaneLayout& ul = src.plane_layout(from == PixelFormat::I420 ? 1 : 2);
+            const PlaneLayout& vl = src.plane_layout(from == PixelFormat::I420 ? 2 : 1);
+            if (ul.row_stride != vl.row_stride) {
+              // Different chroma strides: convert with U's stride for both is wrong;
+              // handle by giving each its own pass through a per-row pointer.
+              for (std::int64_t r = 0; r < h; ++r) {
+                YuvSource row{};
+                row.y = s.y + r * s.y_stride;
+                row.u = reinterpret_cast<const std::uint8_t*>(u) + (r / 2) * ul.row_stride;
+                row.v = reinterpret_cast<const std::uint8_t*>(v) + (r / 2) * vl.row_stride;
+                row.uv_step = 1;
+                yuv420_to_rgb_rows(row, w, 0, 1, out_mat.ptr(static_cast<int>(r)), 0, bgr);
+              }
+              return {};
+            }
+            s.u = reinterpret_cast<const std::uint8_t*>(u);
+            s.v = reinterpret_cast<const std::uint8_t*>(v);
+            s.uv_stride = ul.row_stride;
+            s.uv_step = 1;
+          }
+          auto* d = out_mat.data;
+          const auto ds = static_cast<std::int64_t>(out_mat.step[0]);
+          parallel_rows((h + 1) / 2, options.threads, [&](std::int64_t b, std::int64_t e) {
+            yuv420_to_rgb_rows(s, w, 2 * b, std::min(h, 2 * e), d, ds, bgr);
+          });
+          return {};
+        }
+
+        // Interleaved source.
+        Result<cv::Mat> in_mat = mat_header(in);
+        if (in_mat.ok()) {
+          const int code = interleaved_code(from, to);
+          NEAT_RETURN_IF_ERROR(
+              opencv_guard("convert_color", [&] { cv::cvtColor(*in_mat, out_mat, code); }));
+          return check_in_place();
+        }
+        interleaved_generic(src, in.data(), to, out.mutable_data(), out.tensor());
+        return {};
+      });
 }
 
 }  // namespace neat

@@ -50,7 +50,8 @@ Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const C
 inline AllocOptions destination_alloc(const ConvertOptions& o) {
   return AllocOptions{false, o.allocator};
 }
-inline ImageAllocOptions destination_image_alloc(const ConvertOptions& o, Layout layout = Layout::None) {
+inline ImageAllocOptions destination_image_alloc(const ConvertOptions& o,
+                                                 Layout layout = Layout::None) {
   ImageAllocOptions a;
   a.zero_fill = false;
   a.layout = layout;

@@ -15,17 +15,26 @@ void gather_plane(std::byte* dst, const std::byte* src, std::int64_t rows, std::
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::byte* s = src + r * rs;
     std::byte* d = dst + r * cols * static_cast<std::int64_t>(N);
-    for (std::int64_t c = 0; c < cols; ++c) std::memcpy(d + c * static_cast<std::int64_t>(N), s + c * cs, N);
+    for (std::int64_t c = 0; c < cols; ++c)
+      std::memcpy(d + c * static_cast<std::int64_t>(N), s + c * cs, N);
   }
 }
 
-void gather(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols, std::int64_t rs,
-            std::int64_t cs, std::int64_t item) {
+void gather(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_t cols,
+            std::int64_t rs, std::int64_t cs, std::int64_t item) {
   switch (item) {
-    case 1: gather_plane<1>(dst, src, rows, cols, rs, cs); break;
-    case 2: gather_plane<2>(dst, src, rows, cols, rs, cs); break;
-    case 4: gather_plane<4>(dst, src, rows, cols, rs, cs); break;
-    default: gather_plane<8>(dst, src, rows, cols, rs, cs); break;
+    case 1:
+      gather_plane<1>(dst, src, rows, cols, rs, cs);
+      break;
+    case 2:
+      gather_plane<2>(dst, src, rows, cols, rs, cs);
+      break;
+    case 4:
+      gather_plane<4>(dst, src, rows, cols, rs, cs);
+      break;
+    default:
+      gather_plane<8>(dst, src, rows, cols, rs, cs);
+      break;
   }
 }
 
@@ -54,7 +63,8 @@ Result<NeatTensor> convert_layout(const NeatTensor& src, Direction dir, ConvertO
   }
   if (src.rank() != 3 && src.rank() != 4) {
     return invalid_argument(std::string(op) + " of " + src.to_string() + ": rank " +
-                            std::to_string(src.rank()) + " is not 3 ([H, W, C]) or 4 ([N, H, W, C])");
+                            std::to_string(src.rank()) +
+                            " is not 3 ([H, W, C]) or 4 ([N, H, W, C])");
   }
   // View the source in the target order; then pack it.
   const int b = src.rank() == 4 ? 1 : 0;
@@ -67,46 +77,51 @@ Result<NeatTensor> convert_layout(const NeatTensor& src, Direction dir, ConvertO
   }
   NEAT_ASSIGN_OR_RETURN(NeatTensor view, src.as_dense());
   NEAT_ASSIGN_OR_RETURN(view, view.permute(order));
-  NEAT_ASSIGN_OR_RETURN(NeatTensor dst, NeatTensor::allocate(src.dtype(), view.shape(), destination_alloc(options)));
+  NEAT_ASSIGN_OR_RETURN(
+      NeatTensor dst, NeatTensor::allocate(src.dtype(), view.shape(), destination_alloc(options)));
   if (src.is_image()) {
     ImageSpec spec = src.image();
     spec.layout = to;
     NEAT_ASSIGN_OR_RETURN(dst, dst.as_image(spec));
   }
-  const ConversionSpec spec{ConversionKind::Convert, ConversionReason::Layout, op,
-                            "convert the layout explicitly with to_chw() / to_hwc() before this consumer"};
-  return run_conversion(src, std::move(dst), spec, options, where,
-                        [&](const Mapping& in, const Mapping& out) -> Status {
-    // The view's last two dims form planes; everything before them is a plane index.
-    const Dims& shape = view.shape();
-    const Dims& st = view.strides();
-    const int r = view.rank();
-    const std::int64_t rows = shape[r - 2], cols = shape[r - 1];
-    const std::int64_t planes = view.numel() / std::max<std::int64_t>(rows * cols, 1);
-    const std::int64_t item = item_size(src.dtype());
-    const std::byte* base = in.data() + (view.byte_offset() - src.byte_offset());
-    std::byte* d = out.mutable_data();
-    parallel_rows(planes, options.threads, [&](std::int64_t p0, std::int64_t p1) {
-      for (std::int64_t p = p0; p < p1; ++p) {
-        std::int64_t off = 0, rem = p;
-        for (int k = r - 3; k >= 0; --k) {
-          off += (rem % shape[k]) * st[k];
-          rem /= shape[k];
-        }
-        gather(d + p * rows * cols * item, base + off, rows, cols, st[r - 2], st[r - 1], item);
-      }
-    });
-    return {};
-  });
+  const ConversionSpec spec{
+      ConversionKind::Convert, ConversionReason::Layout, op,
+      "convert the layout explicitly with to_chw() / to_hwc() before this consumer"};
+  return run_conversion(
+      src, std::move(dst), spec, options, where,
+      [&](const Mapping& in, const Mapping& out) -> Status {
+        // The view's last two dims form planes; everything before them is a plane index.
+        const Dims& shape = view.shape();
+        const Dims& st = view.strides();
+        const int r = view.rank();
+        const std::int64_t rows = shape[r - 2], cols = shape[r - 1];
+        const std::int64_t planes = view.numel() / std::max<std::int64_t>(rows * cols, 1);
+        const std::int64_t item = item_size(src.dtype());
+        const std::byte* base = in.data() + (view.byte_offset() - src.byte_offset());
+        std::byte* d = out.mutable_data();
+        parallel_rows(planes, options.threads, [&](std::int64_t p0, std::int64_t p1) {
+          for (std::int64_t p = p0; p < p1; ++p) {
+            std::int64_t off = 0, rem = p;
+            for (int k = r - 3; k >= 0; --k) {
+              off += (rem % shape[k]) * st[k];
+              rem /= shape[k];
+            }
+            gather(d + p * rows * cols * item, base + off, rows, cols, st[r - 2], st[r - 1], item);
+          }
+        });
+        return {};
+      });
 }
 
 }  // namespace
 
-Result<NeatTensor> to_chw(const NeatTensor& src, ConvertOptions options, std::source_location where) {
+Result<NeatTensor> to_chw(const NeatTensor& src, ConvertOptions options,
+                          std::source_location where) {
   return convert_layout(src, Direction::ToChw, options, where);
 }
 
-Result<NeatTensor> to_hwc(const NeatTensor& src, ConvertOptions options, std::source_location where) {
+Result<NeatTensor> to_hwc(const NeatTensor& src, ConvertOptions options,
+                          std::source_location where) {
   return convert_layout(src, Direction::ToHwc, options, where);
 }
 

@@ -61,13 +61,24 @@ void normalize_rows(const Geometry& g, const std::byte* in, std::byte* out, bool
 template <class F>
 Status with_input(DType t, F&& f) {
   switch (t) {
-    case DType::U8: f(std::uint8_t{}); return {};
-    case DType::U16: f(std::uint16_t{}); return {};
-    case DType::F16: f(Half{}); return {};
-    case DType::BF16: f(BFloat16{}); return {};
-    case DType::F32: f(float{}); return {};
-    default: return invalid_argument("normalize: input dtype " + std::string(to_string(t)) +
-                                     " is not supported (u8, u16, f16, bf16, f32)");
+    case DType::U8:
+      f(std::uint8_t{});
+      return {};
+    case DType::U16:
+      f(std::uint16_t{});
+      return {};
+    case DType::F16:
+      f(Half{});
+      return {};
+    case DType::BF16:
+      f(BFloat16{});
+      return {};
+    case DType::F32:
+      f(float{});
+      return {};
+    default:
+      return invalid_argument("normalize: input dtype " + std::string(to_string(t)) +
+                              " is not supported (u8, u16, f16, bf16, f32)");
   }
 }
 
@@ -124,10 +135,12 @@ Result<NeatTensor> normalize(NeatTensor src, const NormalizeParams& p, ConvertOp
   std::array<float, 4> a{}, b{};
   for (std::int64_t c = 0; c < g.c; ++c) {
     const auto u = static_cast<std::size_t>(c);
-    if (!(std::isfinite(p.std[u]) && p.std[u] != 0.f && std::isfinite(p.mean[u]) && std::isfinite(p.scale))) {
+    if (!(std::isfinite(p.std[u]) && p.std[u] != 0.f && std::isfinite(p.mean[u]) &&
+          std::isfinite(p.scale))) {
       return invalid_argument("normalize: channel " + std::to_string(c) + " has std " +
                               std::to_string(p.std[u]) + ", mean " + std::to_string(p.mean[u]) +
-                              ", scale " + std::to_string(p.scale) + "; std must be finite and non-zero");
+                              ", scale " + std::to_string(p.scale) +
+                              "; std must be finite and non-zero");
     }
     a[u] = p.scale / p.std[u];
     b[u] = -p.mean[u] / p.std[u];
@@ -158,7 +171,8 @@ Result<NeatTensor> normalize(NeatTensor src, const NormalizeParams& p, ConvertOp
   }
 
   const Dims out_shape = chw ? Dims{g.c, g.h, g.w} : Dims{g.h, g.w, g.c};
-  NEAT_ASSIGN_OR_RETURN(NeatTensor dst, NeatTensor::allocate(p.out_dtype, out_shape, destination_alloc(options)));
+  NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
+                        NeatTensor::allocate(p.out_dtype, out_shape, destination_alloc(options)));
   ConversionSpec spec{ConversionKind::Convert, ConversionReason::Normalize, "normalize",
                       "normalize explicitly with normalize() before this consumer"};
   ConvertOptions opts = options;

@@ -28,10 +28,37 @@ struct Planes {
   std::int64_t width, height;
 };
 
+// Horizontally resampled source rows, two slots: consecutive output rows
+// share source rows, so each is resampled about once.
+struct RowCache {
+  std::int64_t index[2] = {-1, -1};
+  std::vector<float> rows[2][2];  // [slot][component]: Y uses component 0; chroma U, V
+
+  void reset(std::size_t width, int components) {
+    index[0] = index[1] = -1;
+    for (auto& slot : rows) {
+      for (int c = 0; c < components; ++c)
+        slot[c].resize(width);
+    }
+  }
+  // The slot holding `row`, filling it with `fill(row, slot)` when absent,
+  // never evicting the slot that holds `keep`.
+  template <class F>
+  int get(std::int64_t row, std::int64_t keep, F&& fill) {
+    for (int s = 0; s < 2; ++s) {
+      if (index[s] == row) return s;
+    }
+    const int s = index[0] == keep ? 1 : 0;
+    fill(row, rows[s]);
+    index[s] = row;
+    return s;
+  }
+};
+
 struct Tables {  // per output column, thread-local scratch reused across calls
   std::vector<std::int32_t> x0, x1, c0, c1;
   std::vector<float> fx;
-  std::vector<float> ybuf, ubuf, vbuf;
+  RowCache luma, chroma;
 };
 
 Tables& scratch() {
@@ -60,7 +87,8 @@ inline void linear_coord(std::int64_t d, double scale, std::int64_t size, std::i
 
 // OpenCV INTER_NEAREST source index of output index d.
 inline std::int32_t nearest_coord(std::int64_t d, double scale, std::int64_t size) {
-  return static_cast<std::int32_t>(std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(d * scale)), size - 1));
+  return static_cast<std::int32_t>(
+      std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(d * scale)), size - 1));
 }
 
 template <class O>
@@ -81,43 +109,80 @@ struct Affine {  // out_c = rgb[map[c]] * a[c] + b[c]
   float a[3], b[3];
 };
 
-// Converts one row of interpolated Y, U, V (floats) to normalized planes.
-template <class O>
-void finish_row(const float* __restrict ys, const float* __restrict us, const float* __restrict vs,
-                std::int64_t w, const Affine& k, std::byte* p0, std::byte* p1, std::byte* p2,
-                std::int64_t row_start) {
-  std::byte* planes[3] = {p0, p1, p2};
-  for (std::int64_t x = 0; x < w; ++x) {
-    const float yy = std::max(ys[x] - 16.0f, 0.0f) * kCY;
-    const float u = us[x] - 128.0f, v = vs[x] - 128.0f;
-    const float rgb[3] = {std::clamp(yy + kCVR * v, 0.0f, 255.0f),
-                          std::clamp(yy + kCVG * v + kCUG * u, 0.0f, 255.0f),
-                          std::clamp(yy + kCUB * u, 0.0f, 255.0f)};
-    for (int c = 0; c < 3; ++c) put<O>(planes[c], row_start + x, rgb[k.map[c]] * k.a[c] + k.b[c]);
-  }
+// Blends two resampled rows vertically, converts YUV to RGB, clamps,
+// normalizes and writes one output row of each plane. All arrays are
+// contiguous floats: the compiler vectorises the F32 loop.
+// Branch-free clamp to [0, hi] on values (std::min / std::max return
+// references, which keeps the loop from being vectorised).
+inline float clamp_to(float v, float hi) noexcept {
+  v = v > 0.0f ? v : 0.0f;
+  return v < hi ? v : hi;
 }
 
-// Float specialisation written plane by plane so that the compiler vectorises it.
-template <>
-void finish_row<float>(const float* __restrict ys, const float* __restrict us, const float* __restrict vs,
-                       std::int64_t w, const Affine& k, std::byte* p0, std::byte* p1, std::byte* p2,
-                       std::int64_t row_start) {
+template <class O>
+void blend_and_finish(const float* __restrict ya, const float* __restrict yb,
+                      const float* __restrict ua, const float* __restrict ub,
+                      const float* __restrict va, const float* __restrict vb, float fy,
+                      std::int64_t w, const Affine& k, std::byte* const* planes,
+                      std::int64_t row_start) {
   // Output plane c holds rgb[k.map[c]]: R is plane 0 (RGB order) or 2 (BGR); G is plane 1.
   const int ri = k.map[0] == 0 ? 0 : 2, bi = 2 - ri;
-  std::byte* planes[3] = {p0, p1, p2};
-  float* __restrict rp = reinterpret_cast<float*>(planes[ri]) + row_start;
-  float* __restrict gp = reinterpret_cast<float*>(p1) + row_start;
-  float* __restrict bp = reinterpret_cast<float*>(planes[bi]) + row_start;
   const float ra = k.a[ri], rb = k.b[ri], ga = k.a[1], gb = k.b[1], ba = k.a[bi], bb = k.b[bi];
-  for (std::int64_t x = 0; x < w; ++x) {
-    const float yy = std::max(ys[x] - 16.0f, 0.0f) * kCY;
-    const float u = us[x] - 128.0f, v = vs[x] - 128.0f;
-    const float r = std::min(std::max(yy + kCVR * v, 0.0f), 255.0f);
-    const float g = std::min(std::max(yy + kCVG * v + kCUG * u, 0.0f), 255.0f);
-    const float b = std::min(std::max(yy + kCUB * u, 0.0f), 255.0f);
-    rp[x] = r * ra + rb;
-    gp[x] = g * ga + gb;
-    bp[x] = b * ba + bb;
+  if constexpr (std::is_same_v<O, float>) {
+    float* __restrict rp = reinterpret_cast<float*>(planes[ri]) + row_start;
+    float* __restrict gp = reinterpret_cast<float*>(planes[1]) + row_start;
+    float* __restrict bp = reinterpret_cast<float*>(planes[bi]) + row_start;
+    // Four pixels at a time with GCC/Clang vector extensions (SSE2 here,
+    // NEON on ARM); the selects below are branch-free vector blends.
+    using v4 = float __attribute__((vector_size(16)));
+    auto load = [](const float* p) {
+      v4 v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    };
+    auto store = [](float* p, v4 v) { std::memcpy(p, &v, sizeof v); };
+    const v4 zero = {0.f, 0.f, 0.f, 0.f};
+    const v4 top = zero + 255.0f, vfy = zero + fy;
+    auto clamp4 = [&](v4 v) {
+      v = v > zero ? v : zero;
+      return v < top ? v : top;
+    };
+    std::int64_t x = 0;
+    for (; x + 4 <= w; x += 4) {
+      const v4 ya4 = load(ya + x), ua4 = load(ua + x), va4 = load(va + x);
+      const v4 y = ya4 + (load(yb + x) - ya4) * vfy;
+      const v4 u = ua4 + (load(ub + x) - ua4) * vfy - 128.0f;
+      const v4 v = va4 + (load(vb + x) - va4) * vfy - 128.0f;
+      const v4 ym = y - 16.0f;
+      const v4 yy = (ym > zero ? ym : zero) * kCY;
+      store(rp + x, clamp4(yy + kCVR * v) * ra + rb);
+      store(gp + x, clamp4(yy + kCVG * v + kCUG * u) * ga + gb);
+      store(bp + x, clamp4(yy + kCUB * u) * ba + bb);
+    }
+    for (; x < w; ++x) {
+      const float y = ya[x] + (yb[x] - ya[x]) * fy;
+      const float u = ua[x] + (ub[x] - ua[x]) * fy - 128.0f;
+      const float v = va[x] + (vb[x] - va[x]) * fy - 128.0f;
+      const float ym = y - 16.0f;
+      const float yy = (ym > 0.0f ? ym : 0.0f) * kCY;
+      rp[x] = clamp_to(yy + kCVR * v, 255.0f) * ra + rb;
+      gp[x] = clamp_to(yy + kCVG * v + kCUG * u, 255.0f) * ga + gb;
+      bp[x] = clamp_to(yy + kCUB * u, 255.0f) * ba + bb;
+    }
+  } else {
+    for (std::int64_t x = 0; x < w; ++x) {
+      const float y = ya[x] + (yb[x] - ya[x]) * fy;
+      const float u = ua[x] + (ub[x] - ua[x]) * fy - 128.0f;
+      const float v = va[x] + (vb[x] - va[x]) * fy - 128.0f;
+      const float ym = y - 16.0f;
+      const float yy = (ym > 0.0f ? ym : 0.0f) * kCY;
+      const float r = clamp_to(yy + kCVR * v, 255.0f);
+      const float g = clamp_to(yy + kCVG * v + kCUG * u, 255.0f);
+      const float b = clamp_to(yy + kCUB * u, 255.0f);
+      put<O>(planes[ri], row_start + x, r * ra + rb);
+      put<O>(planes[1], row_start + x, g * ga + gb);
+      put<O>(planes[bi], row_start + x, b * ba + bb);
+    }
   }
 }
 
@@ -134,13 +199,14 @@ inline void yuv_to_rgb8(int y, int u, int v, float* rgb) {
 
 }  // namespace
 
-Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p, ConvertOptions options,
-                              std::source_location where) {
+Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p,
+                              ConvertOptions options, std::source_location where) {
   if (!frame.defined()) return failed_precondition("preprocess: the tensor is undefined");
   if (!frame.is_composite()) {
-    return invalid_argument("preprocess of " + frame.to_string() +
-                            ": needs a planar frame (NV12, NV21, I420, YV12); for interleaved images "
-                            "chain resize(), to_chw() and normalize()");
+    return invalid_argument(
+        "preprocess of " + frame.to_string() +
+        ": needs a planar frame (NV12, NV21, I420, YV12); for interleaved images "
+        "chain resize(), to_chw() and normalize()");
   }
   if (frame.device().type != DeviceType::Cpu) {
     return failed_precondition("preprocess of " + frame.to_string() + ": not in CPU memory");
@@ -157,11 +223,13 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
                             std::string(to_string(p.out_dtype)));
   }
   const std::int64_t sw = frame.image().width, sh = frame.image().height;
-  if (sw == 0 || sh == 0) return invalid_argument("preprocess: the frame " + frame.to_string() + " is empty");
+  if (sw == 0 || sh == 0)
+    return invalid_argument("preprocess: the frame " + frame.to_string() + " is empty");
   Affine k{};
   for (int c = 0; c < 3; ++c) {
     const auto u = static_cast<std::size_t>(c);
-    if (!(std::isfinite(p.std[u]) && p.std[u] != 0.f && std::isfinite(p.mean[u]) && std::isfinite(p.scale))) {
+    if (!(std::isfinite(p.std[u]) && p.std[u] != 0.f && std::isfinite(p.mean[u]) &&
+          std::isfinite(p.scale))) {
       return invalid_argument("preprocess: channel " + std::to_string(c) +
                               " std must be finite and non-zero, mean and scale finite");
     }
@@ -170,126 +238,143 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
     k.b[c] = -p.mean[u] / p.std[u];
   }
   const Dims shape = p.batch_dim ? Dims{1, 3, p.height, p.width} : Dims{3, p.height, p.width};
-  NEAT_ASSIGN_OR_RETURN(NeatTensor dst, NeatTensor::allocate(p.out_dtype, shape, destination_alloc(options)));
-  const ConversionSpec spec{ConversionKind::Convert, ConversionReason::Normalize, "preprocess",
-                            "preprocess the frame explicitly with preprocess() before this consumer"};
+  NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
+                        NeatTensor::allocate(p.out_dtype, shape, destination_alloc(options)));
+  const ConversionSpec spec{
+      ConversionKind::Convert, ConversionReason::Normalize, "preprocess",
+      "preprocess the frame explicitly with preprocess() before this consumer"};
 
-  return run_conversion(frame, std::move(dst), spec, options, where,
-                        [&](const Mapping& in, const Mapping& out) -> Status {
-    Planes s{};
-    const PixelFormat f = frame.pixel_format();
-    NEAT_ASSIGN_OR_RETURN(const std::byte* yp, in.plane_data(PlaneRole::Y));
-    s.y = reinterpret_cast<const std::uint8_t*>(yp);
-    s.y_stride = frame.plane_layout(0).row_stride;
-    s.width = sw;
-    s.height = sh;
-    if (f == PixelFormat::NV12 || f == PixelFormat::NV21) {
-      const PlaneLayout& c = frame.plane_layout(1);
-      NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
-      const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
-      s.u = f == PixelFormat::NV12 ? b : b + 1;
-      s.v = f == PixelFormat::NV12 ? b + 1 : b;
-      s.u_stride = s.v_stride = c.row_stride;
-      s.step = 2;
-    } else {
-      NEAT_ASSIGN_OR_RETURN(const std::byte* up, in.plane_data(PlaneRole::U));
-      NEAT_ASSIGN_OR_RETURN(const std::byte* vp, in.plane_data(PlaneRole::V));
-      s.u = reinterpret_cast<const std::uint8_t*>(up);
-      s.v = reinterpret_cast<const std::uint8_t*>(vp);
-      s.u_stride = frame.plane_layout(f == PixelFormat::I420 ? 1 : 2).row_stride;
-      s.v_stride = frame.plane_layout(f == PixelFormat::I420 ? 2 : 1).row_stride;
-      s.step = 1;
-    }
-    const std::int64_t ow = p.width, oh = p.height;
-    const double sx = static_cast<double>(sw) / static_cast<double>(ow);
-    const double sy = static_cast<double>(sh) / static_cast<double>(oh);
-    const std::int64_t item = item_size(p.out_dtype);
-    std::byte* base = out.mutable_data();
-    std::byte* planes[3] = {base, base + oh * ow * item, base + 2 * oh * ow * item};
-    const bool nearest = p.interpolation == Interpolation::Nearest;
+  return run_conversion(
+      frame, std::move(dst), spec, options, where,
+      [&](const Mapping& in, const Mapping& out) -> Status {
+        Planes s{};
+        const PixelFormat f = frame.pixel_format();
+        NEAT_ASSIGN_OR_RETURN(const std::byte* yp, in.plane_data(PlaneRole::Y));
+        s.y = reinterpret_cast<const std::uint8_t*>(yp);
+        s.y_stride = frame.plane_layout(0).row_stride;
+        s.width = sw;
+        s.height = sh;
+        if (f == PixelFormat::NV12 || f == PixelFormat::NV21) {
+          const PlaneLayout& c = frame.plane_layout(1);
+          NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
+          const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
+          s.u = f == PixelFormat::NV12 ? b : b + 1;
+          s.v = f == PixelFormat::NV12 ? b + 1 : b;
+          s.u_stride = s.v_stride = c.row_stride;
+          s.step = 2;
+        } else {
+          NEAT_ASSIGN_OR_RETURN(const std::byte* up, in.plane_data(PlaneRole::U));
+          NEAT_ASSIGN_OR_RETURN(const std::byte* vp, in.plane_data(PlaneRole::V));
+          s.u = reinterpret_cast<const std::uint8_t*>(up);
+          s.v = reinterpret_cast<const std::uint8_t*>(vp);
+          s.u_stride = frame.plane_layout(f == PixelFormat::I420 ? 1 : 2).row_stride;
+          s.v_stride = frame.plane_layout(f == PixelFormat::I420 ? 2 : 1).row_stride;
+          s.step = 1;
+        }
+        const std::int64_t ow = p.width, oh = p.height;
+        const double sx = static_cast<double>(sw) / static_cast<double>(ow);
+        const double sy = static_cast<double>(sh) / static_cast<double>(oh);
+        const std::int64_t item = item_size(p.out_dtype);
+        std::byte* base = out.mutable_data();
+        std::byte* planes[3] = {base, base + oh * ow * item, base + 2 * oh * ow * item};
+        const bool nearest = p.interpolation == Interpolation::Nearest;
 
-    parallel_rows(oh, options.threads, [&](std::int64_t r0, std::int64_t r1) {
-      Tables& t = scratch();
-      t.x0.resize(static_cast<std::size_t>(ow));
-      t.x1.resize(static_cast<std::size_t>(ow));
-      t.c0.resize(static_cast<std::size_t>(ow));
-      t.c1.resize(static_cast<std::size_t>(ow));
-      t.fx.resize(static_cast<std::size_t>(ow));
-      t.ybuf.resize(static_cast<std::size_t>(ow));
-      t.ubuf.resize(static_cast<std::size_t>(ow));
-      t.vbuf.resize(static_cast<std::size_t>(ow));
-      for (std::int64_t x = 0; x < ow; ++x) {
-        const auto u = static_cast<std::size_t>(x);
-        if (nearest) {
-          t.x0[u] = t.x1[u] = nearest_coord(x, sx, sw);
-          t.fx[u] = 0.f;
-        } else {
-          linear_coord(x, sx, sw, &t.x0[u], &t.x1[u], &t.fx[u]);
-        }
-        t.c0[u] = static_cast<std::int32_t>((t.x0[u] / 2) * s.step);
-        t.c1[u] = static_cast<std::int32_t>((t.x1[u] / 2) * s.step);
-      }
-      for (std::int64_t r = r0; r < r1; ++r) {
-        std::int32_t y0, y1;
-        float fy;
-        if (nearest) {
-          y0 = y1 = nearest_coord(r, sy, sh);
-          fy = 0.f;
-        } else {
-          linear_coord(r, sy, sh, &y0, &y1, &fy);
-        }
-        const std::uint8_t* ya = s.y + y0 * s.y_stride;
-        const std::uint8_t* yb = s.y + y1 * s.y_stride;
-        const std::uint8_t* ua = s.u + (y0 / 2) * s.u_stride;
-        const std::uint8_t* ub = s.u + (y1 / 2) * s.u_stride;
-        const std::uint8_t* va = s.v + (y0 / 2) * s.v_stride;
-        const std::uint8_t* vb = s.v + (y1 / 2) * s.v_stride;
-        if (nearest) {
+        parallel_rows(oh, options.threads, [&](std::int64_t r0, std::int64_t r1) {
+          Tables& t = scratch();
+          t.x0.resize(static_cast<std::size_t>(ow));
+          t.x1.resize(static_cast<std::size_t>(ow));
+          t.c0.resize(static_cast<std::size_t>(ow));
+          t.c1.resize(static_cast<std::size_t>(ow));
+          t.fx.resize(static_cast<std::size_t>(ow));
+          t.luma.reset(static_cast<std::size_t>(ow), 1);
+          t.chroma.reset(static_cast<std::size_t>(ow), 2);
           for (std::int64_t x = 0; x < ow; ++x) {
             const auto u = static_cast<std::size_t>(x);
-            float rgb[3];
-            yuv_to_rgb8(ya[t.x0[u]], ua[t.c0[u]], va[t.c0[u]], rgb);
-            for (int c = 0; c < 3; ++c) {
-              const float val = rgb[k.map[c]] * k.a[c] + k.b[c];
-              if (p.out_dtype == DType::F32) {
-                put<float>(planes[c], r * ow + x, val);
-              } else if (p.out_dtype == DType::F16) {
-                put<Half>(planes[c], r * ow + x, val);
-              } else {
-                put<BFloat16>(planes[c], r * ow + x, val);
+            if (nearest) {
+              t.x0[u] = t.x1[u] = nearest_coord(x, sx, sw);
+              t.fx[u] = 0.f;
+            } else {
+              linear_coord(x, sx, sw, &t.x0[u], &t.x1[u], &t.fx[u]);
+            }
+            t.c0[u] = static_cast<std::int32_t>((t.x0[u] / 2) * s.step);
+            t.c1[u] = static_cast<std::int32_t>((t.x1[u] / 2) * s.step);
+          }
+          for (std::int64_t r = r0; r < r1; ++r) {
+            std::int32_t y0, y1;
+            float fy;
+            if (nearest) {
+              y0 = y1 = nearest_coord(r, sy, sh);
+              fy = 0.f;
+            } else {
+              linear_coord(r, sy, sh, &y0, &y1, &fy);
+            }
+            if (nearest) {
+              const std::uint8_t* ya = s.y + y0 * s.y_stride;
+              const std::uint8_t* ua = s.u + (y0 / 2) * s.u_stride;
+              const std::uint8_t* va = s.v + (y0 / 2) * s.v_stride;
+              for (std::int64_t x = 0; x < ow; ++x) {
+                const auto u = static_cast<std::size_t>(x);
+                float rgb[3];
+                yuv_to_rgb8(ya[t.x0[u]], ua[t.c0[u]], va[t.c0[u]], rgb);
+                for (int c = 0; c < 3; ++c) {
+                  const float val = rgb[k.map[c]] * k.a[c] + k.b[c];
+                  if (p.out_dtype == DType::F32) {
+                    put<float>(planes[c], r * ow + x, val);
+                  } else if (p.out_dtype == DType::F16) {
+                    put<Half>(planes[c], r * ow + x, val);
+                  } else {
+                    put<BFloat16>(planes[c], r * ow + x, val);
+                  }
+                }
               }
+              continue;
+            }
+            auto fill_luma = [&](std::int64_t row, std::vector<float>* rows_out) {
+              const std::uint8_t* src = s.y + row * s.y_stride;
+              float* __restrict h = rows_out[0].data();
+              for (std::int64_t x = 0; x < ow; ++x) {
+                const auto u = static_cast<std::size_t>(x);
+                const float a = src[t.x0[u]], b = src[t.x1[u]];
+                h[x] = a + (b - a) * t.fx[u];
+              }
+            };
+            auto fill_chroma = [&](std::int64_t crow, std::vector<float>* rows_out) {
+              const std::uint8_t* us = s.u + crow * s.u_stride;
+              const std::uint8_t* vs = s.v + crow * s.v_stride;
+              float* __restrict hu = rows_out[0].data();
+              float* __restrict hv = rows_out[1].data();
+              for (std::int64_t x = 0; x < ow; ++x) {
+                const auto u = static_cast<std::size_t>(x);
+                const float wx = t.fx[u];
+                const float ua0 = us[t.c0[u]], ua1 = us[t.c1[u]];
+                const float va0 = vs[t.c0[u]], va1 = vs[t.c1[u]];
+                hu[x] = ua0 + (ua1 - ua0) * wx;
+                hv[x] = va0 + (va1 - va0) * wx;
+              }
+            };
+            const int l0 = t.luma.get(y0, y1, fill_luma);
+            const int l1 = t.luma.get(y1, y0, fill_luma);
+            const int k0 = t.chroma.get(y0 / 2, y1 / 2, fill_chroma);
+            const int k1 = t.chroma.get(y1 / 2, y0 / 2, fill_chroma);
+            const float* ya_h = t.luma.rows[l0][0].data();
+            const float* yb_h = t.luma.rows[l1][0].data();
+            const float* ua_h = t.chroma.rows[k0][0].data();
+            const float* ub_h = t.chroma.rows[k1][0].data();
+            const float* va_h = t.chroma.rows[k0][1].data();
+            const float* vb_h = t.chroma.rows[k1][1].data();
+            if (p.out_dtype == DType::F32) {
+              blend_and_finish<float>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
+                                      r * ow);
+            } else if (p.out_dtype == DType::F16) {
+              blend_and_finish<Half>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes, r * ow);
+            } else {
+              blend_and_finish<BFloat16>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
+                                         r * ow);
             }
           }
-          continue;
-        }
-        float* __restrict yv = t.ybuf.data();
-        float* __restrict uv = t.ubuf.data();
-        float* __restrict vv = t.vbuf.data();
-        for (std::int64_t x = 0; x < ow; ++x) {
-          const auto u = static_cast<std::size_t>(x);
-          const std::int32_t i0 = t.x0[u], i1 = t.x1[u], c0 = t.c0[u], c1 = t.c1[u];
-          const float f = t.fx[u];
-          const float y_top = ya[i0] + (static_cast<float>(ya[i1]) - ya[i0]) * f;
-          const float y_bot = yb[i0] + (static_cast<float>(yb[i1]) - yb[i0]) * f;
-          const float u_top = ua[c0] + (static_cast<float>(ua[c1]) - ua[c0]) * f;
-          const float u_bot = ub[c0] + (static_cast<float>(ub[c1]) - ub[c0]) * f;
-          const float v_top = va[c0] + (static_cast<float>(va[c1]) - va[c0]) * f;
-          const float v_bot = vb[c0] + (static_cast<float>(vb[c1]) - vb[c0]) * f;
-          yv[x] = y_top + (y_bot - y_top) * fy;
-          uv[x] = u_top + (u_bot - u_top) * fy;
-          vv[x] = v_top + (v_bot - v_top) * fy;
-        }
-        if (p.out_dtype == DType::F32) {
-          finish_row<float>(yv, uv, vv, ow, k, planes[0], planes[1], planes[2], r * ow);
-        } else if (p.out_dtype == DType::F16) {
-          finish_row<Half>(yv, uv, vv, ow, k, planes[0], planes[1], planes[2], r * ow);
-        } else {
-          finish_row<BFloat16>(yv, uv, vv, ow, k, planes[0], planes[1], planes[2], r * ow);
-        }
-      }
-    });
-    return {};
-  });
+        });
+        return {};
+      });
 }
 
 }  // namespace neat

@@ -10,8 +10,10 @@ namespace neat {
 namespace {
 
 // A non-owning Mat over plane [rows, cols] x channels of a mapped dense tensor.
-cv::Mat mat_over(const std::byte* p, std::int64_t rows, std::int64_t cols, int type, std::int64_t step) {
-  return cv::Mat(static_cast<int>(rows), static_cast<int>(cols), type, const_cast<std::byte*>(p),  // NOLINT
+cv::Mat mat_over(const std::byte* p, std::int64_t rows, std::int64_t cols, int type,
+                 std::int64_t step) {
+  return cv::Mat(static_cast<int>(rows), static_cast<int>(cols), type,
+                 const_cast<std::byte*>(p),  // NOLINT
                  static_cast<size_t>(step));
 }
 
@@ -23,7 +25,8 @@ Status resize_mat(const cv::Mat& in, cv::Mat& out, Interpolation interp) {
   } catch (const cv::Exception& e) {
     return internal_error(std::string("resize: OpenCV failed: ") + e.what());
   }
-  if (out.data != expected) return internal_error("resize: OpenCV reallocated the destination (a hidden copy)");
+  if (out.data != expected)
+    return internal_error("resize: OpenCV reallocated the destination (a hidden copy)");
   return {};
 }
 
@@ -54,7 +57,8 @@ Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_
                             ": not an image and not a dense [H, W] or [H, W, C] tensor");
   }
   if (!src.is_composite()) channels = chw ? src.shape()[0] : (src.rank() == 3 ? src.shape()[2] : 1);
-  if (sw == 0 || sh == 0) return invalid_argument(what() + " of " + src.to_string() + ": the source is empty");
+  if (sw == 0 || sh == 0)
+    return invalid_argument(what() + " of " + src.to_string() + ": the source is empty");
   if (sw == width && sh == height) return src;
   int depth = CV_8U;
   if (!src.is_composite()) {
@@ -68,51 +72,57 @@ Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_
     NEAT_ASSIGN_OR_RETURN(dst, NeatTensor::allocate_image(src.pixel_format(), width, height, o));
   } else {
     Dims shape = src.rank() == 2 ? Dims{height, width} : Dims{height, width, channels};
-    NEAT_ASSIGN_OR_RETURN(dst, NeatTensor::allocate(src.dtype(), shape, destination_alloc(options)));
+    NEAT_ASSIGN_OR_RETURN(dst,
+                          NeatTensor::allocate(src.dtype(), shape, destination_alloc(options)));
   }
   const ConversionSpec spec{ConversionKind::Convert, ConversionReason::Resize, "resize",
                             "resize the image explicitly with resize() before this consumer"};
-  return run_conversion(src, std::move(dst), spec, options, where,
-                        [&](const Mapping& in, const Mapping& out) -> Status {
-    const NeatTensor& d = out.tensor();
-    if (src.is_composite()) {
-      for (int i = 0; i < src.plane_count(); ++i) {
-        const PlaneLayout& sp = src.plane_layout(i);
-        const PlaneLayout& dp = d.plane_layout(i);
-        NEAT_ASSIGN_OR_RETURN(const std::byte* s, in.plane_data(sp.role));
-        NEAT_ASSIGN_OR_RETURN(std::byte * t, out.mutable_plane_data(dp.role));
-        const int type = CV_8UC(sp.samples);
-        const cv::Mat a = mat_over(s, sp.rows, sp.cols, type, sp.rows > 1 ? sp.row_stride : sp.cols * sp.samples);
-        cv::Mat b = mat_over(t, dp.rows, dp.cols, type, dp.rows > 1 ? dp.row_stride : dp.cols * dp.samples);
-        NEAT_RETURN_IF_ERROR(resize_mat(a, b, interpolation));
-      }
-      return {};
-    }
-    const std::int64_t item = item_size(src.dtype());
-    if (chw) {  // one plane per channel
-      for (std::int64_t c = 0; c < channels; ++c) {
-        if (src.strides()[2] != item) {
-          return failed_precondition(what() + " of " + src.to_string() +
-                                     ": CHW planes with strided columns cannot be read in place");
+  return run_conversion(
+      src, std::move(dst), spec, options, where,
+      [&](const Mapping& in, const Mapping& out) -> Status {
+        const NeatTensor& d = out.tensor();
+        if (src.is_composite()) {
+          for (int i = 0; i < src.plane_count(); ++i) {
+            const PlaneLayout& sp = src.plane_layout(i);
+            const PlaneLayout& dp = d.plane_layout(i);
+            NEAT_ASSIGN_OR_RETURN(const std::byte* s, in.plane_data(sp.role));
+            NEAT_ASSIGN_OR_RETURN(std::byte * t, out.mutable_plane_data(dp.role));
+            const int type = CV_8UC(sp.samples);
+            const cv::Mat a = mat_over(s, sp.rows, sp.cols, type,
+                                       sp.rows > 1 ? sp.row_stride : sp.cols * sp.samples);
+            cv::Mat b = mat_over(t, dp.rows, dp.cols, type,
+                                 dp.rows > 1 ? dp.row_stride : dp.cols * dp.samples);
+            NEAT_RETURN_IF_ERROR(resize_mat(a, b, interpolation));
+          }
+          return {};
         }
-        const cv::Mat a = mat_over(in.data() + c * src.strides()[0], sh, sw, CV_MAKETYPE(depth, 1),
-                                   sh > 1 ? src.strides()[1] : sw * item);
-        cv::Mat b = mat_over(out.mutable_data() + c * d.strides()[0], height, width,
-                             CV_MAKETYPE(depth, 1), d.strides()[1]);
-        NEAT_RETURN_IF_ERROR(resize_mat(a, b, interpolation));
-      }
-      return {};
-    }
-    NEAT_ASSIGN_OR_RETURN(cv::Mat a, mat_header(in));
-    NEAT_ASSIGN_OR_RETURN(cv::Mat b, mat_header(out));
-    return resize_mat(a, b, interpolation);
-  });
+        const std::int64_t item = item_size(src.dtype());
+        if (chw) {  // one plane per channel
+          for (std::int64_t c = 0; c < channels; ++c) {
+            if (src.strides()[2] != item) {
+              return failed_precondition(
+                  what() + " of " + src.to_string() +
+                  ": CHW planes with strided columns cannot be read in place");
+            }
+            const cv::Mat a =
+                mat_over(in.data() + c * src.strides()[0], sh, sw, CV_MAKETYPE(depth, 1),
+                         sh > 1 ? src.strides()[1] : sw * item);
+            cv::Mat b = mat_over(out.mutable_data() + c * d.strides()[0], height, width,
+                                 CV_MAKETYPE(depth, 1), d.strides()[1]);
+            NEAT_RETURN_IF_ERROR(resize_mat(a, b, interpolation));
+          }
+          return {};
+        }
+        NEAT_ASSIGN_OR_RETURN(cv::Mat a, mat_header(in));
+        NEAT_ASSIGN_OR_RETURN(cv::Mat b, mat_header(out));
+        return resize_mat(a, b, interpolation);
+      });
 }
 
-Result<NeatTensor> crop_resize(const NeatTensor& src, std::int64_t x, std::int64_t y, std::int64_t w,
-                               std::int64_t h, std::int64_t out_width, std::int64_t out_height,
-                               Interpolation interpolation, ConvertOptions options,
-                               std::source_location where) {
+Result<NeatTensor> crop_resize(const NeatTensor& src, std::int64_t x, std::int64_t y,
+                               std::int64_t w, std::int64_t h, std::int64_t out_width,
+                               std::int64_t out_height, Interpolation interpolation,
+                               ConvertOptions options, std::source_location where) {
   if (!src.defined()) return failed_precondition("crop_resize: the tensor is undefined");
   NeatTensor region;
   if (src.is_image()) {
@@ -121,7 +131,8 @@ Result<NeatTensor> crop_resize(const NeatTensor& src, std::int64_t x, std::int64
     NEAT_ASSIGN_OR_RETURN(region, src.narrow(0, y, h));
     NEAT_ASSIGN_OR_RETURN(region, region.narrow(1, x, w));
   }
-  NEAT_ASSIGN_OR_RETURN(NeatTensor out, resize(region, out_width, out_height, interpolation, options, where));
+  NEAT_ASSIGN_OR_RETURN(NeatTensor out,
+                        resize(region, out_width, out_height, interpolation, options, where));
   if (out.identity() == src.identity()) {
     // Same size as the crop: resize returned the view; the caller asked for a new image.
     CopyOptions copy;

@@ -20,11 +20,13 @@ float f_of(std::uint32_t u) {
 
 TEST(CastScalar, FastHalfAndBFloat16MatchTheExactReference) {
   std::mt19937 rng(1);
-  std::vector<std::uint32_t> samples = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
-                                        0x477fe000u /*65504*/, 0x477ff000u /*65520*/, 0x477fefffu,
-                                        0x33800000u /*2^-24*/, 0x33000000u /*2^-25*/, 0x33000001u,
-                                        0x38800000u /*2^-14*/, 0x387fffffu, 0x7f7fffffu, 0x00000001u};
-  for (int i = 0; i < 2000000; ++i) samples.push_back(rng());
+  std::vector<std::uint32_t> samples = {0x00000000u,           0x80000000u, 0x7f800000u,
+                                        0xff800000u,           0x7fc00000u, 0x477fe000u /*65504*/,
+                                        0x477ff000u /*65520*/, 0x477fefffu, 0x33800000u /*2^-24*/,
+                                        0x33000000u /*2^-25*/, 0x33000001u, 0x38800000u /*2^-14*/,
+                                        0x387fffffu,           0x7f7fffffu, 0x00000001u};
+  for (int i = 0; i < 2000000; ++i)
+    samples.push_back(rng());
   for (std::uint32_t u : samples) {
     const float f = f_of(u);
     const std::uint16_t h_ref = round_to_small_float(f, 10, 5);
@@ -98,7 +100,8 @@ NeatTensor tensor_of(const std::vector<T>& v) {
 
 TEST(ConvertDtype, SaturationAndRoundingAsDocumented) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  auto u8 = convert_dtype(tensor_of<float>({-1.f, 300.f, 2.5f, 3.5f, nan, 254.6f, -0.4f}), DType::U8);
+  auto u8 =
+      convert_dtype(tensor_of<float>({-1.f, 300.f, 2.5f, 3.5f, nan, 254.6f, -0.4f}), DType::U8);
   ASSERT_TRUE(u8.ok());
   EXPECT_EQ(values_of<std::uint8_t>(*u8), (std::vector<std::uint8_t>{0, 255, 2, 4, 0, 255, 0}));
   auto i8 = convert_dtype(tensor_of<std::int32_t>({200, -200, 5, -128}), DType::I8);
@@ -126,7 +129,8 @@ TEST(ConvertDtype, StridedInputIsReadInPlaceAndRecorded) {
   auto sink = std::make_shared<MemorySink>();
   auto reg = add_event_sink(sink);
   std::vector<std::int16_t> v(6 * 5);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int16_t>(i * 37 - 400);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<std::int16_t>(i * 37 - 400);
   auto t = tensor_of(v).reshape({6, 5});
   auto view = t->transpose(0, 1)->slice(1, 1, 6, 2);  // [5, 3], strided both ways
   ASSERT_TRUE(view.ok());
@@ -136,7 +140,9 @@ TEST(ConvertDtype, StridedInputIsReadInPlaceAndRecorded) {
   EXPECT_EQ(f->shape(), (Dims{5, 3}));
   const auto out = values_of<float>(*f);
   for (int r = 0; r < 5; ++r) {
-    for (int c = 0; c < 3; ++c) EXPECT_EQ(out[static_cast<std::size_t>(r * 3 + c)], v[static_cast<std::size_t>((1 + 2 * c) * 5 + r)]);
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(out[static_cast<std::size_t>(r * 3 + c)],
+                v[static_cast<std::size_t>((1 + 2 * c) * 5 + r)]);
   }
   ASSERT_EQ(sink->size(), 1u);
   const auto e = sink->events()[0].event;
@@ -151,7 +157,7 @@ TEST(ConvertDtype, StridedInputIsReadInPlaceAndRecorded) {
 }
 
 TEST(ConvertDtype, EveryPairConverts) {
-  const DType all[] = {DType::U8,  DType::I8,   DType::U16, DType::I16, DType::U32, DType::I32,
+  const DType all[] = {DType::U8,  DType::I8,  DType::U16,  DType::I16, DType::U32, DType::I32,
                        DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64, DType::Bool};
   auto src = tensor_of<float>({0.f, 1.f, 7.f, 100.f});
   for (DType a : all) {
@@ -169,7 +175,8 @@ TEST(ConvertDtype, EveryPairConverts) {
 }
 
 TEST(ConvertDtype, BadInput) {
-  NEAT_EXPECT_ERROR(convert_dtype(NeatTensor(), DType::F32), ErrorCode::FailedPrecondition, "undefined");
+  NEAT_EXPECT_ERROR(convert_dtype(NeatTensor(), DType::F32), ErrorCode::FailedPrecondition,
+                    "undefined");
   auto nv12 = NeatTensor::allocate_image(PixelFormat::NV12, 4, 4);
   NEAT_EXPECT_ERROR(convert_dtype(*nv12, DType::F32), ErrorCode::FailedPrecondition,
                     "convert_color() it to an interleaved image first");

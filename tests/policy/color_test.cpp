@@ -21,20 +21,26 @@ class Color : public testing::TelemetryTest {};
 int opencv_code(PixelFormat from, PixelFormat to) {
   const bool bgr = to == PixelFormat::BGR;
   switch (from) {
-    case PixelFormat::NV12: return bgr ? cv::COLOR_YUV2BGR_NV12 : cv::COLOR_YUV2RGB_NV12;
-    case PixelFormat::NV21: return bgr ? cv::COLOR_YUV2BGR_NV21 : cv::COLOR_YUV2RGB_NV21;
-    case PixelFormat::I420: return bgr ? cv::COLOR_YUV2BGR_I420 : cv::COLOR_YUV2RGB_I420;
-    default: return bgr ? cv::COLOR_YUV2BGR_YV12 : cv::COLOR_YUV2RGB_YV12;
+    case PixelFormat::NV12:
+      return bgr ? cv::COLOR_YUV2BGR_NV12 : cv::COLOR_YUV2RGB_NV12;
+    case PixelFormat::NV21:
+      return bgr ? cv::COLOR_YUV2BGR_NV21 : cv::COLOR_YUV2RGB_NV21;
+    case PixelFormat::I420:
+      return bgr ? cv::COLOR_YUV2BGR_I420 : cv::COLOR_YUV2RGB_I420;
+    default:
+      return bgr ? cv::COLOR_YUV2BGR_YV12 : cv::COLOR_YUV2RGB_YV12;
   }
 }
 
 TEST_F(Color, YuvToRgbMatchesOpenCvBitForBitOnEveryPath) {
-  for (PixelFormat f : {PixelFormat::NV12, PixelFormat::NV21, PixelFormat::I420, PixelFormat::YV12}) {
+  for (PixelFormat f :
+       {PixelFormat::NV12, PixelFormat::NV21, PixelFormat::I420, PixelFormat::YV12}) {
     for (PixelFormat to : {PixelFormat::RGB, PixelFormat::BGR}) {
       const NeatTensor frame = random_frame(f, 64, 48, 11);
       cv::Mat ref;
       cv::cvtColor(packed_yuv_mat(frame), ref, opencv_code(f, to));
-      // Packed (OpenCV path), padded rows, and planes in separate padded storages (our kernel for I420).
+      // Packed (OpenCV path), padded rows, and planes in separate padded storages (our kernel for
+      // I420).
       const NeatTensor padded = [&] {
         NeatTensor p = random_frame(f, 64, 48, 0, 128);
         auto c = frame.clone();  // same content, padded layout: copy plane rows over
@@ -128,10 +134,12 @@ TEST_F(Color, InterleavedConversionsMatchOpenCv) {
     ASSERT_TRUE(roi.ok()) << roi.error().message();
     auto out = convert_color(*roi, c.to);
     ASSERT_TRUE(out.ok()) << out.error().message();
-    EXPECT_EQ(max_abs_diff(to_mat_copy(*out), ref), 0.0) << to_string(c.from) << "->" << to_string(c.to);
+    EXPECT_EQ(max_abs_diff(to_mat_copy(*out), ref), 0.0)
+        << to_string(c.from) << "->" << to_string(c.to);
     // ... and pixels two apart (our generic kernel: OpenCV cannot view it).
     cv::Mat wide(37, 106, CV_8UC(c.cn));
-    for (int x = 0; x < 53; ++x) src.col(x).copyTo(wide.col(2 * x));
+    for (int x = 0; x < 53; ++x)
+      src.col(x).copyTo(wide.col(2 * x));
     auto strided = wrap_mat_image(wide, c.from)->slice(1, 0, 106, 2);
     ASSERT_TRUE(strided.ok());
     ASSERT_FALSE(mat_view(*strided).ok());
@@ -162,11 +170,14 @@ TEST_F(Color, EveryConversionIsAnExplicitConvertEvent) {
 TEST_F(Color, ImplicitConversionIsRuledByThePolicy) {
   const NeatTensor frame = random_frame(PixelFormat::NV12, 32, 16, 1);
   auto refused = convert_color(frame, PixelFormat::RGB,
-                               {.policy = ConversionPolicy::Strict, .implicit = true,
+                               {.policy = ConversionPolicy::Strict,
+                                .implicit = true,
                                 .requested_by = "stage 'detector' input"});
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message().find("implicit convert (pixel_format) in stage 'detector' input"),
-            std::string::npos) << refused.error().message();
+  EXPECT_NE(
+      refused.error().message().find("implicit convert (pixel_format) in stage 'detector' input"),
+      std::string::npos)
+      << refused.error().message();
   EXPECT_NE(refused.error().message().find("Fix: convert the frame explicitly"), std::string::npos);
   auto allowed = convert_color(frame, PixelFormat::RGB,
                                {.policy = ConversionPolicy::AllowSilent, .implicit = true});
@@ -174,18 +185,23 @@ TEST_F(Color, ImplicitConversionIsRuledByThePolicy) {
 }
 
 TEST_F(Color, BadInput) {
-  NEAT_EXPECT_ERROR(convert_color(NeatTensor(), PixelFormat::RGB), ErrorCode::FailedPrecondition, "undefined");
+  NEAT_EXPECT_ERROR(convert_color(NeatTensor(), PixelFormat::RGB), ErrorCode::FailedPrecondition,
+                    "undefined");
   auto dense = NeatTensor::allocate(DType::U8, {4, 4, 3});
-  NEAT_EXPECT_ERROR(convert_color(*dense, PixelFormat::RGB), ErrorCode::InvalidArgument, "not an image");
+  NEAT_EXPECT_ERROR(convert_color(*dense, PixelFormat::RGB), ErrorCode::InvalidArgument,
+                    "not an image");
   auto rgb = NeatTensor::allocate_image(PixelFormat::RGB, 4, 4);
   NEAT_EXPECT_ERROR(convert_color(*rgb, PixelFormat::NV12), ErrorCode::Unimplemented,
                     "RGB -> NV12 is not supported");
   auto chw = NeatTensor::allocate_image(PixelFormat::RGB, 4, 4, {.layout = Layout::CHW});
   NEAT_EXPECT_ERROR(convert_color(*chw, PixelFormat::BGR), ErrorCode::FailedPrecondition,
                     "convert_layout() it to HWC first");
-  auto gl = testing::FakeStorage::make(48, {.resident = false, .mappable = false,
-                                            .kind = StorageKind::Gl, .device = {DeviceType::Gl, 0}});
-  auto on_gl = NeatTensor::from_storage_contiguous(gl, DType::U8, {4, 4, 3})->as_image({PixelFormat::RGB, 4, 4});
+  auto gl = testing::FakeStorage::make(48, {.resident = false,
+                                            .mappable = false,
+                                            .kind = StorageKind::Gl,
+                                            .device = {DeviceType::Gl, 0}});
+  auto on_gl = NeatTensor::from_storage_contiguous(gl, DType::U8, {4, 4, 3})
+                   ->as_image({PixelFormat::RGB, 4, 4});
   NEAT_EXPECT_ERROR(convert_color(*on_gl, PixelFormat::BGR), ErrorCode::FailedPrecondition,
                     "not in CPU memory");
   EXPECT_TRUE(color_conversion_supported(PixelFormat::YV12, PixelFormat::BGR));

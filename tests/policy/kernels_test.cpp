@@ -42,12 +42,14 @@ NeatTensor camera_like_nv12(int w, int h, cv::Mat* rgb_out = nullptr) {
   cv::Mat rgb(h, w, CV_8UC3);
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
-      rgb.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uchar>(255 * x / w), static_cast<uchar>(255 * y / h),
-                                          static_cast<uchar>(128 + 100 * std::sin(x * 0.02 + y * 0.03)));
+      rgb.at<cv::Vec3b>(y, x) =
+          cv::Vec3b(static_cast<uchar>(255 * x / w), static_cast<uchar>(255 * y / h),
+                    static_cast<uchar>(128 + 100 * std::sin(x * 0.02 + y * 0.03)));
     }
   }
   cv::circle(rgb, {w / 3, h / 2}, h / 5, cv::Scalar(250, 30, 30), cv::FILLED);
-  cv::rectangle(rgb, {w / 2, h / 4}, {w / 2 + w / 5, h / 4 + h / 3}, cv::Scalar(20, 220, 60), cv::FILLED);
+  cv::rectangle(rgb, {w / 2, h / 4}, {w / 2 + w / 5, h / 4 + h / 3}, cv::Scalar(20, 220, 60),
+                cv::FILLED);
   cv::line(rgb, {0, h - 10}, {w - 1, 10}, cv::Scalar(255, 255, 255), 3);
   if (rgb_out) *rgb_out = rgb;
   cv::Mat i420;
@@ -73,9 +75,11 @@ std::vector<cv::Mat> opencv_chain(const NeatTensor& nv12, int ow, int oh, int in
   const PlaneLayout& yl = nv12.plane_layout(0);
   const PlaneLayout& cl = nv12.plane_layout(1);
   cv::Mat y(static_cast<int>(yl.rows), static_cast<int>(yl.cols), CV_8UC1,
-            const_cast<std::byte*>(*m->plane_data(PlaneRole::Y)), static_cast<size_t>(yl.row_stride));
+            const_cast<std::byte*>(*m->plane_data(PlaneRole::Y)),
+            static_cast<size_t>(yl.row_stride));
   cv::Mat uv(static_cast<int>(cl.rows), static_cast<int>(cl.cols), CV_8UC2,
-             const_cast<std::byte*>(*m->plane_data(PlaneRole::UV)), static_cast<size_t>(cl.row_stride));
+             const_cast<std::byte*>(*m->plane_data(PlaneRole::UV)),
+             static_cast<size_t>(cl.row_stride));
   cv::Mat rgb, small, f;
   cv::cvtColorTwoPlane(y, uv, rgb, cv::COLOR_YUV2RGB_NV12);
   cv::resize(rgb, small, cv::Size(ow, oh), 0, 0, interp);
@@ -99,7 +103,8 @@ TEST(Layout, HwcToChwAndBackWithAndWithoutBatch) {
   const auto bytes = element_bytes(*chw);
   for (int c = 0; c < 3; ++c) {
     for (int y = 0; y < 5; ++y) {
-      for (int x = 0; x < 7; ++x) EXPECT_EQ(bytes[static_cast<std::size_t>((c * 5 + y) * 7 + x)], m.at<cv::Vec3b>(y, x)[c]);
+      for (int x = 0; x < 7; ++x)
+        EXPECT_EQ(bytes[static_cast<std::size_t>((c * 5 + y) * 7 + x)], m.at<cv::Vec3b>(y, x)[c]);
     }
   }
   auto back = to_hwc(*chw);
@@ -156,7 +161,8 @@ TEST(Resize, MatchesOpenCvOnRoisPaddedRowsAndPlanes) {
   auto rchw = resize(*chw, 40, 30);
   ASSERT_TRUE(rchw.ok()) << rchw.error().message();
   EXPECT_EQ(rchw->shape(), (Dims{3, 30, 40}));
-  EXPECT_EQ(element_bytes(*to_hwc(*rchw)), element_bytes(*resize(from_mat(big, PixelFormat::RGB), 40, 30)));
+  EXPECT_EQ(element_bytes(*to_hwc(*rchw)),
+            element_bytes(*resize(from_mat(big, PixelFormat::RGB), 40, 30)));
 }
 
 TEST(Resize, BadInputAndNoOp) {
@@ -170,7 +176,8 @@ TEST(Resize, BadInputAndNoOp) {
   EXPECT_EQ(resize(*img, 8, 8)->identity(), img->identity());
   NEAT_EXPECT_ERROR(crop_resize(*img, 6, 0, 4, 4, 2, 2), ErrorCode::OutOfRange, "not inside");
   auto nv12 = NeatTensor::allocate_image(PixelFormat::NV12, 8, 8);
-  NEAT_EXPECT_ERROR(crop_resize(*nv12, 1, 0, 4, 4, 2, 2), ErrorCode::InvalidArgument, "even coordinates");
+  NEAT_EXPECT_ERROR(crop_resize(*nv12, 1, 0, 4, 4, 2, 2), ErrorCode::InvalidArgument,
+                    "even coordinates");
   auto same = crop_resize(*img, 0, 0, 4, 4, 4, 4);
   ASSERT_TRUE(same.ok());
   EXPECT_NE(same->identity(), img->identity()) << "a new image even when no scaling is needed";
@@ -196,9 +203,12 @@ TEST(Normalize, MatchesTheFormulaInEveryLayoutAndDtype) {
       for (int y = 0; y < 6; ++y) {
         for (int x = 0; x < 5; ++x) {
           for (int c = 0; c < 3; ++c) {
-            const float want = (m.at<cv::Vec3b>(y, x)[c] / 255.f - p.mean[static_cast<std::size_t>(c)]) / p.std[static_cast<std::size_t>(c)];
+            const float want =
+                (m.at<cv::Vec3b>(y, x)[c] / 255.f - p.mean[static_cast<std::size_t>(c)]) /
+                p.std[static_cast<std::size_t>(c)];
             const int idx = out_layout == Layout::CHW ? (c * 6 + y) * 5 + x : (y * 5 + x) * 3 + c;
-            ASSERT_NEAR(v[static_cast<std::size_t>(idx)], want, tol * std::max(1.f, std::abs(want)));
+            ASSERT_NEAR(v[static_cast<std::size_t>(idx)], want,
+                        tol * std::max(1.f, std::abs(want)));
           }
         }
       }
@@ -229,8 +239,8 @@ TEST(Normalize, InPlaceWhenDonatedCopiesOtherwise) {
   EXPECT_EQ(sink->events()[0].event.reason, ConversionReason::Normalize);
   // MustDonate that cannot be honoured: Strict error, loud event otherwise.
   p.donation = Donation::MustDonate;
-  NEAT_EXPECT_ERROR(normalize(*n, p, {.policy = ConversionPolicy::Strict}), ErrorCode::FailedPrecondition,
-                    "donation_refused");
+  NEAT_EXPECT_ERROR(normalize(*n, p, {.policy = ConversionPolicy::Strict}),
+                    ErrorCode::FailedPrecondition, "donation_refused");
   auto loud = normalize(*n, p, {.policy = ConversionPolicy::AllowSilent});
   ASSERT_TRUE(loud.ok());
   ASSERT_EQ(sink->size(), 2u);
@@ -290,10 +300,12 @@ TEST(Preprocess, BilinearMatchesTheUnfusedChainWithinTheDocumentedTolerance) {
   auto d = level_diffs(*ours, opencv_chain(frame, 640, 640, cv::INTER_LINEAR, p), p, 640, 640);
   std::sort(d.begin(), d.end());
   double mean = 0;
-  for (float x : d) mean += x;
+  for (float x : d)
+    mean += x;
   mean /= static_cast<double>(d.size());
   const float p999 = d[d.size() * 999 / 1000];
-  std::printf("preprocess vs chain (8-bit levels): mean %.3f, p99.9 %.2f, max %.2f\n", mean, p999, d.back());
+  std::printf("preprocess vs chain (8-bit levels): mean %.3f, p99.9 %.2f, max %.2f\n", mean, p999,
+              d.back());
   EXPECT_LT(mean, 0.5);
   EXPECT_LE(p999, 3.0f);
   EXPECT_LE(d.back(), 64.0f) << "only gamut-clipped edges may differ more";

@@ -21,7 +21,8 @@ inline void fill_random(NeatTensor& t, unsigned seed) {
     const std::int64_t n = t.storage(s)->size_bytes();
     auto base = t.storage(s)->map(MapMode::Write);
     ASSERT_TRUE(base.ok());
-    for (std::int64_t i = 0; i < n; ++i) (*base)[i] = static_cast<std::byte>(rng() & 0xff);
+    for (std::int64_t i = 0; i < n; ++i)
+      (*base)[i] = static_cast<std::byte>(rng() & 0xff);
     t.storage(s)->unmap(MapMode::Write);
   }
 }

@@ -1,0 +1,98 @@
+// The benchmark runner: Google Benchmark plus a reporter that prints every
+// speed goal as a ratio against a baseline measured in the same process
+// (machines are shared and noisy; ratios are what the targets are about).
+// With --benchmark_repetitions, medians are used.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Goal {
+  const char* subject;   // benchmark run name
+  const char* baseline;  // benchmark run name
+  const char* what;
+  double target;  // <= target when `at_most`, >= otherwise; 0: informative
+  bool at_most;
+};
+
+// subject / baseline
+const Goal kGoals[] = {
+    {"BM_Clone1080p", "BM_Memcpy1080p", "clone(1080p RGB) / memcpy(same bytes)", 1.2, true},
+    {"BM_MakeWritableShared", "BM_Memcpy1080p", "copy-on-write make_writable / memcpy", 1.2, true},
+    {"BM_Nv12ToRgb_Neat/1/real_time", "BM_Nv12ToRgb_OpenCV/1/real_time",
+     "NV12->RGB 1080p: convert_color / cv::cvtColor, 1 thread", 1.0, true},
+    {"BM_Nv12ToRgb_Neat/2/real_time", "BM_Nv12ToRgb_OpenCV/2/real_time",
+     "NV12->RGB 1080p: convert_color / cv::cvtColor, 2 threads", 1.0, true},
+    {"BM_Preprocess_OpenCVChain/1/real_time", "BM_Preprocess_NeatFused/1/real_time",
+     "preprocess speed-up over the OpenCV chain, 1 thread", 2.0, false},
+    {"BM_Preprocess_OpenCVChain/2/real_time", "BM_Preprocess_NeatFused/2/real_time",
+     "preprocess speed-up over the OpenCV chain, 2 threads", 2.0, false},
+    {"BM_JsonlRecordEvent", "BM_TensorCopyBaseline", "JSON Lines record / tensor value copy", 0,
+     true},
+};
+
+const char* kViews[] = {"BM_ViewSlice",    "BM_ViewTranspose", "BM_ViewReshape",
+                        "BM_ViewCropRgb",  "BM_ViewCropNv12",  "BM_ViewPlane",
+                        "BM_MapUnmapRead", "BM_MapUnmapWrite", "BM_MakeWritableUnique"};
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      const std::string name = r.run_name.str();
+      const double ns =
+          r.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      if (r.run_type == Run::RT_Iteration && !median_.count(name)) {
+        ns_[name] = ns;
+      } else if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") {
+        ns_[name] = ns;
+        median_[name] = true;
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\nRatios against baselines measured in this run:\n");
+    for (const Goal& g : kGoals)
+      ratio(g.subject, g.baseline, g.what, g.target, g.at_most);
+    for (const char* v : kViews) {
+      ratio(v, "BM_TensorCopyBaseline", std::string(v + 3) + " / tensor value copy", 0, true);
+    }
+    std::printf("Absolute figures (ns; noisy on shared machines):\n");
+    for (const auto& [name, ns] : ns_)
+      std::printf("  %-46s %14.2f ns\n", name.c_str(), ns);
+  }
+
+ private:
+  void ratio(const std::string& a, const std::string& b, const std::string& what, double target,
+             bool at_most) {
+    if (!ns_.count(a) || !ns_.count(b)) return;
+    const double r = ns_[a] / ns_[b];
+    if (target > 0) {
+      const bool met = at_most ? r <= target : r >= target;
+      std::printf("  %-58s %7.3fx (target %s %.1fx: %s)\n", what.c_str(), r,
+                  at_most ? "<=" : ">=", target, met ? "met" : "NOT met");
+    } else {
+      std::printf("  %-58s %7.3fx\n", what.c_str(), r);
+    }
+  }
+  std::map<std::string, double> ns_;
+  std::map<std::string, bool> median_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
