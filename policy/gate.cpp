@@ -4,8 +4,10 @@
 #include <string>
 
 #include "neat/policy/policy.hpp"
+#include "neat/policy/rules.hpp"
 #include "neat/telemetry/context.hpp"
 #include "neat/telemetry/counters.hpp"
+#include "neat/telemetry/metrics.hpp"
 #include "neat/telemetry/sink.hpp"
 
 namespace neat {
@@ -30,9 +32,18 @@ std::string place(const CopyRequest& r, const ConversionContext& c) {
 
 Result<ConversionPolicy> PolicyGate::admit(const CopyRequest& request) {
   const ConversionPolicy policy = effective_policy(request.policy);
-  if (request.explicit_call || policy != ConversionPolicy::Strict) return policy;
+  if (request.explicit_call || policy != ConversionPolicy::Strict) {
+    if (Status rules = detail::rules_admit(request); !rules.ok()) {
+      conversion_counters().add_refused(request.kind, request.reason);
+      const ConversionContext& c = current_context();
+      labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge);
+      return std::move(rules).error();
+    }
+    return policy;
+  }
   conversion_counters().add_refused(request.kind, request.reason);
   const ConversionContext& c = current_context();
+  labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge);
   std::string msg = "Strict policy refused an implicit " + std::string(to_string(request.kind)) +
                     " (" + std::string(to_string(request.reason)) + ") in " + place(request, c) +
                     ": it would copy " + std::to_string(request.bytes) + " bytes from " +
@@ -48,10 +59,22 @@ void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,
                         const CopyOutcome& outcome) noexcept {
   conversion_counters().add(request.kind, request.reason, request.explicit_call,
                             outcome.bytes_written, outcome.duration_ns);
-  const bool loud = request.reason == ConversionReason::DonationRefused;
+  const ConversionContext& c = current_context();
+  try {
+    labeled_metrics().record(request.kind, request.reason, policy, request.explicit_call, c.stage, c.edge,
+                             outcome.bytes_written, outcome.duration_ns);
+  } catch (...) {
+    // Out of memory for a new label set: the unlabeled counters above still count it.
+  }
+  bool breached = false;
+  try {
+    breached = detail::rules_record(request, outcome.bytes_written);
+  } catch (...) {
+    // Out of memory while keeping a breach: the conversion itself is counted above.
+  }
+  const bool loud = breached || request.reason == ConversionReason::DonationRefused;
   const bool traced = request.explicit_call || loud || policy == ConversionPolicy::AllowWithTrace;
   if (!traced || event_sink_count() == 0) return;
-  const ConversionContext& c = current_context();
   ConversionEvent e;
   e.kind = request.kind;
   e.reason = request.reason;

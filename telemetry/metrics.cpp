@@ -1,0 +1,132 @@
+#include "neat/telemetry/metrics.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+namespace neat {
+
+namespace {
+
+void label_value(std::string& out, std::string_view v) {
+  out += '"';
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+std::string number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+void LabeledMetrics::record(ConversionKind kind, ConversionReason reason, ConversionPolicy policy,
+                            bool explicit_call, std::string_view stage, std::string_view edge,
+                            std::int64_t bytes, std::int64_t duration_ns) {
+  const double seconds = static_cast<double>(duration_ns) * 1e-9;
+  std::lock_guard lock(mutex_);
+  Cell& c = cells_[Key{kind, reason, policy, explicit_call, std::string(stage), std::string(edge)}];
+  c.count += 1;
+  c.bytes += static_cast<std::uint64_t>(bytes);
+  c.seconds += seconds;
+  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) {
+      c.buckets[i] += 1;
+      break;
+    }
+  }
+}
+
+void LabeledMetrics::record_refused(ConversionKind kind, ConversionReason reason, std::string_view stage,
+                                    std::string_view edge) {
+  std::lock_guard lock(mutex_);
+  refused_[Key{kind, reason, ConversionPolicy::Strict, false, std::string(stage), std::string(edge)}] += 1;
+}
+
+void LabeledMetrics::clear() {
+  std::lock_guard lock(mutex_);
+  cells_.clear();
+  refused_.clear();
+}
+
+std::string LabeledMetrics::prometheus_text() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  auto labels = [&](const Key& k, bool with_policy) {
+    out += "{kind=";
+    label_value(out, to_string(k.kind));
+    out += ",reason=";
+    label_value(out, to_string(k.reason));
+    if (with_policy) {
+      out += ",policy=";
+      label_value(out, to_string(k.policy));
+      out += ",explicit=";
+      label_value(out, k.explicit_call ? "true" : "false");
+    }
+    out += ",stage=";
+    label_value(out, k.stage);
+    out += ",edge=";
+    label_value(out, k.edge);
+  };
+  out += "# HELP neat_conversions_total Conversions that ran (pack, convert, transfer), by kind, reason, policy, stage and edge.\n";
+  out += "# TYPE neat_conversions_total counter\n";
+  for (const auto& [k, c] : cells_) {
+    out += "neat_conversions_total";
+    labels(k, true);
+    out += "} " + std::to_string(c.count) + "\n";
+  }
+  out += "# HELP neat_conversion_bytes_total Bytes written by conversions that ran.\n";
+  out += "# TYPE neat_conversion_bytes_total counter\n";
+  for (const auto& [k, c] : cells_) {
+    out += "neat_conversion_bytes_total";
+    labels(k, true);
+    out += "} " + std::to_string(c.bytes) + "\n";
+  }
+  out += "# HELP neat_conversion_duration_seconds Time spent in conversions.\n";
+  out += "# TYPE neat_conversion_duration_seconds histogram\n";
+  for (const auto& [k, c] : cells_) {
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i <= kBuckets.size(); ++i) {
+      if (i < kBuckets.size()) cumulative += c.buckets[i];
+      out += "neat_conversion_duration_seconds_bucket";
+      labels(k, true);
+      out += ",le=";
+      label_value(out, i < kBuckets.size() ? number(kBuckets[i]) : "+Inf");
+      out += "} " + std::to_string(i < kBuckets.size() ? cumulative : c.count) + "\n";
+    }
+    out += "neat_conversion_duration_seconds_sum";
+    labels(k, true);
+    out += "} " + number(c.seconds) + "\n";
+    out += "neat_conversion_duration_seconds_count";
+    labels(k, true);
+    out += "} " + std::to_string(c.count) + "\n";
+  }
+  out += "# HELP neat_conversions_refused_total Implicit conversions refused (Strict policy, budgets, steady-state rules).\n";
+  out += "# TYPE neat_conversions_refused_total counter\n";
+  for (const auto& [k, n] : refused_) {
+    out += "neat_conversions_refused_total";
+    labels(k, false);
+    out += "} " + std::to_string(n) + "\n";
+  }
+  return out;
+}
+
+LabeledMetrics& labeled_metrics() noexcept {
+  static LabeledMetrics m;
+  return m;
+}
+
+std::string prometheus_text() { return labeled_metrics().prometheus_text(); }
+
+}  // namespace neat

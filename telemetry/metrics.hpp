@@ -1,0 +1,63 @@
+// Labeled conversion metrics and their Prometheus text exposition:
+//   neat_conversions_total{kind, reason, policy, explicit, stage, edge}
+//   neat_conversion_bytes_total{...}
+//   neat_conversion_duration_seconds (histogram){...}
+//   neat_conversions_refused_total{kind, reason, stage, edge}
+// The copy gate updates them for every conversion that runs (under every
+// policy, AllowSilent included) and for every refusal.
+//
+// Threading: thread-safe; one mutex, taken once per conversion (never on a
+// path where nothing converts).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "neat/contract/conversion.hpp"
+
+namespace neat {
+
+class LabeledMetrics {
+ public:
+  /// Histogram bucket upper bounds, seconds.
+  static constexpr std::array<double, 8> kBuckets = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0};
+
+  void record(ConversionKind kind, ConversionReason reason, ConversionPolicy policy, bool explicit_call,
+              std::string_view stage, std::string_view edge, std::int64_t bytes, std::int64_t duration_ns);
+  void record_refused(ConversionKind kind, ConversionReason reason, std::string_view stage,
+                      std::string_view edge);
+  /// The Prometheus text exposition format (version 0.0.4).
+  std::string prometheus_text() const;
+  void clear();
+
+ private:
+  struct Key {
+    ConversionKind kind;
+    ConversionReason reason;
+    ConversionPolicy policy;
+    bool explicit_call;
+    std::string stage, edge;
+    auto tie() const { return std::tie(kind, reason, policy, explicit_call, stage, edge); }
+    bool operator<(const Key& o) const { return tie() < o.tie(); }
+  };
+  struct Cell {
+    std::uint64_t count = 0, bytes = 0;
+    double seconds = 0;
+    std::array<std::uint64_t, kBuckets.size()> buckets{};  // cumulative at exposition
+  };
+  mutable std::mutex mutex_;
+  std::map<Key, Cell> cells_;
+  std::map<Key, std::uint64_t> refused_;
+};
+
+/// The process-wide metrics the copy gate updates.
+LabeledMetrics& labeled_metrics() noexcept;
+/// labeled_metrics().prometheus_text().
+std::string prometheus_text();
+
+}  // namespace neat

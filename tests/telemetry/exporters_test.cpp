@@ -1,0 +1,198 @@
+// JSON Lines, Chrome trace and Prometheus exporters.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "neat/neat.hpp"
+#include "neat/telemetry/chrome_trace_sink.hpp"
+#include "neat/telemetry/event_json.hpp"
+#include "neat/telemetry/jsonl_sink.hpp"
+#include "neat/telemetry/metrics.hpp"
+#include "support/fakes.hpp"
+
+namespace neat {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "." + std::to_string(::getpid()) + "." +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+      .string();
+}
+
+void make_some_copies() {
+  auto t = NeatTensor::allocate(DType::U8, {8, 8, 3});
+  ScopedContext ctx({.graph = "cam", .stage = "resize", .edge = "decode->resize", .frame = 4});
+  (void)t->clone();
+  (void)t->transpose(0, 1)->contiguous();
+  ScopedContext ctx2({.graph = "cam", .stage = "detect", .edge = "resize->\"detect\"\n", .frame = 5});
+  (void)t->clone();
+}
+
+TEST(EventJson, EscapesAndIsValidJson) {
+  std::string out;
+  append_json_string(out, std::string_view("a\"b\\c\n\t\x01z", 9));
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\t\\u0001z\"");
+  ConversionEvent e;
+  e.where = std::source_location::current();
+  e.stage = "st\"age";
+  e.source.rank = 2;
+  e.source.shape = {3, 4, 0, 0};
+  std::string j;
+  append_event_json(j, e);
+  const auto parsed = nlohmann::json::parse(j);
+  EXPECT_EQ(parsed["stage"], "st\"age");
+  EXPECT_EQ(parsed["src"]["shape"], nlohmann::json::array({3, 4}));
+  EXPECT_EQ(parsed["kind"], "pack");
+  EXPECT_GT(parsed["line"].get<int>(), 0);
+}
+
+TEST(JsonlSink, WritesOneParsableLinePerEvent) {
+  const std::string path = temp_path("events.jsonl");
+  {
+    auto sink = JsonlSink::open(path);
+    ASSERT_TRUE(sink.ok()) << sink.error().message();
+    auto reg = add_event_sink(*sink);
+    make_some_copies();
+    EXPECT_EQ((*sink)->events(), 3u);
+  }  // destruction flushes
+  std::ifstream in(path);
+  std::string line;
+  std::vector<nlohmann::json> lines;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["operation"], "clone");
+  EXPECT_EQ(lines[0]["stage"], "resize");
+  EXPECT_EQ(lines[0]["edge"], "decode->resize");
+  EXPECT_EQ(lines[0]["frame"], 4);
+  EXPECT_EQ(lines[0]["bytes"], 192);
+  EXPECT_EQ(lines[1]["reason"], "stride_mismatch");
+  EXPECT_EQ(lines[2]["edge"], "resize->\"detect\"\n");
+  EXPECT_NE(lines[0]["file"].get<std::string>().find("exporters_test.cpp"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(JsonlSink, BadPathIsATypedError) {
+  NEAT_EXPECT_ERROR(JsonlSink::open("/nonexistent-dir/x.jsonl"), ErrorCode::FailedPrecondition,
+                    "cannot open '/nonexistent-dir/x.jsonl'");
+  NEAT_EXPECT_ERROR(ChromeTraceSink::open("/nonexistent-dir/x.json"), ErrorCode::FailedPrecondition,
+                    "cannot create");
+  ChromeTraceSink memory_only;
+  NEAT_EXPECT_ERROR(memory_only.write(), ErrorCode::FailedPrecondition, "has no file");
+}
+
+TEST(ChromeTrace, FollowsTheTraceEventFormat) {
+  auto sink = std::make_shared<ChromeTraceSink>();
+  {
+    auto reg = add_event_sink(sink);
+    make_some_copies();
+    std::thread([] { (void)NeatTensor::allocate(DType::F32, {16})->clone(); }).join();
+  }
+  const auto trace = nlohmann::json::parse(sink->to_json());
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  std::map<std::int64_t, std::string> thread_names;
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> slices;
+  int counters = 0;
+  for (const auto& ev : trace["traceEvents"]) {
+    // Required by the format for every event.
+    ASSERT_TRUE(ev.contains("ph") && ev["ph"].is_string()) << ev;
+    ASSERT_TRUE(ev.contains("pid") && ev["pid"].is_number_integer()) << ev;
+    ASSERT_TRUE(ev.contains("tid") && ev["tid"].is_number_integer()) << ev;
+    ASSERT_TRUE(ev.contains("name") && ev["name"].is_string()) << ev;
+    const std::string ph = ev["ph"];
+    if (ph == "M") {
+      if (ev["name"] == "thread_name") thread_names[ev["tid"]] = ev["args"]["name"];
+      continue;
+    }
+    ASSERT_TRUE(ev.contains("ts") && ev["ts"].is_number()) << ev;
+    if (ph == "X") {
+      ASSERT_TRUE(ev.contains("dur") && ev["dur"].is_number() && ev["dur"].get<double>() >= 0) << ev;
+      for (const char* k : {"bytes", "reason", "src", "dst", "edge", "stage", "file", "line", "policy"}) {
+        EXPECT_TRUE(ev["args"].contains(k)) << k;
+      }
+      slices[ev["tid"]].push_back({ev["ts"].get<double>(), ev["ts"].get<double>() + ev["dur"].get<double>()});
+    } else if (ph == "C") {
+      ++counters;
+      EXPECT_TRUE(ev["args"]["bytes"].is_number_integer());
+      EXPECT_EQ(ev["name"].get<std::string>().rfind("bytes copied: ", 0), 0u);
+    } else {
+      ADD_FAILURE() << "unexpected phase " << ph;
+    }
+  }
+  EXPECT_EQ(counters, 4);
+  // One track per stage, one per thread without a stage.
+  std::set<std::string> names;
+  for (auto& [tid, n] : thread_names) names.insert(n);
+  EXPECT_TRUE(names.count("stage 'resize'"));
+  EXPECT_TRUE(names.count("stage 'detect'"));
+  EXPECT_EQ(names.size(), 3u);
+  // Well-formed nesting: on each track, slices are disjoint or nested.
+  for (auto& [tid, s] : slices) {
+    ASSERT_TRUE(thread_names.count(tid)) << "every slice's track is named";
+    std::sort(s.begin(), s.end());
+    for (std::size_t i = 1; i < s.size(); ++i) {
+      const bool disjoint = s[i].first >= s[i - 1].second;
+      const bool nested = s[i].second <= s[i - 1].second;
+      EXPECT_TRUE(disjoint || nested) << "overlapping slices on track " << tid;
+    }
+  }
+}
+
+TEST(ChromeTrace, WritesTheFile) {
+  const std::string path = temp_path("trace.json");
+  {
+    auto sink = ChromeTraceSink::open(path);
+    ASSERT_TRUE(sink.ok());
+    auto reg = add_event_sink(*sink);
+    make_some_copies();
+  }
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  EXPECT_GE(trace["traceEvents"].size(), 6u);
+  std::filesystem::remove(path);
+}
+
+TEST(Prometheus, ExpositionHasLabelsAndPassesPromtool) {
+  labeled_metrics().clear();
+  make_some_copies();
+  {
+    ScopedPolicy silent(ConversionPolicy::AllowSilent);
+    auto t = NeatTensor::allocate(DType::U8, {4, 4});
+    (void)accept_contiguous(*t->transpose(0, 1));  // silent: counted in metrics, no event
+    (void)accept_contiguous(*t->transpose(0, 1), {.policy = ConversionPolicy::Strict});  // refused
+  }
+  const std::string text = prometheus_text();
+  for (const char* part :
+       {"# TYPE neat_conversions_total counter",
+        "neat_conversions_total{kind=\"pack\",reason=\"user_request\",policy=\"strict\",explicit=\"true\",stage=\"resize\",edge=\"decode->resize\"} 1",
+        "neat_conversion_bytes_total{kind=\"pack\",reason=\"user_request\",policy=\"strict\",explicit=\"true\",stage=\"resize\",edge=\"decode->resize\"} 192",
+        "edge=\"resize->\\\"detect\\\"\\n\"",
+        "policy=\"allow_silent\",explicit=\"false\"",
+        "# TYPE neat_conversion_duration_seconds histogram",
+        "le=\"+Inf\"",
+        "neat_conversions_refused_total{kind=\"pack\",reason=\"stride_mismatch\",stage=\"\",edge=\"\"} 1"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << "missing: " << part << "\n" << text;
+  }
+  if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool is not installed (Debian package 'prometheus'; make test installs it)";
+  }
+  const std::string path = temp_path("metrics.prom");
+  std::ofstream(path) << text;
+  const std::string cmd = "promtool check metrics < " + path + " > " + path + ".out 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream out(path + ".out");
+  std::stringstream report;
+  report << out.rdbuf();
+  EXPECT_EQ(rc, 0) << report.str();
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".out");
+}
+
+}  // namespace
+}  // namespace neat
