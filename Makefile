@@ -37,7 +37,10 @@ build-tsan: deps $(BUILD_TSAN)/build.ninja
 	cmake --build $(BUILD_TSAN) -j $(JOBS) --target neat_threaded_tests
 
 run: build
-	./$(BUILD)/tools/neat-demo
+	./$(BUILD)/tools/neat-demo --trace-jsonl $(BUILD)/demo.jsonl --trace-chrome $(BUILD)/demo.trace.json
+	@echo
+	@echo "== neat audit $(BUILD)/demo.jsonl"
+	./$(BUILD)/tools/neat audit $(BUILD)/demo.jsonl
 
 test-normal: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -10,6 +10,11 @@
 #include <string>
 
 #include <neat/neat.hpp>
+#include <neat/policy/color.hpp>
+#include <neat/policy/preprocess.hpp>
+#include <neat/telemetry/chrome_trace_sink.hpp>
+#include <neat/telemetry/jsonl_sink.hpp>
+#include <neat/telemetry/metrics.hpp>
 
 namespace {
 
@@ -37,10 +42,28 @@ int main(int argc, char** argv) {
   app.add_option("--height", height, "frame height in pixels")->check(CLI::Range(2, 16384));
   app.add_option("--frames", frames, "frames in the steady-state loop")
       ->check(CLI::Range(1, 100000));
+  std::string jsonl_path, chrome_path;
+  app.add_option("--trace-jsonl", jsonl_path, "also write every conversion as JSON Lines here");
+  app.add_option("--trace-chrome", chrome_path, "also write a Chrome trace (opens in Perfetto) here");
   CLI11_PARSE(app, argc, argv);
 
   auto sink = std::make_shared<neat::MemorySink>();
   auto registration = neat::add_event_sink(sink);
+  neat::SinkRegistration jsonl_registration, chrome_registration;
+  std::shared_ptr<neat::JsonlSink> jsonl;
+  std::shared_ptr<neat::ChromeTraceSink> chrome;
+  if (!jsonl_path.empty()) {
+    auto j = neat::JsonlSink::open(jsonl_path);
+    if (!j) return fail(j.error());
+    jsonl = *j;
+    jsonl_registration = neat::add_event_sink(jsonl);
+  }
+  if (!chrome_path.empty()) {
+    auto c = neat::ChromeTraceSink::open(chrome_path);
+    if (!c) return fail(c.error());
+    chrome = *c;
+    chrome_registration = neat::add_event_sink(chrome);
+  }
   std::printf("NeatTensor demo: %dx%d BGR frame, policy %s (set NEAT_POLICY to change)\n", width,
               height, std::string(neat::to_string(neat::process_policy())).c_str());
 
@@ -145,17 +168,58 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(ps.hits), static_cast<unsigned long long>(ps.misses),
               static_cast<long long>(ps.in_use_buffers));
 
+  step("7. a small pipeline: camera (NV12) -> preprocess -> detector, overlay gets a strided view");
+  {
+    neat::ScopedPolicy trace(neat::ConversionPolicy::AllowWithTrace);
+    neat::PreprocessParams model;
+    model.width = 320;
+    model.height = 320;
+    for (int frame = 0; frame < 10; ++frame) {
+      auto camera = neat::NeatTensor::allocate_image(neat::PixelFormat::NV12, width, height,
+                                                     {.zero_fill = false, .allocator = pool.get()});
+      if (!camera) return fail(camera.error());
+      {
+        neat::ScopedContext ctx({.graph = "demo", .stage = "preprocess", .edge = "camera->preprocess", .frame = frame});
+        auto input = neat::preprocess(*camera, model);
+        if (!input) return fail(input.error());
+      }
+      {
+        // The overlay stage wants packed RGB; it is given a mirrored view.
+        neat::ScopedContext ctx({.graph = "demo", .stage = "overlay", .edge = "camera->overlay", .frame = frame});
+        auto rgb = neat::convert_color(*camera, neat::PixelFormat::RGB);
+        if (!rgb) return fail(rgb.error());
+        auto mirrored = rgb->transpose(0, 1);
+        auto packed = neat::accept_contiguous(*mirrored, {.consumer = "stage 'overlay' input"});
+        if (!packed) return fail(packed.error());
+      }
+    }
+    std::printf("   10 frames: one preprocess per frame, and an implicit pack per frame on camera->overlay\n");
+  }
+
   step("What was copied (every copy, from the copy gate)");
   std::uint64_t total = 0;
-  for (const neat::OwnedEvent& e : sink->events()) {
-    std::printf("   - %s\n", neat::to_string(e.event).c_str());
-    total += static_cast<std::uint64_t>(e.event.bytes_written);
+  const auto events = sink->events();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (i < 8) std::printf("   - %s\n", neat::to_string(events[i].event).c_str());
+    total += static_cast<std::uint64_t>(events[i].event.bytes_written);
   }
+  if (events.size() > 8) std::printf("   ... and %zu more (summarised by neat audit below)\n", events.size() - 8);
   const neat::CountersSnapshot counters = neat::conversion_counters().snapshot();
   std::printf("   total: %zu events, %s copied; counters: %llu packs (%s), %llu refused\n",
               sink->size(), mib(total).c_str(),
               static_cast<unsigned long long>(counters.total(neat::ConversionKind::Pack).count),
               mib(counters.total(neat::ConversionKind::Pack).bytes).c_str(),
               static_cast<unsigned long long>(counters.total().refused));
+  if (jsonl) {
+    if (auto st = jsonl->flush(); !st) return fail(st.error());
+    std::printf("   trace (JSON Lines): %s; summarise it with: neat audit %s\n", jsonl_path.c_str(), jsonl_path.c_str());
+  }
+  if (chrome) {
+    if (auto st = chrome->write(); !st) return fail(st.error());
+    std::printf("   trace (Chrome / Perfetto): %s\n", chrome_path.c_str());
+  }
+  std::printf("\nPrometheus metrics (neat::prometheus_text()), first lines:\n");
+  const std::string prom = neat::prometheus_text();
+  std::printf("%s", prom.substr(0, prom.find('\n', prom.find("neat_conversion_bytes_total{")) + 1).c_str());
   return 0;
 }
