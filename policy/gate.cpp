@@ -61,8 +61,8 @@ void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,
                             outcome.bytes_written, outcome.duration_ns);
   const ConversionContext& c = current_context();
   try {
-    labeled_metrics().record(request.kind, request.reason, policy, request.explicit_call, c.stage, c.edge,
-                             outcome.bytes_written, outcome.duration_ns);
+    labeled_metrics().record(request.kind, request.reason, policy, request.explicit_call, c.stage,
+                             c.edge, outcome.bytes_written, outcome.duration_ns);
   } catch (...) {
     // Out of memory for a new label set: the unlabeled counters above still count it.
   }

@@ -32,14 +32,17 @@ struct Rule {
                                   : "edge '" + e + "'" + (g.empty() ? "" : " of graph '" + g + "'");
     if (!is_budget) {
       std::string kinds;
-      for (ConversionKind k : steady.kinds) kinds += (kinds.empty() ? "" : "/") + std::string(to_string(k));
+      for (ConversionKind k : steady.kinds)
+        kinds += (kinds.empty() ? "" : "/") + std::string(to_string(k));
       return "steady state of " + scope + ": no " + kinds + " from frame " +
              std::to_string(steady.after_frames);
     }
     std::string limit;
-    if (budget.max_bytes_per_frame >= 0) limit = std::to_string(budget.max_bytes_per_frame) + " bytes";
+    if (budget.max_bytes_per_frame >= 0)
+      limit = std::to_string(budget.max_bytes_per_frame) + " bytes";
     if (budget.max_count_per_frame >= 0) {
-      limit += (limit.empty() ? "" : " and ") + std::to_string(budget.max_count_per_frame) + " conversions";
+      limit += (limit.empty() ? "" : " and ") + std::to_string(budget.max_count_per_frame) +
+               " conversions";
     }
     return "copy budget of " + scope + ": " + limit + " per frame";
   }
@@ -164,10 +167,11 @@ Result<RuleRegistration> add_copy_budget(const CopyBudget& budget) {
 
 Result<RuleRegistration> add_steady_state_rule(const SteadyStateRule& rule) {
   if (rule.after_frames < 0) {
-    return invalid_argument("add_steady_state_rule: after_frames " + std::to_string(rule.after_frames) +
-                            " is negative");
+    return invalid_argument("add_steady_state_rule: after_frames " +
+                            std::to_string(rule.after_frames) + " is negative");
   }
-  if (rule.kinds.empty()) return invalid_argument("add_steady_state_rule: no conversion kinds listed");
+  if (rule.kinds.empty())
+    return invalid_argument("add_steady_state_rule: no conversion kinds listed");
   Rule r;
   r.is_budget = false;
   r.steady = rule;
@@ -182,15 +186,17 @@ Status rules_admit(const CopyRequest& request) {
   const ConversionContext& c = current_context();
   std::lock_guard lock(reg.mutex);
   for (auto& [id, r] : reg.rules) {
-    if (r.action() != RuleAction::Fail || !r.applies(c) || !r.breached_by(request, c, request.bytes)) continue;
+    if (r.action() != RuleAction::Fail || !r.applies(c) ||
+        !r.breached_by(request, c, request.bytes))
+      continue;
     r.breaches += 1;
     const std::int64_t b = (r.frame == c.frame ? r.bytes : 0) + request.bytes;
     const std::int64_t n = (r.frame == c.frame ? r.count : 0) + 1;
     if (r.kept.size() == kKeptBreaches) r.kept.pop_front();
     r.kept.push_back(RuleBreach{r.name(), c.frame, b, n, describe(request, request.bytes)});
-    return failed_precondition(r.name() + " refuses " + describe(request, request.bytes) + " at frame " +
-                               std::to_string(c.frame) + " (the frame would reach " + std::to_string(b) +
-                               " B in " + std::to_string(n) + " conversions)");
+    return failed_precondition(r.name() + " refuses " + describe(request, request.bytes) +
+                               " at frame " + std::to_string(c.frame) + " (the frame would reach " +
+                               std::to_string(b) + " B in " + std::to_string(n) + " conversions)");
   }
   return {};
 }
@@ -220,7 +226,8 @@ bool rules_record(const CopyRequest& request, std::int64_t bytes) {
       if (!r.warned) {
         r.warned = true;
         std::fprintf(stderr, "neat: warning: %s breached at frame %lld by %s (reported once)\n",
-                     r.name().c_str(), static_cast<long long>(c.frame), describe(request, bytes).c_str());
+                     r.name().c_str(), static_cast<long long>(c.frame),
+                     describe(request, bytes).c_str());
       }
     }
   }

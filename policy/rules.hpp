@@ -47,7 +47,7 @@ struct SteadyStateRule {
 
 /// A recorded breach of a budget or canary.
 struct RuleBreach {
-  std::string rule;       ///< "budget edge 'a->b' of graph 'g': 1000 bytes per frame", ...
+  std::string rule;  ///< "budget edge 'a->b' of graph 'g': 1000 bytes per frame", ...
   std::int64_t frame = -1;
   std::int64_t bytes = 0;  ///< the frame's total with this conversion
   std::int64_t count = 0;

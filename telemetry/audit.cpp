@@ -16,7 +16,8 @@ using nlohmann::json;
 
 // Validates one event object (a JSON Lines line, or a Chrome slice's args).
 Result<AuditRecord> record_of(const json& j, const std::string& where) {
-  if (!j.is_object()) return invalid_argument(where + ": expected an object, found " + j.type_name());
+  if (!j.is_object())
+    return invalid_argument(where + ": expected an object, found " + j.type_name());
   auto str = [&](const char* k, bool required) -> Result<std::string> {
     auto it = j.find(k);
     if (it == j.end()) {
@@ -24,11 +25,13 @@ Result<AuditRecord> record_of(const json& j, const std::string& where) {
       return std::string();
     }
     if (!it->is_string()) {
-      return invalid_argument(where + ": field \"" + k + "\" must be a string, found " + it->type_name());
+      return invalid_argument(where + ": field \"" + k + "\" must be a string, found " +
+                              it->type_name());
     }
     return it->get<std::string>();
   };
-  auto integer = [&](const char* k, bool required, std::int64_t min, std::int64_t fallback) -> Result<std::int64_t> {
+  auto integer = [&](const char* k, bool required, std::int64_t min,
+                     std::int64_t fallback) -> Result<std::int64_t> {
     auto it = j.find(k);
     if (it == j.end()) {
       if (required) return invalid_argument(where + ": missing field \"" + k + "\"");
@@ -37,23 +40,29 @@ Result<AuditRecord> record_of(const json& j, const std::string& where) {
     if (it->is_number_unsigned()) {
       const auto u = it->get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX)) {
-        return invalid_argument(where + ": field \"" + k + "\" = " + it->dump() + " is out of range");
+        return invalid_argument(where + ": field \"" + k + "\" = " + it->dump() +
+                                " is out of range");
       }
       return static_cast<std::int64_t>(u);
     }
     if (!it->is_number_integer()) {
-      return invalid_argument(where + ": field \"" + k + "\" must be an integer, found " +
-                              (it->is_number_float() ? "the number " + it->dump() : std::string(it->type_name())));
+      return invalid_argument(
+          where + ": field \"" + k + "\" must be an integer, found " +
+          (it->is_number_float() ? "the number " + it->dump() : std::string(it->type_name())));
     }
     const auto v = it->get<std::int64_t>();
-    if (v < min) return invalid_argument(where + ": field \"" + k + "\" = " + std::to_string(v) + " is negative");
+    if (v < min)
+      return invalid_argument(where + ": field \"" + k + "\" = " + std::to_string(v) +
+                              " is negative");
     return v;
   };
   AuditRecord r;
   NEAT_ASSIGN_OR_RETURN(std::string kind, str("kind", true));
   NEAT_ASSIGN_OR_RETURN(std::string reason, str("reason", true));
   const auto k = parse_conversion_kind(kind);
-  if (!k) return invalid_argument(where + ": unknown kind \"" + kind + "\" (pack, convert, transfer, view, reinterpret)");
+  if (!k)
+    return invalid_argument(where + ": unknown kind \"" + kind +
+                            "\" (pack, convert, transfer, view, reinterpret)");
   const auto rs = parse_conversion_reason(reason);
   if (!rs) return invalid_argument(where + ": unknown reason \"" + reason + "\"");
   r.kind = *k;
@@ -63,7 +72,8 @@ Result<AuditRecord> record_of(const json& j, const std::string& where) {
   NEAT_ASSIGN_OR_RETURN(r.frame, integer("frame", false, -1, -1));
   NEAT_ASSIGN_OR_RETURN(r.line, integer("line", false, 0, 0));
   if (auto it = j.find("explicit"); it != j.end()) {
-    if (!it->is_boolean()) return invalid_argument(where + ": field \"explicit\" must be true or false");
+    if (!it->is_boolean())
+      return invalid_argument(where + ": field \"explicit\" must be true or false");
     r.explicit_call = it->get<bool>();
   }
   NEAT_ASSIGN_OR_RETURN(r.policy, str("policy", false));
@@ -111,17 +121,20 @@ Result<std::vector<AuditRecord>> read_chrome(const std::string& text, std::strin
   const json* events = &j;
   if (j.is_object()) {
     auto it = j.find("traceEvents");
-    if (it == j.end()) return invalid_argument(std::string(name) + ": a Chrome trace object needs \"traceEvents\"");
+    if (it == j.end())
+      return invalid_argument(std::string(name) + ": a Chrome trace object needs \"traceEvents\"");
     events = &*it;
   }
-  if (!events->is_array()) return invalid_argument(std::string(name) + ": \"traceEvents\" must be an array");
+  if (!events->is_array())
+    return invalid_argument(std::string(name) + ": \"traceEvents\" must be an array");
   std::vector<AuditRecord> out;
   std::size_t index = 0;
   for (const json& ev : *events) {
     const std::string where = std::string(name) + " event #" + std::to_string(index++);
     if (!ev.is_object()) return invalid_argument(where + ": expected an object");
     auto ph = ev.find("ph");
-    if (ph == ev.end() || !ph->is_string()) return invalid_argument(where + ": missing string field \"ph\"");
+    if (ph == ev.end() || !ph->is_string())
+      return invalid_argument(where + ": missing string field \"ph\"");
     if (*ph != "X") continue;  // metadata and counters
     auto args = ev.find("args");
     if (args == ev.end()) return invalid_argument(where + ": a conversion slice needs \"args\"");
@@ -194,7 +207,8 @@ AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {
     a.row.bytes += r.bytes;
     a.row.duration_ns += r.duration_ns;
     if (r.frame >= 0) a.frames.insert(r.frame);
-    std::string where = r.file.empty() ? std::string("(unknown)") : r.file + ":" + std::to_string(r.line);
+    std::string where =
+        r.file.empty() ? std::string("(unknown)") : r.file + ":" + std::to_string(r.line);
     if (!r.operation.empty()) where += " (" + r.operation + ")";
     AuditCallSite& s = a.sites[where];
     s.where = where;
@@ -206,12 +220,16 @@ AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {
   }
   for (auto& [key, a] : groups) {
     a.row.frames = static_cast<std::int64_t>(a.frames.size());
-    a.row.bytes_per_frame = a.row.frames ? static_cast<double>(a.row.bytes) / static_cast<double>(a.row.frames) : 0.0;
-    for (auto& [w, s] : a.sites) a.row.top_sites.push_back(s);
-    std::sort(a.row.top_sites.begin(), a.row.top_sites.end(), [](const AuditCallSite& x, const AuditCallSite& y) {
-      return x.count != y.count ? x.count > y.count : x.where < y.where;
-    });
-    if (static_cast<int>(a.row.top_sites.size()) > top_sites) a.row.top_sites.resize(static_cast<std::size_t>(std::max(top_sites, 0)));
+    a.row.bytes_per_frame =
+        a.row.frames ? static_cast<double>(a.row.bytes) / static_cast<double>(a.row.frames) : 0.0;
+    for (auto& [w, s] : a.sites)
+      a.row.top_sites.push_back(s);
+    std::sort(a.row.top_sites.begin(), a.row.top_sites.end(),
+              [](const AuditCallSite& x, const AuditCallSite& y) {
+                return x.count != y.count ? x.count > y.count : x.where < y.where;
+              });
+    if (static_cast<int>(a.row.top_sites.size()) > top_sites)
+      a.row.top_sites.resize(static_cast<std::size_t>(std::max(top_sites, 0)));
     report.rows.push_back(std::move(a.row));
   }
   std::sort(report.rows.begin(), report.rows.end(), [](const AuditRow& x, const AuditRow& y) {
@@ -223,26 +241,30 @@ AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {
 std::string format_audit_table(const AuditReport& report) {
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-24s %-16s %-9s %-17s %7s %11s %12s %10s\n", "EDGE", "STAGE", "KIND",
-                "REASON", "COUNT", "BYTES", "BYTES/FRAME", "TIME");
+  std::snprintf(buf, sizeof buf, "%-24s %-16s %-9s %-17s %7s %11s %12s %10s\n", "EDGE", "STAGE",
+                "KIND", "REASON", "COUNT", "BYTES", "BYTES/FRAME", "TIME");
   out += buf;
   for (const AuditRow& r : report.rows) {
     const std::string edge = r.edge.empty() ? "(none)" : r.edge;
     const std::string stage = r.stage.empty() ? "(none)" : r.stage;
-    std::snprintf(buf, sizeof buf, "%-24s %-16s %-9s %-17s %7llu %11s %12s %10s\n", edge.c_str(), stage.c_str(),
-                  std::string(to_string(r.kind)).c_str(), std::string(to_string(r.reason)).c_str(),
-                  static_cast<unsigned long long>(r.count), human_bytes(static_cast<double>(r.bytes)).c_str(),
-                  r.frames ? human_bytes(r.bytes_per_frame).c_str() : "-", human_ns(r.duration_ns).c_str());
+    std::snprintf(
+        buf, sizeof buf, "%-24s %-16s %-9s %-17s %7llu %11s %12s %10s\n", edge.c_str(),
+        stage.c_str(), std::string(to_string(r.kind)).c_str(),
+        std::string(to_string(r.reason)).c_str(), static_cast<unsigned long long>(r.count),
+        human_bytes(static_cast<double>(r.bytes)).c_str(),
+        r.frames ? human_bytes(r.bytes_per_frame).c_str() : "-", human_ns(r.duration_ns).c_str());
     out += buf;
     for (const AuditCallSite& s : r.top_sites) {
-      std::snprintf(buf, sizeof buf, "    %6llux %10s  %s\n", static_cast<unsigned long long>(s.count),
+      std::snprintf(buf, sizeof buf, "    %6llux %10s  %s\n",
+                    static_cast<unsigned long long>(s.count),
                     human_bytes(static_cast<double>(s.bytes)).c_str(), s.where.c_str());
       out += buf;
     }
   }
   std::snprintf(buf, sizeof buf, "total: %llu conversions, %s, %s\n",
                 static_cast<unsigned long long>(report.conversions),
-                human_bytes(static_cast<double>(report.bytes)).c_str(), human_ns(report.duration_ns).c_str());
+                human_bytes(static_cast<double>(report.bytes)).c_str(),
+                human_ns(report.duration_ns).c_str());
   out += buf;
   return out;
 }

@@ -53,8 +53,8 @@ struct AuditRow {
   std::uint64_t count = 0;
   std::uint64_t implicit_count = 0;
   std::int64_t bytes = 0;
-  std::int64_t frames = 0;          ///< distinct frame numbers seen (0 when none)
-  double bytes_per_frame = 0;       ///< bytes / frames (0 when no frames)
+  std::int64_t frames = 0;     ///< distinct frame numbers seen (0 when none)
+  double bytes_per_frame = 0;  ///< bytes / frames (0 when no frames)
   std::int64_t duration_ns = 0;
   std::vector<AuditCallSite> top_sites;  ///< most frequent first
 };

@@ -39,7 +39,8 @@ void append_us(std::string& out, std::int64_t ns) {
 Result<std::shared_ptr<ChromeTraceSink>> ChromeTraceSink::open(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    return failed_precondition("ChromeTraceSink: cannot create '" + path + "': " + std::strerror(errno));
+    return failed_precondition("ChromeTraceSink: cannot create '" + path +
+                               "': " + std::strerror(errno));
   }
   std::fclose(f);
   auto sink = std::make_shared<ChromeTraceSink>();
@@ -87,7 +88,8 @@ std::string ChromeTraceSink::to_json() const {
   append_int(out, pid);
   out += ",\"tid\":0,\"args\":{\"name\":\"NeatTensor conversions\"}}";
   std::map<std::string, std::int64_t> tids;
-  for (const std::string& t : track_) tids.emplace(t, 0);
+  for (const std::string& t : track_)
+    tids.emplace(t, 0);
   std::int64_t next = 1;
   for (auto& [name, tid] : tids) {
     tid = next++;
@@ -135,11 +137,13 @@ std::string ChromeTraceSink::to_json() const {
 }
 
 Status ChromeTraceSink::write() const {
-  if (path_.empty()) return failed_precondition("ChromeTraceSink::write: the sink has no file (use open())");
+  if (path_.empty())
+    return failed_precondition("ChromeTraceSink::write: the sink has no file (use open())");
   const std::string json = to_json();
   std::FILE* f = std::fopen(path_.c_str(), "w");
   if (f == nullptr) {
-    return failed_precondition("ChromeTraceSink: cannot write '" + path_ + "': " + std::strerror(errno));
+    return failed_precondition("ChromeTraceSink: cannot write '" + path_ +
+                               "': " + std::strerror(errno));
   }
   const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
   const bool closed = std::fclose(f) == 0;

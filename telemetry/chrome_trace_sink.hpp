@@ -42,7 +42,7 @@ class ChromeTraceSink final : public EventSink {
   std::vector<std::string> names_;   // "<kind> <reason>"
   std::vector<std::string> kinds_;
   std::vector<std::int64_t> ts_, dur_;
-  std::vector<std::string> track_;   // stage or "thread N"
+  std::vector<std::string> track_;  // stage or "thread N"
   std::vector<std::string> edge_;
   std::vector<std::int64_t> bytes_;
 };

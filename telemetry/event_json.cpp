@@ -1,147 +1,255 @@
 #include "neat/telemetry/event_json.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 
 namespace neat {
 
 namespace {
 
-void append_int(std::string& out, std::int64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+// Writes JSON into a buffer the caller sized (see bound()): no checks per
+// byte, no allocation.
+struct Writer {
+  char* p;
+
+  template <std::size_t N>
+  void lit(const char (&s)[N]) noexcept {
+    std::memcpy(p, s, N - 1);
+    p += N - 1;
+  }
+  void raw(std::string_view s) noexcept {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  }
+  void num(std::int64_t v) noexcept { p = std::to_chars(p, p + 24, v).ptr; }
+  // A quoted name that never needs escaping (enum names).
+  void name(std::string_view s) noexcept {
+    *p++ = '"';
+    raw(s);
+    *p++ = '"';
+  }
+  void boolean(bool b) noexcept {
+    if (b) {
+      lit("true");
+    } else {
+      lit("false");
+    }
+  }
+  // True when any of the 8 bytes needs escaping: < 0x20, '"' or '\\'.
+  // (Exact boolean tests from the "bit twiddling hacks" has-less / has-zero.)
+  static bool needs_escape(std::uint64_t x) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+    const std::uint64_t below_space = (x - 0x2020202020202020ULL) & ~x & highs;
+    return (below_space | has_zero(x ^ 0x2222222222222222ULL) |
+            has_zero(x ^ 0x5c5c5c5c5c5c5c5cULL)) != 0;
+  }
+
+  void str(std::string_view s) noexcept {
+    static constexpr char kHex[] = "0123456789abcdef";
+    *p++ = '"';
+    const std::size_t n = s.size();
+    std::size_t i = 0, run = 0;  // bytes [run, i) are clean and not yet copied
+    while (i < n) {
+      if (i + 8 <= n) {
+        std::uint64_t word;
+        std::memcpy(&word, s.data() + i, 8);
+        if (!needs_escape(word)) {
+          i += 8;
+          continue;
+        }
+      }
+      const std::size_t end = std::min(i + 8, n);
+      for (; i < end; ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        raw(s.substr(run, i - run));
+        run = i + 1;
+        *p++ = '\\';
+        switch (c) {
+          case '"':
+            *p++ = '"';
+            break;
+          case '\\':
+            *p++ = '\\';
+            break;
+          case '\n':
+            *p++ = 'n';
+            break;
+          case '\r':
+            *p++ = 'r';
+            break;
+          case '\t':
+            *p++ = 't';
+            break;
+          default:
+            lit("u00");
+            *p++ = kHex[c >> 4];
+            *p++ = kHex[c & 15];
+        }
+      }
+    }
+    raw(s.substr(run));
+    *p++ = '"';
+  }
+  void description(const TensorDescription& d) noexcept {
+    lit("{\"dtype\":");
+    name(to_string(d.dtype));
+    lit(",\"shape\":[");
+    for (int i = 0; i < d.rank && i < 4; ++i) {
+      if (i) *p++ = ',';
+      num(d.shape[static_cast<std::size_t>(i)]);
+    }
+    lit("],\"format\":");
+    name(to_string(d.format));
+    lit(",\"layout\":");
+    name(to_string(d.layout));
+    lit(",\"device\":\"");
+    raw(to_string(d.device.type));
+    *p++ = ':';
+    num(d.device.id);
+    *p++ = '"';
+    lit(",\"storage\":");
+    name(to_string(d.storage));
+    lit(",\"contiguous\":");
+    boolean(d.contiguous);
+    *p++ = '}';
+  }
+};
+
+// Upper bound of the encoded size of a description and of an event.
+constexpr std::size_t kDescriptionBound = 400;
+std::size_t bound(const ConversionEvent& e) noexcept {
+  const std::size_t strings = std::strlen(e.where.file_name()) +
+                              std::strlen(e.where.function_name()) + e.operation.size() +
+                              e.graph.size() + e.stage.size() + e.edge.size();
+  return 600 + 2 * kDescriptionBound + 6 * strings;
 }
 
-void key(std::string& out, std::string_view k) {
-  out += '"';
-  out += k;
-  out += "\":";
+void encode_call_site(Writer& w, const ConversionEvent& e) noexcept {
+  w.lit(",\"operation\":");
+  w.str(e.operation);
+  w.lit(",\"file\":");
+  w.str(e.where.file_name());
+  w.lit(",\"line\":");
+  w.num(e.where.line());
+  w.lit(",\"function\":");
+  w.str(e.where.function_name());
+}
+
+void encode(Writer& w, const ConversionEvent& e, CallSiteCache* cache) {
+  w.lit("{\"ts_ns\":");
+  w.num(e.timestamp_ns);
+  w.lit(",\"duration_ns\":");
+  w.num(e.duration_ns);
+  w.lit(",\"kind\":");
+  w.name(to_string(e.kind));
+  w.lit(",\"reason\":");
+  w.name(to_string(e.reason));
+  w.lit(",\"explicit\":");
+  w.boolean(e.explicit_call);
+  w.lit(",\"loud\":");
+  w.boolean(e.loud);
+  w.lit(",\"policy\":");
+  w.name(to_string(e.policy));
+  w.lit(",\"bytes\":");
+  w.num(e.bytes_written);
+  w.lit(",\"bytes_read\":");
+  w.num(e.bytes_read);
+  w.lit(",\"thread\":");
+  w.num(static_cast<std::int64_t>(e.thread_id));
+  w.lit(",\"graph\":");
+  w.str(e.graph);
+  w.lit(",\"stage\":");
+  w.str(e.stage);
+  w.lit(",\"edge\":");
+  w.str(e.edge);
+  w.lit(",\"frame\":");
+  w.num(e.frame);
+  w.lit(",\"src\":");
+  w.description(e.source);
+  w.lit(",\"dst\":");
+  w.description(e.destination);
+  if (cache == nullptr) {
+    encode_call_site(w, e);
+  } else {
+    CallSiteCache::Entry* hit = cache->find(e);
+    if (hit == nullptr) {
+      CallSiteCache::Entry& fresh = cache->insert(e);
+      char* start = w.p;
+      encode_call_site(w, e);
+      fresh.encoded.assign(start, static_cast<std::size_t>(w.p - start));
+    } else {
+      w.raw(hit->encoded);
+    }
+  }
+  *w.p++ = '}';
 }
 
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t run = 0;  // bytes since the last escape, appended in one go
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 15];
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out += '"';
+  const std::size_t old = out.size();
+  out.resize(old + 6 * s.size() + 2);
+  Writer w{out.data() + old};
+  w.str(s);
+  out.resize(static_cast<std::size_t>(w.p - out.data()));
 }
 
 void append_description_json(std::string& out, const TensorDescription& d) {
-  out += '{';
-  key(out, "dtype");
-  append_json_string(out, to_string(d.dtype));
-  out += ',';
-  key(out, "shape");
-  out += '[';
-  for (int i = 0; i < d.rank && i < 4; ++i) {
-    if (i) out += ',';
-    append_int(out, d.shape[static_cast<std::size_t>(i)]);
-  }
-  out += "],";
-  key(out, "rank");
-  append_int(out, d.rank);
-  out += ',';
-  key(out, "format");
-  append_json_string(out, to_string(d.format));
-  out += ',';
-  key(out, "layout");
-  append_json_string(out, to_string(d.layout));
-  out += ',';
-  key(out, "device");
-  append_json_string(out, to_string(d.device.type));
-  out += ',';
-  key(out, "device_id");
-  append_int(out, d.device.id);
-  out += ',';
-  key(out, "storage");
-  append_json_string(out, to_string(d.storage));
-  out += ',';
-  key(out, "contiguous");
-  out += d.contiguous ? "true" : "false";
-  out += '}';
+  const std::size_t old = out.size();
+  out.resize(old + kDescriptionBound);
+  Writer w{out.data() + old};
+  w.description(d);
+  out.resize(static_cast<std::size_t>(w.p - out.data()));
 }
 
-void append_event_json(std::string& out, const ConversionEvent& e) {
-  out += '{';
-  key(out, "ts_ns");
-  append_int(out, e.timestamp_ns);
-  out += ',';
-  key(out, "duration_ns");
-  append_int(out, e.duration_ns);
-  out += ',';
-  key(out, "kind");
-  append_json_string(out, to_string(e.kind));
-  out += ',';
-  key(out, "reason");
-  append_json_string(out, to_string(e.reason));
-  out += ',';
-  key(out, "explicit");
-  out += e.explicit_call ? "true" : "false";
-  out += ',';
-  key(out, "loud");
-  out += e.loud ? "true" : "false";
-  out += ',';
-  key(out, "policy");
-  append_json_string(out, to_string(e.policy));
-  out += ',';
-  key(out, "bytes");
-  append_int(out, e.bytes_written);
-  out += ',';
-  key(out, "bytes_read");
-  append_int(out, e.bytes_read);
-  out += ',';
-  key(out, "thread");
-  append_int(out, static_cast<std::int64_t>(e.thread_id));
-  out += ',';
-  key(out, "operation");
-  append_json_string(out, e.operation);
-  out += ',';
-  key(out, "file");
-  append_json_string(out, e.where.file_name());
-  out += ',';
-  key(out, "line");
-  append_int(out, e.where.line());
-  out += ',';
-  key(out, "function");
-  append_json_string(out, e.where.function_name());
-  out += ',';
-  key(out, "graph");
-  append_json_string(out, e.graph);
-  out += ',';
-  key(out, "stage");
-  append_json_string(out, e.stage);
-  out += ',';
-  key(out, "edge");
-  append_json_string(out, e.edge);
-  out += ',';
-  key(out, "frame");
-  append_int(out, e.frame);
-  out += ',';
-  key(out, "src");
-  append_description_json(out, e.source);
-  out += ',';
-  key(out, "dst");
-  append_description_json(out, e.destination);
-  out += '}';
+std::size_t event_json_bound(const ConversionEvent& e) noexcept {
+  return bound(e);
+}
+
+char* encode_event_json(char* dst, const ConversionEvent& e, CallSiteCache* cache) {
+  Writer w{dst};
+  encode(w, e, cache);
+  return w.p;
+}
+
+CallSiteCache::Entry* CallSiteCache::find(const ConversionEvent& e) noexcept {
+  for (Entry& en : entries_) {
+    if (en.file == e.where.file_name() && en.function == e.where.function_name() &&
+        en.line == e.where.line() && en.operation == e.operation) {
+      return &en;
+    }
+  }
+  return nullptr;
+}
+
+CallSiteCache::Entry& CallSiteCache::insert(const ConversionEvent& e) {
+  Entry& en = entries_[next_];
+  next_ = (next_ + 1) % kSize;
+  en.file = e.where.file_name();
+  en.function = e.where.function_name();
+  en.line = e.where.line();
+  en.operation.assign(e.operation);
+  return en;
+}
+
+void append_event_json(std::string& out, const ConversionEvent& e, CallSiteCache* cache) {
+  const std::size_t n = bound(e);
+  if (n <= 4096) {  // the common case: encode on the stack, append once
+    char buf[4096];
+    Writer w{buf};
+    encode(w, e, cache);
+    out.append(buf, static_cast<std::size_t>(w.p - buf));
+    return;
+  }
+  const std::size_t old = out.size();
+  out.resize(old + n);
+  Writer w{out.data() + old};
+  encode(w, e, cache);
+  out.resize(static_cast<std::size_t>(w.p - out.data()));
 }
 
 }  // namespace neat

@@ -3,13 +3,15 @@
 // one object with std::to_chars and no allocation beyond `out` growing.
 //
 // Fields: ts_ns, duration_ns, kind, reason, explicit, loud, policy, bytes
-// (written), bytes_read, thread, operation, file, line, function, graph,
-// stage, edge, frame, src and dst ({dtype, shape, format, layout, device,
-// storage, contiguous}).
+// (written), bytes_read, thread, graph, stage, edge, frame, src and dst
+// ({dtype, shape, format, layout, device ("cpu:0"), storage, contiguous}),
+// operation, file, line, function.
 //
 // Threading: pure functions.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,11 +20,39 @@
 
 namespace neat {
 
+/// Remembers the encoded call-site part of recent events (operation, file,
+/// line, function): sinks that encode many events from the same places keep
+/// one and pass it to append_event_json(). Not thread-safe: guard it with
+/// the sink's own lock.
+class CallSiteCache {
+ public:
+  struct Entry {
+    const char* file = nullptr;
+    const char* function = nullptr;
+    std::uint_least32_t line = 0;
+    std::string operation;
+    std::string encoded;
+  };
+  static constexpr int kSize = 16;
+  Entry* find(const ConversionEvent& e) noexcept;
+  Entry& insert(const ConversionEvent& e);
+
+ private:
+  Entry entries_[kSize];
+  int next_ = 0;
+};
+
 /// Appends `s` as a JSON string literal (quotes and escapes included).
 void append_json_string(std::string& out, std::string_view s);
 /// Appends {"dtype":..,"shape":[..],...}.
 void append_description_json(std::string& out, const TensorDescription& d);
+/// The most bytes encode_event_json() can write for `e`.
+std::size_t event_json_bound(const ConversionEvent& e) noexcept;
+/// Writes the event as one JSON object at `dst` (at least event_json_bound()
+/// bytes); returns the end. For sinks with their own buffers.
+char* encode_event_json(char* dst, const ConversionEvent& e, CallSiteCache* cache = nullptr);
+
 /// Appends the event as one JSON object (no trailing newline).
-void append_event_json(std::string& out, const ConversionEvent& e);
+void append_event_json(std::string& out, const ConversionEvent& e, CallSiteCache* cache = nullptr);
 
 }  // namespace neat

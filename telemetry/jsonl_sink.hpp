@@ -14,6 +14,7 @@
 #include <string>
 
 #include "neat/contract/error.hpp"
+#include "neat/telemetry/event_json.hpp"
 #include "neat/telemetry/sink.hpp"
 
 namespace neat {
@@ -41,7 +42,9 @@ class JsonlSink final : public EventSink {
   int fd_;
   std::string path_;
   std::mutex mutex_;
-  std::string buffer_;
+  std::unique_ptr<char[]> buffer_;  // raw, never zero-filled
+  std::size_t used_ = 0;
+  CallSiteCache call_sites_;
   std::uint64_t buffered_events_ = 0;
   std::atomic<std::uint64_t> events_{0};
   std::atomic<std::uint64_t> lost_{0};

@@ -48,10 +48,11 @@ void LabeledMetrics::record(ConversionKind kind, ConversionReason reason, Conver
   }
 }
 
-void LabeledMetrics::record_refused(ConversionKind kind, ConversionReason reason, std::string_view stage,
-                                    std::string_view edge) {
+void LabeledMetrics::record_refused(ConversionKind kind, ConversionReason reason,
+                                    std::string_view stage, std::string_view edge) {
   std::lock_guard lock(mutex_);
-  refused_[Key{kind, reason, ConversionPolicy::Strict, false, std::string(stage), std::string(edge)}] += 1;
+  refused_[Key{kind, reason, ConversionPolicy::Strict, false, std::string(stage),
+               std::string(edge)}] += 1;
 }
 
 void LabeledMetrics::clear() {
@@ -79,7 +80,9 @@ std::string LabeledMetrics::prometheus_text() const {
     out += ",edge=";
     label_value(out, k.edge);
   };
-  out += "# HELP neat_conversions_total Conversions that ran (pack, convert, transfer), by kind, reason, policy, stage and edge.\n";
+  out +=
+      "# HELP neat_conversions_total Conversions that ran (pack, convert, transfer), by kind, "
+      "reason, policy, stage and edge.\n";
   out += "# TYPE neat_conversions_total counter\n";
   for (const auto& [k, c] : cells_) {
     out += "neat_conversions_total";
@@ -112,7 +115,9 @@ std::string LabeledMetrics::prometheus_text() const {
     labels(k, true);
     out += "} " + std::to_string(c.count) + "\n";
   }
-  out += "# HELP neat_conversions_refused_total Implicit conversions refused (Strict policy, budgets, steady-state rules).\n";
+  out +=
+      "# HELP neat_conversions_refused_total Implicit conversions refused (Strict policy, budgets, "
+      "steady-state rules).\n";
   out += "# TYPE neat_conversions_refused_total counter\n";
   for (const auto& [k, n] : refused_) {
     out += "neat_conversions_refused_total";
@@ -127,6 +132,8 @@ LabeledMetrics& labeled_metrics() noexcept {
   return m;
 }
 
-std::string prometheus_text() { return labeled_metrics().prometheus_text(); }
+std::string prometheus_text() {
+  return labeled_metrics().prometheus_text();
+}
 
 }  // namespace neat

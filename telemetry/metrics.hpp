@@ -27,8 +27,9 @@ class LabeledMetrics {
   /// Histogram bucket upper bounds, seconds.
   static constexpr std::array<double, 8> kBuckets = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0};
 
-  void record(ConversionKind kind, ConversionReason reason, ConversionPolicy policy, bool explicit_call,
-              std::string_view stage, std::string_view edge, std::int64_t bytes, std::int64_t duration_ns);
+  void record(ConversionKind kind, ConversionReason reason, ConversionPolicy policy,
+              bool explicit_call, std::string_view stage, std::string_view edge, std::int64_t bytes,
+              std::int64_t duration_ns);
   void record_refused(ConversionKind kind, ConversionReason reason, std::string_view stage,
                       std::string_view edge);
   /// The Prometheus text exposition format (version 0.0.4).

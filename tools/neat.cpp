@@ -21,14 +21,17 @@ namespace {
 constexpr int kMalformed = 2;
 constexpr int kFailOn = 3;
 
-int run_audit(const std::string& path, const std::string& format, int top, const std::string& fail_on) {
+int run_audit(const std::string& path, const std::string& format, int top,
+              const std::string& fail_on) {
   std::vector<neat::ConversionKind> failing;
   std::stringstream list(fail_on);
   for (std::string item; std::getline(list, item, ',');) {
     if (item.empty()) continue;
     const auto k = neat::parse_conversion_kind(item);
     if (!k) {
-      std::fprintf(stderr, "neat audit: --fail-on: unknown kind '%s' (use pack, convert, transfer)\n", item.c_str());
+      std::fprintf(stderr,
+                   "neat audit: --fail-on: unknown kind '%s' (use pack, convert, transfer)\n",
+                   item.c_str());
       return kMalformed;
     }
     failing.push_back(*k);
@@ -39,16 +42,19 @@ int run_audit(const std::string& path, const std::string& format, int top, const
     return kMalformed;
   }
   const neat::AuditReport report = neat::audit(*records, top);
-  const std::string text = format == "json" ? neat::format_audit_json(report) : neat::format_audit_table(report);
+  const std::string text =
+      format == "json" ? neat::format_audit_json(report) : neat::format_audit_table(report);
   std::fputs(text.c_str(), stdout);
   int status = 0;
   for (const neat::AuditRow& r : report.rows) {
     for (neat::ConversionKind k : failing) {
       if (r.kind == k && r.count > 0) {
-        std::fprintf(stderr, "neat audit: --fail-on %s: %llu %s conversion(s) (%s) on edge '%s', stage '%s'\n",
-                     std::string(neat::to_string(k)).c_str(), static_cast<unsigned long long>(r.count),
-                     std::string(neat::to_string(k)).c_str(), std::string(neat::to_string(r.reason)).c_str(),
-                     r.edge.c_str(), r.stage.c_str());
+        std::fprintf(
+            stderr,
+            "neat audit: --fail-on %s: %llu %s conversion(s) (%s) on edge '%s', stage '%s'\n",
+            std::string(neat::to_string(k)).c_str(), static_cast<unsigned long long>(r.count),
+            std::string(neat::to_string(k)).c_str(), std::string(neat::to_string(r.reason)).c_str(),
+            r.edge.c_str(), r.stage.c_str());
         status = kFailOn;
       }
     }
@@ -61,13 +67,15 @@ int run_audit(const std::string& path, const std::string& format, int top, const
 int main(int argc, char** argv) {
   CLI::App app{"NeatTensor command line"};
   app.require_subcommand(1);
-  CLI::App* audit = app.add_subcommand("audit", "Summarise a conversion trace: what was copied where, how often");
+  CLI::App* audit =
+      app.add_subcommand("audit", "Summarise a conversion trace: what was copied where, how often");
   std::string path, format = "table", fail_on;
   int top = 3;
   audit->add_option("trace", path, "JSON Lines or Chrome trace file")->required();
   audit->add_option("--format", format, "table or json")->check(CLI::IsMember({"table", "json"}));
   audit->add_option("--top", top, "call sites listed per row")->check(CLI::Range(0, 100));
-  audit->add_option("--fail-on", fail_on, "comma-separated kinds that make the exit status 3 (e.g. pack,transfer)");
+  audit->add_option("--fail-on", fail_on,
+                    "comma-separated kinds that make the exit status 3 (e.g. pack,transfer)");
   CLI11_PARSE(app, argc, argv);
   if (audit->parsed()) return run_audit(path, format, top, fail_on);
   return 0;

@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   std::string jsonl_path, chrome_path;
   app.add_option("--trace-jsonl", jsonl_path, "also write every conversion as JSON Lines here");
-  app.add_option("--trace-chrome", chrome_path, "also write a Chrome trace (opens in Perfetto) here");
+  app.add_option("--trace-chrome", chrome_path,
+                 "also write a Chrome trace (opens in Perfetto) here");
   CLI11_PARSE(app, argc, argv);
 
   auto sink = std::make_shared<neat::MemorySink>();
@@ -179,13 +180,15 @@ int main(int argc, char** argv) {
                                                      {.zero_fill = false, .allocator = pool.get()});
       if (!camera) return fail(camera.error());
       {
-        neat::ScopedContext ctx({.graph = "demo", .stage = "preprocess", .edge = "camera->preprocess", .frame = frame});
+        neat::ScopedContext ctx(
+            {.graph = "demo", .stage = "preprocess", .edge = "camera->preprocess", .frame = frame});
         auto input = neat::preprocess(*camera, model);
         if (!input) return fail(input.error());
       }
       {
         // The overlay stage wants packed RGB; it is given a mirrored view.
-        neat::ScopedContext ctx({.graph = "demo", .stage = "overlay", .edge = "camera->overlay", .frame = frame});
+        neat::ScopedContext ctx(
+            {.graph = "demo", .stage = "overlay", .edge = "camera->overlay", .frame = frame});
         auto rgb = neat::convert_color(*camera, neat::PixelFormat::RGB);
         if (!rgb) return fail(rgb.error());
         auto mirrored = rgb->transpose(0, 1);
@@ -193,7 +196,9 @@ int main(int argc, char** argv) {
         if (!packed) return fail(packed.error());
       }
     }
-    std::printf("   10 frames: one preprocess per frame, and an implicit pack per frame on camera->overlay\n");
+    std::printf(
+        "   10 frames: one preprocess per frame, and an implicit pack per frame on "
+        "camera->overlay\n");
   }
 
   step("What was copied (every copy, from the copy gate)");
@@ -203,7 +208,8 @@ int main(int argc, char** argv) {
     if (i < 8) std::printf("   - %s\n", neat::to_string(events[i].event).c_str());
     total += static_cast<std::uint64_t>(events[i].event.bytes_written);
   }
-  if (events.size() > 8) std::printf("   ... and %zu more (summarised by neat audit below)\n", events.size() - 8);
+  if (events.size() > 8)
+    std::printf("   ... and %zu more (summarised by neat audit below)\n", events.size() - 8);
   const neat::CountersSnapshot counters = neat::conversion_counters().snapshot();
   std::printf("   total: %zu events, %s copied; counters: %llu packs (%s), %llu refused\n",
               sink->size(), mib(total).c_str(),
@@ -212,7 +218,8 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(counters.total().refused));
   if (jsonl) {
     if (auto st = jsonl->flush(); !st) return fail(st.error());
-    std::printf("   trace (JSON Lines): %s; summarise it with: neat audit %s\n", jsonl_path.c_str(), jsonl_path.c_str());
+    std::printf("   trace (JSON Lines): %s; summarise it with: neat audit %s\n", jsonl_path.c_str(),
+                jsonl_path.c_str());
   }
   if (chrome) {
     if (auto st = chrome->write(); !st) return fail(st.error());
@@ -220,6 +227,7 @@ int main(int argc, char** argv) {
   }
   std::printf("\nPrometheus metrics (neat::prometheus_text()), first lines:\n");
   const std::string prom = neat::prometheus_text();
-  std::printf("%s", prom.substr(0, prom.find('\n', prom.find("neat_conversion_bytes_total{")) + 1).c_str());
+  std::printf(
+      "%s", prom.substr(0, prom.find('\n', prom.find("neat_conversion_bytes_total{")) + 1).c_str());
   return 0;
 }

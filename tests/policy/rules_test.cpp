@@ -27,9 +27,12 @@ TEST_F(Rules, BudgetFailRefusesBeforeCopyingAndResetsEachFrame) {
   const Status third = copy_at(*t, 1);
   ASSERT_FALSE(third.ok());
   EXPECT_EQ(third.error().code(), ErrorCode::FailedPrecondition);
-  EXPECT_NE(third.error().message().find("copy budget of edge 'a->b' of graph 'g': 250 bytes per frame refuses pack"),
-            std::string::npos) << third.error().message();
-  EXPECT_NE(third.error().message().find("frame would reach 300 B in 3 conversions"), std::string::npos);
+  EXPECT_NE(third.error().message().find(
+                "copy budget of edge 'a->b' of graph 'g': 250 bytes per frame refuses pack"),
+            std::string::npos)
+      << third.error().message();
+  EXPECT_NE(third.error().message().find("frame would reach 300 B in 3 conversions"),
+            std::string::npos);
   EXPECT_EQ(delta().total().count, 2u) << "the refused copy did not run";
   EXPECT_EQ(delta().total().refused, 1u);
   EXPECT_TRUE(copy_at(*t, 2).ok()) << "a new frame starts a new tally";
@@ -40,7 +43,8 @@ TEST_F(Rules, BudgetFailRefusesBeforeCopyingAndResetsEachFrame) {
 
 TEST_F(Rules, BudgetWarnRunsTheCopyAndMakesItsEventLoud) {
   auto t = NeatTensor::allocate(DType::U8, {100});
-  auto budget = add_copy_budget({.graph = "g", .max_count_per_frame = 1, .action = RuleAction::Warn});
+  auto budget =
+      add_copy_budget({.graph = "g", .max_count_per_frame = 1, .action = RuleAction::Warn});
   EXPECT_TRUE(copy_at(*t, 7).ok());
   EXPECT_TRUE(copy_at(*t, 7).ok());
   auto ev = events();
@@ -64,13 +68,16 @@ TEST_F(Rules, BudgetCountOnlyCounts) {
 
 TEST_F(Rules, SteadyStateCanaryAsTestAssertionAndProductionGuard) {
   auto t = NeatTensor::allocate(DType::U8, {10});
-  auto canary = add_steady_state_rule({.after_frames = 3, .kinds = {ConversionKind::Pack}, .action = RuleAction::Count});
+  auto canary = add_steady_state_rule(
+      {.after_frames = 3, .kinds = {ConversionKind::Pack}, .action = RuleAction::Count});
   ASSERT_TRUE(canary.ok());
-  for (int f = 0; f < 3; ++f) EXPECT_TRUE(copy_at(*t, f).ok()) << "warm-up frames may copy";
+  for (int f = 0; f < 3; ++f)
+    EXPECT_TRUE(copy_at(*t, f).ok()) << "warm-up frames may copy";
   EXPECT_TRUE(canary->check().ok());
   EXPECT_TRUE(copy_at(*t, 3).ok());
   NEAT_EXPECT_ERROR(canary->check(), ErrorCode::FailedPrecondition,
-                    "steady state of the process: no pack from frame 3: 1 breach(es); frame 3: pack (user_request) 10 B in clone");
+                    "steady state of the process: no pack from frame 3: 1 breach(es); frame 3: "
+                    "pack (user_request) 10 B in clone");
   auto guard = add_steady_state_rule({.after_frames = 10, .graph = "g"});
   EXPECT_TRUE(copy_at(*t, 9).ok());
   NEAT_EXPECT_ERROR(copy_at(*t, 10), ErrorCode::FailedPrecondition, "steady state of graph 'g'");
@@ -78,11 +85,14 @@ TEST_F(Rules, SteadyStateCanaryAsTestAssertionAndProductionGuard) {
 
 TEST(RulesBadInput, MalformedRulesAreRejected) {
   NEAT_EXPECT_ERROR(add_copy_budget({}), ErrorCode::InvalidArgument, "set max_bytes_per_frame");
-  NEAT_EXPECT_ERROR(add_copy_budget({.max_bytes_per_frame = -5}), ErrorCode::InvalidArgument, ">= 0, or -1");
-  NEAT_EXPECT_ERROR(add_copy_budget({.edge = "x", .max_bytes_per_frame = 1}), ErrorCode::InvalidArgument,
-                    "needs its graph's name");
-  NEAT_EXPECT_ERROR(add_steady_state_rule({.after_frames = -1}), ErrorCode::InvalidArgument, "negative");
-  NEAT_EXPECT_ERROR(add_steady_state_rule({.kinds = {}}), ErrorCode::InvalidArgument, "no conversion kinds");
+  NEAT_EXPECT_ERROR(add_copy_budget({.max_bytes_per_frame = -5}), ErrorCode::InvalidArgument,
+                    ">= 0, or -1");
+  NEAT_EXPECT_ERROR(add_copy_budget({.edge = "x", .max_bytes_per_frame = 1}),
+                    ErrorCode::InvalidArgument, "needs its graph's name");
+  NEAT_EXPECT_ERROR(add_steady_state_rule({.after_frames = -1}), ErrorCode::InvalidArgument,
+                    "negative");
+  NEAT_EXPECT_ERROR(add_steady_state_rule({.kinds = {}}), ErrorCode::InvalidArgument,
+                    "no conversion kinds");
   RuleRegistration none;
   NEAT_EXPECT_ERROR(none.check(), ErrorCode::FailedPrecondition, "not registered");
 }

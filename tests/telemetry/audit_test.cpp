@@ -99,31 +99,36 @@ TEST(AuditBadInput, MalformedTracesNameTheLineOrOffset) {
   EXPECT_TRUE(read("").ok());
   NEAT_EXPECT_ERROR(read(good + "\n" + good.substr(0, 20)), ErrorCode::InvalidArgument,
                     "t line 2, column");
-  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":"10"})"), ErrorCode::InvalidArgument,
+  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":"10"})"),
+                    ErrorCode::InvalidArgument,
                     "t line 1: field \"bytes\" must be an integer, found string");
-  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":1e400})"), ErrorCode::InvalidArgument,
-                    "line 1");
+  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":1e400})"),
+                    ErrorCode::InvalidArgument, "line 1");
   NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":99999999999999999999})"),
                     ErrorCode::InvalidArgument, "must be an integer");
   NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":18446744073709551615})"),
                     ErrorCode::InvalidArgument, "is out of range");
-  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":-5})"), ErrorCode::InvalidArgument,
-                    "is negative");
-  NEAT_EXPECT_ERROR(read(R"({"kind":"teleport","reason":"user_request","bytes":1})"), ErrorCode::InvalidArgument,
-                    "unknown kind \"teleport\"");
-  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"boredom","bytes":1})"), ErrorCode::InvalidArgument,
-                    "unknown reason \"boredom\"");
-  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","bytes":1})"), ErrorCode::InvalidArgument, "missing field \"reason\"");
+  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"user_request","bytes":-5})"),
+                    ErrorCode::InvalidArgument, "is negative");
+  NEAT_EXPECT_ERROR(read(R"({"kind":"teleport","reason":"user_request","bytes":1})"),
+                    ErrorCode::InvalidArgument, "unknown kind \"teleport\"");
+  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"boredom","bytes":1})"),
+                    ErrorCode::InvalidArgument, "unknown reason \"boredom\"");
+  NEAT_EXPECT_ERROR(read(R"({"kind":"pack","bytes":1})"), ErrorCode::InvalidArgument,
+                    "missing field \"reason\"");
   NEAT_EXPECT_ERROR(read(R"({"kind":"pack","reason":"dtype","bytes":1,"explicit":"yes"})"),
                     ErrorCode::InvalidArgument, "\"explicit\" must be true or false");
   NEAT_EXPECT_ERROR(read("[1, 2"), ErrorCode::InvalidArgument, "at byte offset");
   NEAT_EXPECT_ERROR(read(R"({"traceEvents": 5})"), ErrorCode::InvalidArgument, "must be an array");
   NEAT_EXPECT_ERROR(read(R"({"traceEvents":[{"ph":"X","name":"x"}]})"), ErrorCode::InvalidArgument,
                     "event #0: a conversion slice needs \"args\"");
-  NEAT_EXPECT_ERROR(read(R"({"traceEvents":[{"ph":"X","args":{"kind":"pack","reason":"dtype","bytes":true}}]})"),
-                    ErrorCode::InvalidArgument, "event #0 args: field \"bytes\" must be an integer, found boolean");
+  NEAT_EXPECT_ERROR(
+      read(R"({"traceEvents":[{"ph":"X","args":{"kind":"pack","reason":"dtype","bytes":true}}]})"),
+      ErrorCode::InvalidArgument,
+      "event #0 args: field \"bytes\" must be an integer, found boolean");
   NEAT_EXPECT_ERROR(read("\"just a string\"\n"), ErrorCode::InvalidArgument, "expected an object");
-  NEAT_EXPECT_ERROR(read_trace_file("/nonexistent/trace.jsonl"), ErrorCode::FailedPrecondition, "cannot open");
+  NEAT_EXPECT_ERROR(read_trace_file("/nonexistent/trace.jsonl"), ErrorCode::FailedPrecondition,
+                    "cannot open");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "neat/neat.hpp"
@@ -30,7 +31,8 @@ void make_some_copies() {
   ScopedContext ctx({.graph = "cam", .stage = "resize", .edge = "decode->resize", .frame = 4});
   (void)t->clone();
   (void)t->transpose(0, 1)->contiguous();
-  ScopedContext ctx2({.graph = "cam", .stage = "detect", .edge = "resize->\"detect\"\n", .frame = 5});
+  ScopedContext ctx2(
+      {.graph = "cam", .stage = "detect", .edge = "resize->\"detect\"\n", .frame = 5});
   (void)t->clone();
 }
 
@@ -52,6 +54,20 @@ TEST(EventJson, EscapesAndIsValidJson) {
   EXPECT_GT(parsed["line"].get<int>(), 0);
 }
 
+TEST(EventJson, RandomStringsRoundTripThroughAJsonParser) {
+  std::mt19937 rng(7);
+  const std::string alphabet =
+      std::string("ab\"\\\n\t\r/ ") + std::string(1, '\x01') + std::string(1, '\x1f') + "xyz{}";
+  for (int i = 0; i < 20000; ++i) {
+    std::string s(rng() % 40, ' ');
+    for (char& c : s)
+      c = alphabet[rng() % alphabet.size()];
+    std::string out;
+    append_json_string(out, s);
+    ASSERT_EQ(nlohmann::json::parse(out).get<std::string>(), s) << out;
+  }
+}
+
 TEST(JsonlSink, WritesOneParsableLinePerEvent) {
   const std::string path = temp_path("events.jsonl");
   {
@@ -64,7 +80,8 @@ TEST(JsonlSink, WritesOneParsableLinePerEvent) {
   std::ifstream in(path);
   std::string line;
   std::vector<nlohmann::json> lines;
-  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  while (std::getline(in, line))
+    lines.push_back(nlohmann::json::parse(line));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0]["operation"], "clone");
   EXPECT_EQ(lines[0]["stage"], "resize");
@@ -112,11 +129,14 @@ TEST(ChromeTrace, FollowsTheTraceEventFormat) {
     }
     ASSERT_TRUE(ev.contains("ts") && ev["ts"].is_number()) << ev;
     if (ph == "X") {
-      ASSERT_TRUE(ev.contains("dur") && ev["dur"].is_number() && ev["dur"].get<double>() >= 0) << ev;
-      for (const char* k : {"bytes", "reason", "src", "dst", "edge", "stage", "file", "line", "policy"}) {
+      ASSERT_TRUE(ev.contains("dur") && ev["dur"].is_number() && ev["dur"].get<double>() >= 0)
+          << ev;
+      for (const char* k :
+           {"bytes", "reason", "src", "dst", "edge", "stage", "file", "line", "policy"}) {
         EXPECT_TRUE(ev["args"].contains(k)) << k;
       }
-      slices[ev["tid"]].push_back({ev["ts"].get<double>(), ev["ts"].get<double>() + ev["dur"].get<double>()});
+      slices[ev["tid"]].push_back(
+          {ev["ts"].get<double>(), ev["ts"].get<double>() + ev["dur"].get<double>()});
     } else if (ph == "C") {
       ++counters;
       EXPECT_TRUE(ev["args"]["bytes"].is_number_integer());
@@ -128,7 +148,8 @@ TEST(ChromeTrace, FollowsTheTraceEventFormat) {
   EXPECT_EQ(counters, 4);
   // One track per stage, one per thread without a stage.
   std::set<std::string> names;
-  for (auto& [tid, n] : thread_names) names.insert(n);
+  for (auto& [tid, n] : thread_names)
+    names.insert(n);
   EXPECT_TRUE(names.count("stage 'resize'"));
   EXPECT_TRUE(names.count("stage 'detect'"));
   EXPECT_EQ(names.size(), 3u);
@@ -170,17 +191,19 @@ TEST(Prometheus, ExpositionHasLabelsAndPassesPromtool) {
   const std::string text = prometheus_text();
   for (const char* part :
        {"# TYPE neat_conversions_total counter",
-        "neat_conversions_total{kind=\"pack\",reason=\"user_request\",policy=\"strict\",explicit=\"true\",stage=\"resize\",edge=\"decode->resize\"} 1",
-        "neat_conversion_bytes_total{kind=\"pack\",reason=\"user_request\",policy=\"strict\",explicit=\"true\",stage=\"resize\",edge=\"decode->resize\"} 192",
-        "edge=\"resize->\\\"detect\\\"\\n\"",
-        "policy=\"allow_silent\",explicit=\"false\"",
-        "# TYPE neat_conversion_duration_seconds histogram",
-        "le=\"+Inf\"",
-        "neat_conversions_refused_total{kind=\"pack\",reason=\"stride_mismatch\",stage=\"\",edge=\"\"} 1"}) {
+        "neat_conversions_total{kind=\"pack\",reason=\"user_request\",policy=\"strict\",explicit="
+        "\"true\",stage=\"resize\",edge=\"decode->resize\"} 1",
+        "neat_conversion_bytes_total{kind=\"pack\",reason=\"user_request\",policy=\"strict\","
+        "explicit=\"true\",stage=\"resize\",edge=\"decode->resize\"} 192",
+        "edge=\"resize->\\\"detect\\\"\\n\"", "policy=\"allow_silent\",explicit=\"false\"",
+        "# TYPE neat_conversion_duration_seconds histogram", "le=\"+Inf\"",
+        "neat_conversions_refused_total{kind=\"pack\",reason=\"stride_mismatch\",stage=\"\",edge="
+        "\"\"} 1"}) {
     EXPECT_NE(text.find(part), std::string::npos) << "missing: " << part << "\n" << text;
   }
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "promtool is not installed (Debian package 'prometheus'; make test installs it)";
+    GTEST_SKIP()
+        << "promtool is not installed (Debian package 'prometheus'; make test installs it)";
   }
   const std::string path = temp_path("metrics.prom");
   std::ofstream(path) << text;

@@ -20,14 +20,16 @@ CliRun run(const std::string& args) {
   CliRun r{-1, {}};
   if (!p) return r;
   std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  while (std::fgets(buf.data(), buf.size(), p))
+    r.out += buf.data();
   const int rc = ::pclose(p);
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   return r;
 }
 
 std::string write(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()));
+  const auto path =
+      std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()));
   std::ofstream(path) << text;
   return path.string();
 }
@@ -54,7 +56,8 @@ TEST(NeatCli, FailOnGivesExitStatus3) {
   const std::string path = write("fail.jsonl", kTrace);
   const CliRun r = run("audit --fail-on pack,transfer " + path);
   EXPECT_EQ(r.status, 3) << r.out;
-  EXPECT_NE(r.out.find("--fail-on pack: 1 pack conversion(s) (stride_mismatch) on edge 'a->b'"), std::string::npos)
+  EXPECT_NE(r.out.find("--fail-on pack: 1 pack conversion(s) (stride_mismatch) on edge 'a->b'"),
+            std::string::npos)
       << r.out;
   EXPECT_EQ(run("audit --fail-on transfer " + path).status, 0);
   EXPECT_EQ(run("audit --fail-on warp " + path).status, 2);
