@@ -71,6 +71,8 @@ Result<AuditRecord> record_of(const json& j, const std::string& where) {
   NEAT_ASSIGN_OR_RETURN(r.duration_ns, integer("duration_ns", false, 0, 0));
   NEAT_ASSIGN_OR_RETURN(r.frame, integer("frame", false, -1, -1));
   NEAT_ASSIGN_OR_RETURN(r.line, integer("line", false, 0, 0));
+  NEAT_ASSIGN_OR_RETURN(r.timestamp_ns, integer("ts_ns", false, 0, 0));
+  NEAT_ASSIGN_OR_RETURN(r.thread, integer("thread", false, 0, 0));
   if (auto it = j.find("explicit"); it != j.end()) {
     if (!it->is_boolean())
       return invalid_argument(where + ": field \"explicit\" must be true or false");

@@ -30,6 +30,8 @@ struct AuditRecord {
   std::string policy;
   std::int64_t bytes = 0;
   std::int64_t duration_ns = 0;
+  std::int64_t timestamp_ns = 0;  ///< end of the conversion (0 when the trace has none)
+  std::int64_t thread = 0;
   std::int64_t frame = -1;
   std::string graph, stage, edge, operation, file;
   std::int64_t line = 0;

@@ -1,6 +1,7 @@
 // neat: the NeatTensor command line.
 //
 //   neat audit TRACE [--format table|json] [--top N] [--fail-on pack,transfer]
+//   neat timeline TRACE --out timeline.png [--width 1400]
 //
 // Reads a conversion trace (JSON Lines from JsonlSink, or a Chrome trace
 // from ChromeTraceSink) and prints, per edge, stage, kind and reason: the
@@ -15,6 +16,8 @@
 
 #include <neat/neat.hpp>
 #include <neat/telemetry/audit.hpp>
+
+#include "timeline.hpp"
 
 namespace {
 
@@ -76,7 +79,27 @@ int main(int argc, char** argv) {
   audit->add_option("--top", top, "call sites listed per row")->check(CLI::Range(0, 100));
   audit->add_option("--fail-on", fail_on,
                     "comma-separated kinds that make the exit status 3 (e.g. pack,transfer)");
+  CLI::App* timeline =
+      app.add_subcommand("timeline", "Render a conversion trace as a PNG timeline");
+  std::string timeline_trace, png;
+  int width = 1400;
+  timeline->add_option("trace", timeline_trace, "JSON Lines or Chrome trace file")->required();
+  timeline->add_option("--out", png, "the PNG to write")->required();
+  timeline->add_option("--width", width, "image width in pixels")->check(CLI::Range(400, 8000));
   CLI11_PARSE(app, argc, argv);
   if (audit->parsed()) return run_audit(path, format, top, fail_on);
+  if (timeline->parsed()) {
+    auto records = neat::read_trace_file(timeline_trace);
+    if (!records) {
+      std::fprintf(stderr, "neat timeline: %s\n", records.error().message().c_str());
+      return kMalformed;
+    }
+    const std::string err = neat::tools::render_timeline(*records, png, width);
+    if (!err.empty()) {
+      std::fprintf(stderr, "neat timeline: %s\n", err.c_str());
+      return kMalformed;
+    }
+    std::printf("wrote %s (%zu conversions)\n", png.c_str(), records->size());
+  }
   return 0;
 }

@@ -75,3 +75,28 @@ TEST(NeatCli, MalformedTraceGivesExitStatus2WithTheLine) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(NeatCli, TimelineWritesAPng) {
+  const std::string trace = write(
+      "timeline.jsonl",
+      R"({"kind":"pack","reason":"dtype","bytes":1,"ts_ns":2000,"duration_ns":1000,"stage":"s"})"
+      "\n");
+  const std::string png = trace + ".png";
+  const CliRun r = run("timeline " + trace + " --out " + png);
+  EXPECT_EQ(r.status, 0) << r.out;
+  std::ifstream in(png, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, 8);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  const std::string untimed = write("untimed.jsonl", R"({"kind":"pack","reason":"dtype","bytes":1})"
+                                                     "\n");
+  EXPECT_EQ(run("timeline " + untimed + " --out " + png).status, 2);
+  EXPECT_EQ(run("timeline " + trace + " --out /nonexistent/x.png").status, 2);
+  std::filesystem::remove(trace);
+  std::filesystem::remove(untimed);
+  std::filesystem::remove(png);
+}
+
+}  // namespace
