@@ -119,6 +119,23 @@ inline float clamp_to(float v, float hi) noexcept {
   return v < hi ? v : hi;
 }
 
+struct Rgb {
+  float r, g, b;
+};
+
+// One pixel of blend_and_finish, scalar: blend two resampled rows at fy,
+// convert YUV to RGB and clamp to [0, 255].
+inline Rgb blended_rgb(const float* ya, const float* yb, const float* ua, const float* ub,
+                       const float* va, const float* vb, float fy, std::int64_t x) noexcept {
+  const float y = ya[x] + (yb[x] - ya[x]) * fy;
+  const float u = ua[x] + (ub[x] - ua[x]) * fy - 128.0f;
+  const float v = va[x] + (vb[x] - va[x]) * fy - 128.0f;
+  const float ym = y - 16.0f;
+  const float yy = (ym > 0.0f ? ym : 0.0f) * kCY;
+  return {clamp_to(yy + kCVR * v, 255.0f), clamp_to(yy + kCVG * v + kCUG * u, 255.0f),
+          clamp_to(yy + kCUB * u, 255.0f)};
+}
+
 template <class O>
 void blend_and_finish(const float* __restrict ya, const float* __restrict yb,
                       const float* __restrict ua, const float* __restrict ub,
@@ -160,28 +177,17 @@ void blend_and_finish(const float* __restrict ya, const float* __restrict yb,
       store(bp + x, clamp4(yy + kCUB * u) * ba + bb);
     }
     for (; x < w; ++x) {
-      const float y = ya[x] + (yb[x] - ya[x]) * fy;
-      const float u = ua[x] + (ub[x] - ua[x]) * fy - 128.0f;
-      const float v = va[x] + (vb[x] - va[x]) * fy - 128.0f;
-      const float ym = y - 16.0f;
-      const float yy = (ym > 0.0f ? ym : 0.0f) * kCY;
-      rp[x] = clamp_to(yy + kCVR * v, 255.0f) * ra + rb;
-      gp[x] = clamp_to(yy + kCVG * v + kCUG * u, 255.0f) * ga + gb;
-      bp[x] = clamp_to(yy + kCUB * u, 255.0f) * ba + bb;
+      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x);
+      rp[x] = c.r * ra + rb;
+      gp[x] = c.g * ga + gb;
+      bp[x] = c.b * ba + bb;
     }
   } else {
     for (std::int64_t x = 0; x < w; ++x) {
-      const float y = ya[x] + (yb[x] - ya[x]) * fy;
-      const float u = ua[x] + (ub[x] - ua[x]) * fy - 128.0f;
-      const float v = va[x] + (vb[x] - va[x]) * fy - 128.0f;
-      const float ym = y - 16.0f;
-      const float yy = (ym > 0.0f ? ym : 0.0f) * kCY;
-      const float r = clamp_to(yy + kCVR * v, 255.0f);
-      const float g = clamp_to(yy + kCVG * v + kCUG * u, 255.0f);
-      const float b = clamp_to(yy + kCUB * u, 255.0f);
-      put<O>(planes[ri], row_start + x, r * ra + rb);
-      put<O>(planes[1], row_start + x, g * ga + gb);
-      put<O>(planes[bi], row_start + x, b * ba + bb);
+      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x);
+      put<O>(planes[ri], row_start + x, c.r * ra + rb);
+      put<O>(planes[1], row_start + x, c.g * ga + gb);
+      put<O>(planes[bi], row_start + x, c.b * ba + bb);
     }
   }
 }
