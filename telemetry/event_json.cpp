@@ -20,6 +20,7 @@ struct Writer {
     p += N - 1;
   }
   void raw(std::string_view s) noexcept {
+    if (s.empty()) return;  // an empty view may have a null data(): memcpy must not see it
     std::memcpy(p, s.data(), s.size());
     p += s.size();
   }
