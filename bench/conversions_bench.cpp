@@ -5,6 +5,7 @@
 // split, single-threaded and with 2 threads.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -106,5 +107,88 @@ void BM_Preprocess_NeatFused(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Preprocess_NeatFused)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+
+namespace {
+
+// Paired measurement: the two sides alternate call by call in one loop, so
+// machine drift and neighbours hit both equally; the counter "ratio" is
+// sum(ours) / sum(baseline) over the run.
+template <class Ours, class Baseline>
+void paired(benchmark::State& state, Ours&& ours, Baseline&& baseline) {
+  using clock = std::chrono::steady_clock;
+  double ours_ns = 0, base_ns = 0;
+  bool ours_first = true;  // alternate the order too, so neither side always runs on a warm cache
+  for (auto _ : state) {
+    if (ours_first) {
+      const auto t0 = clock::now();
+      ours();
+      const auto t1 = clock::now();
+      baseline();
+      const auto t2 = clock::now();
+      ours_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+      base_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
+    } else {
+      const auto t0 = clock::now();
+      baseline();
+      const auto t1 = clock::now();
+      ours();
+      const auto t2 = clock::now();
+      base_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+      ours_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
+    }
+    ours_first = !ours_first;
+  }
+  state.counters["ours_us"] = ours_ns / 1e3 / static_cast<double>(state.iterations());
+  state.counters["baseline_us"] = base_ns / 1e3 / static_cast<double>(state.iterations());
+  state.counters["ratio"] = ours_ns / base_ns;
+}
+
+void BM_Paired_Nv12ToRgb(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  cv::setNumThreads(threads);
+  const auto f = nv12_1080p();
+  auto m = f.map();
+  const Planes p = mats_of(*m, f);
+  cv::Mat rgb;
+  paired(
+      state,
+      [&] {
+        benchmark::DoNotOptimize(
+            neat::convert_color(f, neat::PixelFormat::RGB, {.threads = threads}));
+      },
+      [&] {
+        cv::cvtColorTwoPlane(p.y, p.uv, rgb, cv::COLOR_YUV2RGB_NV12);
+        benchmark::DoNotOptimize(rgb.data);
+      });
+}
+BENCHMARK(BM_Paired_Nv12ToRgb)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+void BM_Paired_Preprocess(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  cv::setNumThreads(threads);
+  const auto f = nv12_1080p();
+  auto m = f.map();
+  const Planes p = mats_of(*m, f);
+  const auto prm = model_params();
+  cv::Mat rgb, small, fl;
+  std::vector<float> chw(3 * 640 * 640);
+  std::vector<cv::Mat> planes = {cv::Mat(640, 640, CV_32F, chw.data()),
+                                 cv::Mat(640, 640, CV_32F, chw.data() + 640 * 640),
+                                 cv::Mat(640, 640, CV_32F, chw.data() + 2 * 640 * 640)};
+  paired(
+      state, [&] { benchmark::DoNotOptimize(neat::preprocess(f, prm, {.threads = threads})); },
+      [&] {
+        cv::cvtColorTwoPlane(p.y, p.uv, rgb, cv::COLOR_YUV2RGB_NV12);
+        cv::resize(rgb, small, cv::Size(640, 640), 0, 0, cv::INTER_LINEAR);
+        small.convertTo(fl, CV_32F, prm.scale);
+        cv::subtract(fl, cv::Scalar(prm.mean[0], prm.mean[1], prm.mean[2]), fl);
+        cv::divide(fl, cv::Scalar(prm.std[0], prm.std[1], prm.std[2]), fl);
+        cv::split(fl, planes);
+        benchmark::DoNotOptimize(chw.data());
+      });
+}
+BENCHMARK(BM_Paired_Preprocess)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

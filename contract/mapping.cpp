@@ -68,28 +68,29 @@ Result<std::byte*> Mapping::mutable_plane_data(PlaneRole role) const {
 }
 
 Result<std::byte*> Mapping::checked_data(DType dtype, bool for_write, std::size_t align) const {
-  const std::string what = "data_ptr<" + std::string(neat::to_string(dtype)) + ">()";
-  if (!tensor_.defined()) return failed_precondition(what + ": the mapping is empty (moved-from)");
+  auto what = [&] { return "data_ptr<" + std::string(neat::to_string(dtype)) + ">()"; };
+  if (!tensor_.defined())
+    return failed_precondition(what() + ": the mapping is empty (moved-from)");
   if (tensor_.is_composite()) {
-    return failed_precondition(what + " on " + tensor_.to_string() +
+    return failed_precondition(what() + " on " + tensor_.to_string() +
                                ": a planar frame has no single data pointer; use plane_data()");
   }
   if (tensor_.dtype() != dtype) {
-    return invalid_argument(what + " on " + tensor_.to_string() + ": the tensor's dtype is " +
+    return invalid_argument(what() + " on " + tensor_.to_string() + ": the tensor's dtype is " +
                             std::string(neat::to_string(tensor_.dtype())));
   }
   if (!tensor_.is_contiguous() || tensor_.is_broadcast()) {
-    return failed_precondition(what + " on " + tensor_.to_string() +
+    return failed_precondition(what() + " on " + tensor_.to_string() +
                                ": the data is not contiguous; index with strides() through "
                                "data(), or call contiguous() first (an explicit copy)");
   }
   if (for_write && !writable()) {
-    return failed_precondition(what +
+    return failed_precondition(what() +
                                " with a non-const element type needs a write mapping; use "
                                "data_ptr<const T>() on a read mapping");
   }
   if (reinterpret_cast<std::uintptr_t>(data_) % align != 0) {
-    return invalid_argument(what + " on " + tensor_.to_string() + ": the address (byte offset " +
+    return invalid_argument(what() + " on " + tensor_.to_string() + ": the address (byte offset " +
                             std::to_string(tensor_.byte_offset()) + ") is not aligned to " +
                             std::to_string(align) + " bytes");
   }

@@ -131,16 +131,16 @@ Result<cv::Mat> mat_view(const NeatTensor& tensor) {
 
 Result<cv::Mat> mat_header(const Mapping& mapping) {
   const NeatTensor& t = mapping.tensor();
-  const std::string what = "mat_view of " + t.to_string();
+  auto what = [&] { return "mat_view of " + t.to_string(); };  // built only on failure
   if (!t.defined()) return failed_precondition("mat_view: the mapping is empty");
   if (t.device().type != DeviceType::Cpu) {
-    return failed_precondition(what + ": the tensor is not in CPU memory");
+    return failed_precondition(what() + ": the tensor is not in CPU memory");
   }
   if (t.is_composite()) {
-    return failed_precondition(what + ": a planar frame is not one Mat; take plane(role) first");
+    return failed_precondition(what() + ": a planar frame is not one Mat; take plane(role) first");
   }
   if (t.is_broadcast()) {
-    return failed_precondition(what + ": a broadcast (stride 0) view cannot be a Mat");
+    return failed_precondition(what() + ": a broadcast (stride 0) view cannot be a Mat");
   }
   NEAT_ASSIGN_OR_RETURN(int depth, cv_depth_from_dtype(t.dtype()));
   const std::int64_t item = item_size(t.dtype());
@@ -151,7 +151,7 @@ Result<cv::Mat> mat_header(const Mapping& mapping) {
     case 1:
       cols = s[0];
       if (cols > 1 && st[0] != item) {
-        return failed_precondition(what + ": elements are " + std::to_string(st[0]) +
+        return failed_precondition(what() + ": elements are " + std::to_string(st[0]) +
                                    " bytes apart; a Mat row needs them packed");
       }
       row_step = cols * item;
@@ -160,7 +160,7 @@ Result<cv::Mat> mat_header(const Mapping& mapping) {
       rows = s[0];
       cols = s[1];
       if (cols > 1 && st[1] != item) {
-        return failed_precondition(what + ": columns are " + std::to_string(st[1]) +
+        return failed_precondition(what() + ": columns are " + std::to_string(st[1]) +
                                    " bytes apart; a Mat needs packed columns (HW layout)");
       }
       row_step = rows > 1 ? st[0] : cols * item;
@@ -170,34 +170,34 @@ Result<cv::Mat> mat_header(const Mapping& mapping) {
       cols = s[1];
       cn = s[2];
       if (t.layout() == Layout::CHW) {
-        return failed_precondition(what +
+        return failed_precondition(what() +
                                    ": CHW is not a Mat layout; take one channel with "
                                    "narrow(0, c, 1) or convert the layout first");
       }
       if ((cn > 1 && st[2] != item) || (cols > 1 && st[1] != cn * item)) {
-        return failed_precondition(what + ": channels must be packed and pixels " +
+        return failed_precondition(what() + ": channels must be packed and pixels " +
                                    std::to_string(cn * item) + " bytes apart (HWC) for a Mat");
       }
       if (cn > CV_CN_MAX) {
-        return failed_precondition(what + ": " + std::to_string(cn) +
+        return failed_precondition(what() + ": " + std::to_string(cn) +
                                    " channels is above OpenCV's maximum of " +
                                    std::to_string(CV_CN_MAX));
       }
       row_step = rows > 1 ? st[0] : cols * cn * item;
       break;
     default:
-      return failed_precondition(what + ": rank " + std::to_string(t.rank()) +
+      return failed_precondition(what() + ": rank " + std::to_string(t.rank()) +
                                  " has no Mat form here; Mat views are HW or HWC");
   }
   if (rows > INT32_MAX || cols > INT32_MAX) {
-    return failed_precondition(what + ": extents above 2^31-1 do not fit a Mat");
+    return failed_precondition(what() + ": extents above 2^31-1 do not fit a Mat");
   }
   if (row_step < cols * cn * item) {
-    return failed_precondition(what + ": the row stride " + std::to_string(row_step) +
+    return failed_precondition(what() + ": the row stride " + std::to_string(row_step) +
                                " is negative or smaller than a row; a Mat needs top-down rows");
   }
   if (row_step % item != 0) {
-    return failed_precondition(what + ": the row stride " + std::to_string(row_step) +
+    return failed_precondition(what() + ": the row stride " + std::to_string(row_step) +
                                " is not a multiple of the " + std::to_string(item) +
                                "-byte element, which OpenCV requires");
   }
