@@ -122,11 +122,16 @@ struct Writer {
 
 // Upper bound of the encoded size of a description and of an event.
 constexpr std::size_t kDescriptionBound = 400;
-std::size_t bound(const ConversionEvent& e) noexcept {
-  const std::size_t strings = std::strlen(e.where.file_name()) +
-                              std::strlen(e.where.function_name()) + e.operation.size() +
-                              e.graph.size() + e.stage.size() + e.edge.size();
-  return 600 + 2 * kDescriptionBound + 6 * strings;
+std::size_t bound(const ConversionEvent& e, const CallSiteCache::Entry* cached) noexcept {
+  std::size_t strings = e.graph.size() + e.stage.size() + e.edge.size();
+  std::size_t site = 0;
+  if (cached != nullptr) {  // the call site's encoding is known: no strlen
+    site = cached->encoded.size();
+  } else {
+    strings += std::strlen(e.where.file_name()) + std::strlen(e.where.function_name()) +
+               e.operation.size();
+  }
+  return 600 + 2 * kDescriptionBound + 6 * strings + site;
 }
 
 void encode_call_site(Writer& w, const ConversionEvent& e) noexcept {
@@ -207,8 +212,8 @@ void append_description_json(std::string& out, const TensorDescription& d) {
   out.resize(static_cast<std::size_t>(w.p - out.data()));
 }
 
-std::size_t event_json_bound(const ConversionEvent& e) noexcept {
-  return bound(e);
+std::size_t event_json_bound(const ConversionEvent& e, CallSiteCache* cache) noexcept {
+  return bound(e, cache != nullptr ? cache->find(e) : nullptr);
 }
 
 char* encode_event_json(char* dst, const ConversionEvent& e, CallSiteCache* cache) {
@@ -238,7 +243,7 @@ CallSiteCache::Entry& CallSiteCache::insert(const ConversionEvent& e) {
 }
 
 void append_event_json(std::string& out, const ConversionEvent& e, CallSiteCache* cache) {
-  const std::size_t n = bound(e);
+  const std::size_t n = bound(e, cache != nullptr ? cache->find(e) : nullptr);
   if (n <= 4096) {  // the common case: encode on the stack, append once
     char buf[4096];
     Writer w{buf};

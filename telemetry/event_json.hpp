@@ -46,8 +46,9 @@ class CallSiteCache {
 void append_json_string(std::string& out, std::string_view s);
 /// Appends {"dtype":..,"shape":[..],...}.
 void append_description_json(std::string& out, const TensorDescription& d);
-/// The most bytes encode_event_json() can write for `e`.
-std::size_t event_json_bound(const ConversionEvent& e) noexcept;
+/// The most bytes encode_event_json() can write for `e` (pass the cache that
+/// encode_event_json() will get).
+std::size_t event_json_bound(const ConversionEvent& e, CallSiteCache* cache = nullptr) noexcept;
 /// Writes the event as one JSON object at `dst` (at least event_json_bound()
 /// bytes); returns the end. For sinks with their own buffers.
 char* encode_event_json(char* dst, const ConversionEvent& e, CallSiteCache* cache = nullptr);

@@ -36,8 +36,8 @@ JsonlSink::~JsonlSink() {
 
 void JsonlSink::on_event(const ConversionEvent& event) noexcept {
   try {
-    const std::size_t need = event_json_bound(event) + 1;
     std::lock_guard lock(mutex_);
+    const std::size_t need = event_json_bound(event, &call_sites_) + 1;
     if (used_ + need > kCapacity) (void)write_locked();
     if (need > kCapacity) {  // an event larger than the buffer: encode it on its own
       std::string big;
