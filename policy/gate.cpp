@@ -33,7 +33,7 @@ std::string place(const CopyRequest& r, const ConversionContext& c) {
 Result<ConversionPolicy> PolicyGate::admit(const CopyRequest& request) {
   const ConversionPolicy policy = effective_policy(request.policy);
   if (request.explicit_call || policy != ConversionPolicy::Strict) {
-    if (Status rules = detail::rules_admit(request); !rules.ok()) {
+    if (Status rules = detail::rules_admit(request, policy); !rules.ok()) {
       conversion_counters().add_refused(request.kind, request.reason);
       const ConversionContext& c = current_context();
       labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge);
@@ -68,7 +68,7 @@ void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,
   }
   bool breached = false;
   try {
-    breached = detail::rules_record(request, outcome.bytes_written);
+    breached = detail::rules_record(request, outcome.bytes_written, policy);
   } catch (...) {
     // Out of memory while keeping a breach: the conversion itself is counted above.
   }

@@ -51,7 +51,19 @@ struct Rule {
     const std::string& e = is_budget ? budget.edge : steady.edge;
     return c.frame >= 0 && (g.empty() || g == c.graph) && (e.empty() || e == c.edge);
   }
-  RuleAction action() const { return is_budget ? budget.action : steady.action; }
+  RuleAction action(ConversionPolicy policy) const {
+    const RuleAction a = is_budget ? budget.action : steady.action;
+    if (a != RuleAction::ByPolicy) return a;
+    switch (policy) {
+      case ConversionPolicy::Strict:
+        return RuleAction::Fail;
+      case ConversionPolicy::AllowWithTrace:
+        return RuleAction::Warn;
+      case ConversionPolicy::AllowSilent:
+        return RuleAction::Count;
+    }
+    return RuleAction::Fail;
+  }
   // Would `bytes` more breach this rule at the context's frame?
   bool breached_by(const CopyRequest& r, const ConversionContext& c, std::int64_t add_bytes) const {
     if (!is_budget) {
@@ -180,13 +192,13 @@ Result<RuleRegistration> add_steady_state_rule(const SteadyStateRule& rule) {
 
 namespace detail {
 
-Status rules_admit(const CopyRequest& request) {
+Status rules_admit(const CopyRequest& request, ConversionPolicy policy) {
   Registry& reg = registry();
   if (reg.size.load(std::memory_order_acquire) == 0) return {};
   const ConversionContext& c = current_context();
   std::lock_guard lock(reg.mutex);
   for (auto& [id, r] : reg.rules) {
-    if (r.action() != RuleAction::Fail || !r.applies(c) ||
+    if (r.action(policy) != RuleAction::Fail || !r.applies(c) ||
         !r.breached_by(request, c, request.bytes))
       continue;
     r.breaches += 1;
@@ -201,7 +213,7 @@ Status rules_admit(const CopyRequest& request) {
   return {};
 }
 
-bool rules_record(const CopyRequest& request, std::int64_t bytes) {
+bool rules_record(const CopyRequest& request, std::int64_t bytes, ConversionPolicy policy) {
   Registry& reg = registry();
   if (reg.size.load(std::memory_order_acquire) == 0) return false;
   const ConversionContext& c = current_context();
@@ -217,11 +229,12 @@ bool rules_record(const CopyRequest& request, std::int64_t bytes) {
     }
     r.bytes += bytes;
     r.count += 1;
-    if (!breach || r.action() == RuleAction::Fail) continue;
+    const RuleAction action = r.action(policy);
+    if (!breach || action == RuleAction::Fail) continue;
     r.breaches += 1;
     if (r.kept.size() == kKeptBreaches) r.kept.pop_front();
     r.kept.push_back(RuleBreach{r.name(), c.frame, r.bytes, r.count, describe(request, bytes)});
-    if (r.action() == RuleAction::Warn) {
+    if (action == RuleAction::Warn) {
       loud = true;
       if (!r.warned) {
         r.warned = true;

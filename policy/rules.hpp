@@ -10,7 +10,9 @@
 //
 // Actions: Fail refuses the conversion before it copies anything (an error
 // naming the scope, the limit and the frame); Warn lets it run, marks its
-// event loud and warns once on stderr; Count only counts. Every breach is
+// event loud and warns once on stderr; Count only counts. ByPolicy (the
+// default) takes the action from the policy in force for that conversion:
+// Strict fails, AllowWithTrace warns, AllowSilent counts. Every breach is
 // counted and kept (the most recent 64) for check() and breaches().
 //
 // Threading: thread-safe. Rules cost nothing while none is registered; with
@@ -26,14 +28,20 @@
 
 namespace neat {
 
-enum class RuleAction : std::uint8_t { Fail, Warn, Count };
+enum class RuleAction : std::uint8_t {
+  ByPolicy,  ///< the policy in force decides: Strict -> Fail, AllowWithTrace -> Warn, AllowSilent
+             ///< -> Count
+  Fail,
+  Warn,
+  Count,
+};
 
 struct CopyBudget {
   std::string graph;  ///< empty: any graph (with `edge` empty: the whole process)
   std::string edge;   ///< empty: the whole graph
   std::int64_t max_bytes_per_frame = -1;  ///< -1: no byte limit
   std::int64_t max_count_per_frame = -1;  ///< -1: no count limit
-  RuleAction action = RuleAction::Fail;
+  RuleAction action = RuleAction::ByPolicy;
 };
 
 struct SteadyStateRule {
@@ -42,7 +50,7 @@ struct SteadyStateRule {
                                     ConversionKind::Transfer};
   std::string graph;  ///< empty: any
   std::string edge;   ///< empty: any
-  RuleAction action = RuleAction::Fail;
+  RuleAction action = RuleAction::ByPolicy;
 };
 
 /// A recorded breach of a budget or canary.
@@ -84,11 +92,12 @@ Result<RuleRegistration> add_copy_budget(const CopyBudget& budget);
 Result<RuleRegistration> add_steady_state_rule(const SteadyStateRule& rule);
 
 namespace detail {
-/// Called by the copy gate: refuses a conversion a Fail rule forbids.
-Status rules_admit(const CopyRequest& request);
+/// Called by the copy gate: refuses a conversion a Fail rule forbids
+/// (`policy` is the policy in force, for ByPolicy rules).
+Status rules_admit(const CopyRequest& request, ConversionPolicy policy);
 /// Called by the copy gate after a conversion ran; returns true when it
 /// breached a Warn rule (its event is then loud).
-bool rules_record(const CopyRequest& request, std::int64_t bytes);
+bool rules_record(const CopyRequest& request, std::int64_t bytes, ConversionPolicy policy);
 }  // namespace detail
 
 }  // namespace neat

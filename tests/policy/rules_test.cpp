@@ -20,7 +20,8 @@ Status copy_at(const NeatTensor& t, std::int64_t frame, const char* edge = "a->b
 
 TEST_F(Rules, BudgetFailRefusesBeforeCopyingAndResetsEachFrame) {
   auto t = NeatTensor::allocate(DType::U8, {100});
-  auto budget = add_copy_budget({.graph = "g", .edge = "a->b", .max_bytes_per_frame = 250});
+  auto budget = add_copy_budget(
+      {.graph = "g", .edge = "a->b", .max_bytes_per_frame = 250, .action = RuleAction::Fail});
   ASSERT_TRUE(budget.ok());
   EXPECT_TRUE(copy_at(*t, 1).ok());
   EXPECT_TRUE(copy_at(*t, 1).ok());
@@ -78,9 +79,33 @@ TEST_F(Rules, SteadyStateCanaryAsTestAssertionAndProductionGuard) {
   NEAT_EXPECT_ERROR(canary->check(), ErrorCode::FailedPrecondition,
                     "steady state of the process: no pack from frame 3: 1 breach(es); frame 3: "
                     "pack (user_request) 10 B in clone");
-  auto guard = add_steady_state_rule({.after_frames = 10, .graph = "g"});
+  auto guard =
+      add_steady_state_rule({.after_frames = 10, .graph = "g", .action = RuleAction::Fail});
   EXPECT_TRUE(copy_at(*t, 9).ok());
   NEAT_EXPECT_ERROR(copy_at(*t, 10), ErrorCode::FailedPrecondition, "steady state of graph 'g'");
+}
+
+TEST_F(Rules, ByPolicyTakesTheActionFromThePolicyInForce) {
+  auto t = NeatTensor::allocate(DType::U8, {100});
+  auto budget = add_copy_budget({.graph = "g", .max_count_per_frame = 0});  // ByPolicy: the default
+  {
+    ScopedPolicy strict(ConversionPolicy::Strict);
+    NEAT_EXPECT_ERROR(copy_at(*t, 1), ErrorCode::FailedPrecondition, "copy budget of graph 'g'");
+  }
+  {
+    ScopedPolicy trace(ConversionPolicy::AllowWithTrace);
+    EXPECT_TRUE(copy_at(*t, 2).ok());
+    ASSERT_FALSE(events().empty());
+    EXPECT_TRUE(events().back().event.loud) << "warn plus event";
+  }
+  {
+    ScopedPolicy silent(ConversionPolicy::AllowSilent);
+    const auto n = events().size();
+    EXPECT_TRUE(copy_at(*t, 3).ok());
+    EXPECT_FALSE(events().back().event.loud) << "count only";
+    EXPECT_EQ(events().size(), n + 1) << "the clone is explicit: it is still traced";
+  }
+  EXPECT_EQ(budget->breach_count(), 3u);
 }
 
 TEST(RulesBadInput, MalformedRulesAreRejected) {
