@@ -145,6 +145,20 @@ void encode_call_site(Writer& w, const ConversionEvent& e) noexcept {
   w.str(e.where.function_name());
 }
 
+void encode_description(Writer& w, const TensorDescription& d, CallSiteCache* cache) {
+  if (cache == nullptr) {
+    w.description(d);
+    return;
+  }
+  if (const std::string* hit = cache->find(d)) {
+    w.raw(*hit);
+    return;
+  }
+  char* start = w.p;
+  w.description(d);
+  cache->insert(d, std::string(start, static_cast<std::size_t>(w.p - start)));
+}
+
 void encode(Writer& w, const ConversionEvent& e, CallSiteCache* cache) {
   w.lit("{\"ts_ns\":");
   w.num(e.timestamp_ns);
@@ -175,9 +189,9 @@ void encode(Writer& w, const ConversionEvent& e, CallSiteCache* cache) {
   w.lit(",\"frame\":");
   w.num(e.frame);
   w.lit(",\"src\":");
-  w.description(e.source);
+  encode_description(w, e.source, cache);
   w.lit(",\"dst\":");
-  w.description(e.destination);
+  encode_description(w, e.destination, cache);
   if (cache == nullptr) {
     encode_call_site(w, e);
   } else {
@@ -194,7 +208,28 @@ void encode(Writer& w, const ConversionEvent& e, CallSiteCache* cache) {
   *w.p++ = '}';
 }
 
+bool same(const TensorDescription& a, const TensorDescription& b) noexcept {
+  return a.dtype == b.dtype && a.format == b.format && a.layout == b.layout &&
+         a.device == b.device && a.storage == b.storage && a.rank == b.rank &&
+         a.contiguous == b.contiguous && a.shape == b.shape;
+}
+
 }  // namespace
+
+const std::string* CallSiteCache::find(const TensorDescription& d) const noexcept {
+  for (const Description& c : descriptions_) {
+    if (c.used && same(c.key, d)) return &c.encoded;
+  }
+  return nullptr;
+}
+
+void CallSiteCache::insert(const TensorDescription& d, std::string encoded) {
+  Description& c = descriptions_[next_description_];
+  next_description_ = (next_description_ + 1) % kDescriptions;
+  c.key = d;
+  c.encoded = std::move(encoded);
+  c.used = true;
+}
 
 void append_json_string(std::string& out, std::string_view s) {
   const std::size_t old = out.size();

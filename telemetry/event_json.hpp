@@ -37,9 +37,21 @@ class CallSiteCache {
   Entry* find(const ConversionEvent& e) noexcept;
   Entry& insert(const ConversionEvent& e);
 
+  /// Encoded tensor descriptions: a pipeline describes the same tensors every frame.
+  struct Description {
+    TensorDescription key;
+    std::string encoded;
+    bool used = false;
+  };
+  static constexpr int kDescriptions = 8;
+  const std::string* find(const TensorDescription& d) const noexcept;
+  void insert(const TensorDescription& d, std::string encoded);
+
  private:
   Entry entries_[kSize];
   int next_ = 0;
+  Description descriptions_[kDescriptions];
+  int next_description_ = 0;
 };
 
 /// Appends `s` as a JSON string literal (quotes and escapes included).

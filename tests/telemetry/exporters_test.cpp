@@ -89,6 +89,12 @@ TEST(JsonlSink, WritesOneParsableLinePerEvent) {
   EXPECT_EQ(lines[0]["frame"], 4);
   EXPECT_EQ(lines[0]["bytes"], 192);
   EXPECT_EQ(lines[1]["reason"], "stride_mismatch");
+  // Encodings are cached per description: same shape, different contiguity must not mix.
+  EXPECT_EQ(lines[0]["src"]["contiguous"], true);
+  EXPECT_EQ(lines[1]["src"]["contiguous"], false);
+  EXPECT_EQ(lines[1]["src"]["shape"], nlohmann::json::array({8, 8, 3}));
+  EXPECT_EQ(lines[1]["dst"]["contiguous"], true);
+  EXPECT_EQ(lines[2]["src"]["contiguous"], true);
   EXPECT_EQ(lines[2]["edge"], "resize->\"detect\"\n");
   EXPECT_NE(lines[0]["file"].get<std::string>().find("exporters_test.cpp"), std::string::npos);
   std::filesystem::remove(path);
