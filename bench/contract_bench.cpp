@@ -222,6 +222,11 @@ void BM_RecordEvent(benchmark::State& state) {
   request.operation = "bench";
   request.where = std::source_location::current();
   const neat::CopyOutcome outcome{1024, 1024, 100};
+  // Names longer than the strings' inline capacity: labeled metrics must not allocate.
+  neat::ScopedContext ctx({.graph = "camera-pipeline",
+                           .stage = "preprocess-stage",
+                           .edge = "camera->preprocess-stage",
+                           .frame = 7});
   Meter m(state);
   for (auto _ : state) {
     neat::policy_gate().record(request, neat::ConversionPolicy::AllowWithTrace, outcome);

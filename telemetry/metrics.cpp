@@ -31,12 +31,24 @@ std::string number(double v) {
 
 }  // namespace
 
+template <class Map>
+typename Map::mapped_type& LabeledMetrics::slot(Map& map, const KeyView& k) {
+  auto it = map.find(k);  // transparent: no strings built
+  if (it == map.end()) {
+    it = map.emplace(Key{k.kind, k.reason, k.policy, k.explicit_call, std::string(k.stage),
+                         std::string(k.edge)},
+                     typename Map::mapped_type{})
+             .first;
+  }
+  return it->second;
+}
+
 void LabeledMetrics::record(ConversionKind kind, ConversionReason reason, ConversionPolicy policy,
                             bool explicit_call, std::string_view stage, std::string_view edge,
                             std::int64_t bytes, std::int64_t duration_ns) {
   const double seconds = static_cast<double>(duration_ns) * 1e-9;
   std::lock_guard lock(mutex_);
-  Cell& c = cells_[Key{kind, reason, policy, explicit_call, std::string(stage), std::string(edge)}];
+  Cell& c = slot(cells_, KeyView{kind, reason, policy, explicit_call, stage, edge});
   c.count += 1;
   c.bytes += static_cast<std::uint64_t>(bytes);
   c.seconds += seconds;
@@ -51,8 +63,7 @@ void LabeledMetrics::record(ConversionKind kind, ConversionReason reason, Conver
 void LabeledMetrics::record_refused(ConversionKind kind, ConversionReason reason,
                                     std::string_view stage, std::string_view edge) {
   std::lock_guard lock(mutex_);
-  refused_[Key{kind, reason, ConversionPolicy::Strict, false, std::string(stage),
-               std::string(edge)}] += 1;
+  slot(refused_, KeyView{kind, reason, ConversionPolicy::Strict, false, stage, edge}) += 1;
 }
 
 void LabeledMetrics::clear() {

@@ -37,23 +37,43 @@ class LabeledMetrics {
   void clear();
 
  private:
+  // Lookups use KeyView (no allocation); a Key with owned strings is built
+  // only when a label set is seen for the first time.
+  struct KeyView {
+    ConversionKind kind;
+    ConversionReason reason;
+    ConversionPolicy policy;
+    bool explicit_call;
+    std::string_view stage, edge;
+    auto tie() const { return std::tie(kind, reason, policy, explicit_call, stage, edge); }
+  };
   struct Key {
     ConversionKind kind;
     ConversionReason reason;
     ConversionPolicy policy;
     bool explicit_call;
     std::string stage, edge;
-    auto tie() const { return std::tie(kind, reason, policy, explicit_call, stage, edge); }
-    bool operator<(const Key& o) const { return tie() < o.tie(); }
+    KeyView view() const { return {kind, reason, policy, explicit_call, stage, edge}; }
   };
+  struct Less {
+    using is_transparent = void;
+    static KeyView v(const Key& k) { return k.view(); }
+    static const KeyView& v(const KeyView& k) { return k; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return v(a).tie() < v(b).tie();
+    }
+  };
+  template <class Map>
+  static typename Map::mapped_type& slot(Map& map, const KeyView& k);
   struct Cell {
     std::uint64_t count = 0, bytes = 0;
     double seconds = 0;
     std::array<std::uint64_t, kBuckets.size()> buckets{};  // cumulative at exposition
   };
   mutable std::mutex mutex_;
-  std::map<Key, Cell> cells_;
-  std::map<Key, std::uint64_t> refused_;
+  std::map<Key, Cell, Less> cells_;
+  std::map<Key, std::uint64_t, Less> refused_;
 };
 
 /// The process-wide metrics the copy gate updates.
