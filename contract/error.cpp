@@ -1,5 +1,8 @@
 #include "neat/contract/error.hpp"
 
+#include <cerrno>
+#include <cstring>
+
 namespace neat {
 
 std::string_view to_string(ErrorCode code) noexcept {
@@ -16,6 +19,8 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "resource_exhausted";
     case ErrorCode::Internal:
       return "internal";
+    case ErrorCode::Unavailable:
+      return "unavailable";
   }
   return "unknown";
 }
@@ -59,6 +64,43 @@ Error resource_exhausted(std::string message) {
 }
 Error internal_error(std::string message) {
   return Error(ErrorCode::Internal, std::move(message));
+}
+Error unavailable(std::string message) {
+  return Error(ErrorCode::Unavailable, std::move(message));
+}
+
+Error os_error(std::string_view what, int errnum) {
+  std::string m(what);
+  m += ": ";
+  char buf[128];
+  // GNU strerror_r returns the message (possibly not in buf).
+  m += ::strerror_r(errnum, buf, sizeof buf);
+  m += " (errno ";
+  m += std::to_string(errnum);
+  m += ')';
+  switch (errnum) {
+    case ENOMEM:
+    case EMFILE:
+    case ENFILE:
+    case ENOSPC:
+    case EAGAIN:
+      return Error(ErrorCode::ResourceExhausted, std::move(m));
+    case ENOENT:
+    case ENODEV:
+    case ENXIO:
+    case EACCES:
+    case EPERM:
+    case ENOSYS:
+      return Error(ErrorCode::Unavailable, std::move(m));
+    case EBADF:
+    case EINVAL:
+      return Error(ErrorCode::InvalidArgument, std::move(m));
+    case ENOTTY:
+    case EOPNOTSUPP:
+      return Error(ErrorCode::Unimplemented, std::move(m));
+    default:
+      return Error(ErrorCode::FailedPrecondition, std::move(m));
+  }
 }
 
 }  // namespace neat

@@ -24,6 +24,7 @@ enum class ErrorCode : std::uint8_t {
   Unimplemented = 4,       ///< a valid request this build cannot serve
   ResourceExhausted = 5,   ///< memory or another resource could not be obtained
   Internal = 6,            ///< a NeatTensor bug: please report it
+  Unavailable = 7,  ///< a backend or device this machine does not have (no /dev/dma_heap, no EGL)
 };
 
 /// Stable lowercase name of a code, e.g. "invalid_argument".
@@ -153,6 +154,12 @@ Error failed_precondition(std::string message);
 Error unimplemented(std::string message);
 Error resource_exhausted(std::string message);
 Error internal_error(std::string message);
+Error unavailable(std::string message);
+/// A failed system call: "<what>: <strerror> (errno N)", typed by errno
+/// (ENOMEM/EMFILE/ENFILE/ENOSPC/EAGAIN -> ResourceExhausted; ENOENT/ENODEV/
+/// ENXIO/EACCES/EPERM/ENOSYS -> Unavailable; EBADF/EINVAL -> InvalidArgument;
+/// ENOTTY/EOPNOTSUPP -> Unimplemented; others -> FailedPrecondition).
+Error os_error(std::string_view what, int errnum);
 
 }  // namespace neat
 

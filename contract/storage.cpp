@@ -28,6 +28,15 @@ Storage::Storage(StorageKind kind, Device device, std::int64_t size_bytes, bool 
       device_(device),
       read_only_(read_only) {}
 
+Storage::Storage(StorageKind kind, Device device, std::int64_t size_bytes, bool read_only,
+                 std::byte* resident_base, std::uint64_t id) noexcept
+    : resident_base_(resident_base),
+      size_(size_bytes),
+      id_(id != 0 ? id : next_buffer_id()),
+      kind_(kind),
+      device_(device),
+      read_only_(read_only) {}
+
 Storage::~Storage() = default;
 
 std::string Storage::describe() const {

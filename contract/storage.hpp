@@ -74,6 +74,12 @@ class Storage : public std::enable_shared_from_this<Storage> {
   virtual bool donatable() const noexcept { return !read_only_; }
   /// "heap 6220800 B" etc., for messages and traces.
   virtual std::string describe() const;
+  /// The file descriptor behind fd-backed storage (shm, memfd, DMA-BUF), or
+  /// -1. Borrowed: it stays owned by the storage (see neat::export_fd).
+  virtual int native_fd() const noexcept { return -1; }
+  /// Called when the fd is handed out of the process: the bytes are shared
+  /// from then on and the storage must stop being donatable.
+  virtual void note_exported() const noexcept {}
 
   std::uint64_t id() const noexcept { return id_; }
   BufferIdentity identity() const { return BufferIdentity(id_, weak_from_this()); }
@@ -94,6 +100,10 @@ class Storage : public std::enable_shared_from_this<Storage> {
   /// mapped (heap, external), nullptr for backends that map on demand.
   Storage(StorageKind kind, Device device, std::int64_t size_bytes, bool read_only,
           std::byte* resident_base) noexcept;
+  /// As above with an identity the backend derives itself (fd-backed storage:
+  /// from device, inode and offset, so re-imports of one buffer share it).
+  Storage(StorageKind kind, Device device, std::int64_t size_bytes, bool read_only,
+          std::byte* resident_base, std::uint64_t id) noexcept;
 
   /// Called by map() when resident_base is null. Default: an error naming the storage.
   virtual Result<std::byte*> map_slow(MapMode mode);

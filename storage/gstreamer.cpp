@@ -1,0 +1,483 @@
+#include "neat/storage/gstreamer.hpp"
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "neat/contract/mapping.hpp"
+
+namespace neat {
+namespace {
+
+std::atomic<std::int64_t> g_live_storages{0};
+std::atomic<std::int64_t> g_live_maps{0};
+std::atomic<std::uint64_t> g_maps{0};
+std::atomic<std::uint64_t> g_unmaps{0};
+std::atomic<std::int64_t> g_live_exports{0};
+
+struct FormatEntry {
+  PixelFormat format;
+  GstVideoFormat gst;
+};
+constexpr FormatEntry kFormats[] = {
+    {PixelFormat::GRAY8, GST_VIDEO_FORMAT_GRAY8}, {PixelFormat::RGB, GST_VIDEO_FORMAT_RGB},
+    {PixelFormat::BGR, GST_VIDEO_FORMAT_BGR},     {PixelFormat::RGBA, GST_VIDEO_FORMAT_RGBA},
+    {PixelFormat::BGRA, GST_VIDEO_FORMAT_BGRA},   {PixelFormat::NV12, GST_VIDEO_FORMAT_NV12},
+    {PixelFormat::NV21, GST_VIDEO_FORMAT_NV21},   {PixelFormat::I420, GST_VIDEO_FORMAT_I420},
+    {PixelFormat::YV12, GST_VIDEO_FORMAT_YV12},
+};
+
+std::string gst_format_name(GstVideoFormat f) {
+  if (f == GST_VIDEO_FORMAT_UNKNOWN) return "UNKNOWN";
+  const char* n = gst_video_format_to_string(f);
+  return n != nullptr ? n : "UNKNOWN";
+}
+
+/// One GstMemory of a buffer. The storage holds a reference to the buffer
+/// (which keeps the memory), maps the memory on the first map() and unmaps it
+/// when the last mapping goes.
+class GstMemoryStorage final : public Storage {
+ public:
+  GstMemoryStorage(GstBuffer* buffer, GstMemory* memory, std::int64_t size, bool read_only,
+                   unsigned index) noexcept
+      : Storage(StorageKind::GStreamer, kCpu, size, read_only, nullptr),
+        buffer_(buffer),
+        memory_(memory),
+        index_(index) {
+    g_live_storages.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~GstMemoryStorage() override {
+    if (map_count_ != 0) {  // Mapping objects always unmap; this is a safety net
+      gst_memory_unmap(memory_, &info_);
+      g_live_maps.fetch_sub(1, std::memory_order_relaxed);
+    }
+    gst_buffer_unref(buffer_);
+    g_live_storages.fetch_sub(1, std::memory_order_relaxed);
+  }
+  std::string describe() const override {
+    std::string out = "gstreamer ";
+    out += std::to_string(size_bytes());
+    out += " B (memory ";
+    out += std::to_string(index_);
+    out += " of GstBuffer";
+    if (GST_BUFFER_PTS_IS_VALID(buffer_)) {
+      out += " pts ";
+      out += std::to_string(GST_BUFFER_PTS(buffer_));
+      out += " ns";
+    }
+    if (memory_->allocator != nullptr && memory_->allocator->mem_type != nullptr) {
+      out += ", ";
+      out += memory_->allocator->mem_type;
+    }
+    if (read_only()) out += ", read-only";
+    out += ')';
+    return out;
+  }
+
+ protected:
+  Result<std::byte*> map_slow(MapMode mode) override {
+    if (has_write(mode) && read_only()) {  // the tensor layer checks first; kept for safety
+      return failed_precondition(describe() + " is read-only");
+    }
+    std::lock_guard lock(mutex_);
+    if (map_count_ == 0) {
+      const auto flags = read_only() ? GST_MAP_READ : GST_MAP_READWRITE;
+      if (!gst_memory_map(memory_, &info_, static_cast<GstMapFlags>(flags))) {
+        return failed_precondition("map of " + describe() + ": gst_memory_map failed (" +
+                                   (read_only() ? "read" : "read/write") + ")");
+      }
+      g_maps.fetch_add(1, std::memory_order_relaxed);
+      g_live_maps.fetch_add(1, std::memory_order_relaxed);
+    }
+    ++map_count_;
+    return reinterpret_cast<std::byte*>(info_.data);
+  }
+  void unmap_slow(MapMode) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (map_count_ == 0) return;
+    if (--map_count_ == 0) {
+      gst_memory_unmap(memory_, &info_);
+      g_unmaps.fetch_add(1, std::memory_order_relaxed);
+      g_live_maps.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  GstBuffer* buffer_;
+  GstMemory* memory_;  // owned by buffer_
+  unsigned index_;
+  std::mutex mutex_;
+  GstMapInfo info_{};
+  std::int64_t map_count_ = 0;
+};
+
+// Layout of one plane as GStreamer states it (offset from the buffer start).
+struct GstPlane {
+  std::int64_t offset = 0;
+  std::int64_t stride = 0;
+};
+
+}  // namespace
+
+Status ensure_gstreamer() {
+  static const Status status = []() -> Status {
+    GError* err = nullptr;
+    if (!gst_init_check(nullptr, nullptr, &err)) {
+      std::string m = "GStreamer could not start: ";
+      m += err != nullptr ? err->message : "gst_init_check failed";
+      if (err != nullptr) g_error_free(err);
+      return failed_precondition(std::move(m));
+    }
+    return {};
+  }();
+  return status;
+}
+
+Result<PixelFormat> pixel_format_from_gst(int gst_video_format) {
+  for (const auto& e : kFormats) {
+    if (e.gst == gst_video_format) return e.format;
+  }
+  return unimplemented("GStreamer format " +
+                       gst_format_name(static_cast<GstVideoFormat>(gst_video_format)) +
+                       " has no NeatTensor pixel format; convert it first in the pipeline, e.g. "
+                       "\"! videoconvert ! video/x-raw,format=NV12\" (supported: GRAY8, RGB, BGR, "
+                       "RGBA, BGRA, NV12, NV21, I420, YV12)");
+}
+
+Result<int> gst_video_format(PixelFormat format) {
+  for (const auto& e : kFormats) {
+    if (e.format == format) return static_cast<int>(e.gst);
+  }
+  return invalid_argument(std::string(to_string(format)) + " has no GStreamer video format");
+}
+
+Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
+                                   GstTransfer transfer) {
+  if (buffer == nullptr || !GST_IS_BUFFER(buffer)) {
+    return invalid_argument("wrap_gst_buffer: not a GstBuffer (null or wrong type)");
+  }
+  // From here on we own one reference, whatever happens.
+  if (transfer == GstTransfer::None) gst_buffer_ref(buffer);
+  struct Unref {
+    GstBuffer* b;
+    ~Unref() {
+      if (b != nullptr) gst_buffer_unref(b);
+    }
+  } owned{buffer};
+
+  const GstVideoMeta* meta = gst_buffer_get_video_meta(buffer);
+  const GstVideoFormat gformat = meta != nullptr ? meta->format : GST_VIDEO_INFO_FORMAT(&info);
+  const std::int64_t width = meta != nullptr ? meta->width : GST_VIDEO_INFO_WIDTH(&info);
+  const std::int64_t height = meta != nullptr ? meta->height : GST_VIDEO_INFO_HEIGHT(&info);
+  const int n_planes =
+      meta != nullptr ? static_cast<int>(meta->n_planes) : GST_VIDEO_INFO_N_PLANES(&info);
+  const std::string what = "wrap_gst_buffer (" + gst_format_name(gformat) + " " +
+                           std::to_string(width) + "x" + std::to_string(height) + ", layout from " +
+                           (meta != nullptr ? "GstVideoMeta" : "caps") + ")";
+  if (gformat == GST_VIDEO_FORMAT_UNKNOWN || gformat == GST_VIDEO_FORMAT_ENCODED) {
+    return invalid_argument(what +
+                            ": the video info has no raw format (are the caps video/x-raw?)");
+  }
+  NEAT_ASSIGN_OR_RETURN(PixelFormat format, pixel_format_from_gst(gformat));
+  if (width <= 0 || height <= 0) return invalid_argument(what + ": empty frame");
+  const int expected = is_planar(format) ? plane_order(format).count : 1;
+  if (n_planes != expected) {
+    return invalid_argument(what + ": " + std::to_string(n_planes) + " planes, " +
+                            std::string(to_string(format)) + " has " + std::to_string(expected));
+  }
+  std::array<GstPlane, kMaxPlanes> planes{};
+  for (int i = 0; i < n_planes; ++i) {
+    auto& p = planes[static_cast<std::size_t>(i)];
+    p.offset = static_cast<std::int64_t>(meta != nullptr ? meta->offset[i]
+                                                         : GST_VIDEO_INFO_PLANE_OFFSET(&info, i));
+    p.stride = meta != nullptr ? meta->stride[i] : GST_VIDEO_INFO_PLANE_STRIDE(&info, i);
+    if (p.stride <= 0) {
+      return unimplemented(what + ": plane " + std::to_string(i) + " has stride " +
+                           std::to_string(p.stride) +
+                           " (bottom-up or empty rows are not supported)");
+    }
+  }
+
+  const bool writable_buffer = transfer == GstTransfer::Full && gst_buffer_is_writable(buffer) != 0;
+  // One storage per GstMemory a plane touches; the first storage takes our
+  // reference, each further one its own.
+  const unsigned n_mem = gst_buffer_n_memory(buffer);
+  if (n_mem == 0) return invalid_argument(what + ": the buffer has no memory");
+  std::array<std::shared_ptr<Storage>, kMaxPlanes> storages;
+  std::array<unsigned, kMaxPlanes> storage_mem{};
+  int n_storages = 0;
+  std::array<int, kMaxPlanes> plane_storage{};
+  std::array<std::int64_t, kMaxPlanes> plane_offset{};
+  for (int i = 0; i < n_planes; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    const PlaneRole role = is_planar(format) ? plane_order(format).roles[k] : PlaneRole::Y;
+    const PlaneGeometry g = is_planar(format) ? plane_geometry(format, role, width, height)
+                                              : PlaneGeometry{height, width, channels(format)};
+    const std::int64_t extent = (g.rows - 1) * planes[k].stride + g.cols * g.samples;
+    guint idx = 0, length = 0;
+    gsize skip = 0;
+    if (!gst_buffer_find_memory(buffer, static_cast<gsize>(planes[k].offset),
+                                static_cast<gsize>(extent), &idx, &length, &skip)) {
+      return out_of_range(what + ": plane " + std::to_string(i) + " (" + std::to_string(extent) +
+                          " B at offset " + std::to_string(planes[k].offset) +
+                          ") lies outside the buffer of " +
+                          std::to_string(gst_buffer_get_size(buffer)) + " B");
+    }
+    if (length != 1) {
+      return unimplemented(what + ": plane " + std::to_string(i) + " spans " +
+                           std::to_string(length) +
+                           " GstMemory blocks; NeatTensor cannot view it without a copy");
+    }
+    int s = -1;
+    for (int j = 0; j < n_storages; ++j) {
+      if (storage_mem[static_cast<std::size_t>(j)] == idx) s = j;
+    }
+    if (s < 0) {
+      GstMemory* mem = gst_buffer_peek_memory(buffer, idx);
+      const bool read_only = !writable_buffer || gst_memory_is_writable(mem) == 0;
+      GstBuffer* ref = n_storages == 0 ? std::exchange(owned.b, nullptr) : gst_buffer_ref(buffer);
+      try {
+        storages[static_cast<std::size_t>(n_storages)] = std::make_shared<GstMemoryStorage>(
+            ref, mem, static_cast<std::int64_t>(gst_memory_get_sizes(mem, nullptr, nullptr)),
+            read_only, idx);
+      } catch (const std::bad_alloc&) {
+        gst_buffer_unref(ref);
+        return resource_exhausted(what + ": out of memory for the storage object");
+      }
+      storage_mem[static_cast<std::size_t>(n_storages)] = idx;
+      s = n_storages++;
+    }
+    plane_storage[k] = s;
+    plane_offset[k] = static_cast<std::int64_t>(skip);
+  }
+
+  if (is_planar(format)) {
+    const PlaneOrder order = plane_order(format);
+    std::array<PlaneSpec, kMaxPlanes> specs{};
+    for (int i = 0; i < n_planes; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      specs[k] = PlaneSpec{order.roles[k], storages[static_cast<std::size_t>(plane_storage[k])],
+                           planes[k].stride, plane_offset[k]};
+    }
+    auto t = NeatTensor::compose_planes(
+        format, width, height, std::span(specs.data(), static_cast<std::size_t>(n_planes)));
+    if (!t.ok()) return std::move(t).error().with_context(what);
+    return t;
+  }
+  const std::int64_t c = channels(format);
+  Dims shape, strides;
+  if (c == 1) {
+    shape = Dims{height, width};
+    strides = Dims{planes[0].stride, 1};
+  } else {
+    shape = Dims{height, width, c};
+    strides = Dims{planes[0].stride, c, 1};
+  }
+  auto t = NeatTensor::from_storage(storages[0], DType::U8, shape, strides, plane_offset[0]);
+  if (!t.ok()) return std::move(t).error().with_context(what);
+  return t->as_image(ImageSpec{format, width, height, c == 1 ? Layout::HW : Layout::HWC});
+}
+
+Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstCaps* caps, GstTransfer transfer) {
+  auto release = [&] {
+    if (transfer == GstTransfer::Full && buffer != nullptr && GST_IS_BUFFER(buffer)) {
+      gst_buffer_unref(buffer);
+    }
+  };
+  if (caps == nullptr || !GST_IS_CAPS(caps)) {
+    release();
+    return invalid_argument("wrap_gst_buffer: no caps (null or not a GstCaps)");
+  }
+  GstVideoInfo info;
+  gst_video_info_init(&info);
+  if (!gst_video_info_from_caps(&info, caps)) {
+    gchar* text = gst_caps_to_string(caps);
+    std::string m = "wrap_gst_buffer: caps \"";
+    m += text != nullptr ? text : "?";
+    m += "\" are not fixed raw video caps (video/x-raw with format, width and height)";
+    g_free(text);
+    release();
+    return invalid_argument(std::move(m));
+  }
+  return wrap_gst_buffer(buffer, info, transfer);
+}
+
+Result<NeatTensor> wrap_gst_sample(GstSample* sample) {
+  if (sample == nullptr || !GST_IS_SAMPLE(sample)) {
+    return invalid_argument("wrap_gst_sample: not a GstSample (null or wrong type)");
+  }
+  GstBuffer* buffer = gst_sample_get_buffer(sample);
+  if (buffer == nullptr) return invalid_argument("wrap_gst_sample: the sample has no buffer");
+  return wrap_gst_buffer(buffer, gst_sample_get_caps(sample), GstTransfer::None);
+}
+
+// ---- NeatTensor -> GstBuffer --------------------------------------------------
+
+namespace {
+
+// Keeps the tensor mapped (and so its storage alive) until every GstMemory
+// wrapping it is freed.
+struct ExportHold {
+  explicit ExportHold(Mapping m) : mapping(std::move(m)) {}
+  Mapping mapping;
+};
+
+void release_export(gpointer data) {
+  delete static_cast<std::shared_ptr<ExportHold>*>(data);
+  g_live_exports.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+Result<GstBuffer*> to_gst_buffer(NeatTensor tensor) {
+  NEAT_RETURN_IF_ERROR(ensure_gstreamer());
+  if (!tensor.defined()) return failed_precondition("to_gst_buffer: the tensor is undefined");
+  const std::string what = "to_gst_buffer of " + tensor.to_string();
+  if (tensor.device().type != DeviceType::Cpu) {
+    return failed_precondition(what + ": it is not in CPU memory; transfer it with cpu() first");
+  }
+  GstVideoFormat gformat = GST_VIDEO_FORMAT_UNKNOWN;
+  if (tensor.is_image()) {
+    NEAT_ASSIGN_OR_RETURN(int f, gst_video_format(tensor.pixel_format()));
+    gformat = static_cast<GstVideoFormat>(f);
+    if (!tensor.is_composite()) {
+      const std::int64_t c = channels(tensor.pixel_format());
+      const bool hwc = tensor.layout() == Layout::HWC || tensor.layout() == Layout::HW;
+      const bool packed =
+          hwc && (tensor.rank() == 2 ? tensor.strides()[1] == 1
+                                     : (tensor.strides()[1] == c && tensor.strides()[2] == 1));
+      if (!packed || tensor.strides()[0] <= 0) {
+        return failed_precondition(what + ": GStreamer needs pixels packed in rows (strides " +
+                                   tensor.strides().to_string() +
+                                   "); pack it explicitly with contiguous() or to_hwc()");
+      }
+    }
+  } else if (!tensor.is_contiguous()) {
+    return failed_precondition(what + ": not contiguous; pack it explicitly with contiguous()");
+  }
+
+  const bool donate = tensor.can_donate();
+  if (donate) {
+    auto w = std::move(tensor).make_writable();
+    if (!w.ok()) return std::move(w).error().with_context(what);
+    tensor = std::move(*w);
+  }
+  NEAT_ASSIGN_OR_RETURN(Mapping mapping, tensor.map(donate ? MapMode::ReadWrite : MapMode::Read));
+
+  // One region (and GstMemory) per storage, covering its planes.
+  struct Region {
+    const std::byte* begin = nullptr;
+    const std::byte* end = nullptr;
+  };
+  std::array<Region, kMaxPlanes> regions{};
+  std::array<const std::byte*, kMaxPlanes> plane_ptr{};
+  std::array<std::int64_t, kMaxPlanes> plane_stride{};
+  std::array<int, kMaxPlanes> plane_region{};
+  int n_planes = 0;
+  int n_regions = 0;
+  if (tensor.is_composite()) {
+    n_planes = tensor.plane_count();
+    for (int i = 0; i < n_planes; ++i) {
+      const PlaneLayout& p = tensor.plane_layout(i);
+      NEAT_ASSIGN_OR_RETURN(const std::byte* ptr, mapping.plane_data(p.role));
+      const auto k = static_cast<std::size_t>(i);
+      plane_ptr[k] = ptr;
+      plane_stride[k] = p.row_stride;
+      plane_region[k] = p.storage;
+      const std::byte* end = ptr + (p.rows - 1) * p.row_stride + p.cols * p.samples;
+      Region& r = regions[static_cast<std::size_t>(p.storage)];
+      if (r.begin == nullptr || ptr < r.begin) r.begin = ptr;
+      if (r.end == nullptr || end > r.end) r.end = end;
+      n_regions = std::max(n_regions, static_cast<int>(p.storage) + 1);
+    }
+  } else {
+    n_planes = 1;
+    n_regions = 1;
+    plane_ptr[0] = mapping.data();
+    plane_stride[0] = tensor.rank() > 0 ? tensor.strides()[0] : 0;
+    const std::byte* end = mapping.data();
+    if (tensor.is_image()) {
+      end += (tensor.shape()[0] - 1) * tensor.strides()[0] +
+             tensor.image().width * channels(tensor.pixel_format());
+    } else {
+      end += tensor.nbytes();
+    }
+    regions[0] = Region{mapping.data(), end};
+  }
+
+  std::shared_ptr<ExportHold> hold;
+  try {
+    hold = std::make_shared<ExportHold>(std::move(mapping));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(what + ": out of memory");
+  }
+  GstBuffer* buffer = gst_buffer_new();
+  std::array<std::int64_t, kMaxPlanes> region_base{};
+  std::int64_t total = 0;
+  const auto flags = donate ? GstMemoryFlags(0) : GST_MEMORY_FLAG_READONLY;
+  for (int r = 0; r < n_regions; ++r) {
+    const Region& reg = regions[static_cast<std::size_t>(r)];
+    const auto size = static_cast<gsize>(reg.end - reg.begin);
+    auto* user = new std::shared_ptr<ExportHold>(hold);
+    g_live_exports.fetch_add(1, std::memory_order_relaxed);
+    GstMemory* mem = gst_memory_new_wrapped(flags, const_cast<std::byte*>(reg.begin), size, 0, size,
+                                            user, release_export);
+    gst_buffer_append_memory(buffer, mem);
+    region_base[static_cast<std::size_t>(r)] = total;
+    total += static_cast<std::int64_t>(size);
+  }
+  if (gformat != GST_VIDEO_FORMAT_UNKNOWN) {
+    gsize offsets[GST_VIDEO_MAX_PLANES] = {};
+    gint strides[GST_VIDEO_MAX_PLANES] = {};
+    for (int i = 0; i < n_planes; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const Region& reg = regions[static_cast<std::size_t>(plane_region[k])];
+      offsets[i] = static_cast<gsize>(region_base[static_cast<std::size_t>(plane_region[k])] +
+                                      (plane_ptr[k] - reg.begin));
+      if (plane_stride[k] > G_MAXINT) {
+        gst_buffer_unref(buffer);
+        return out_of_range(what + ": row stride " + std::to_string(plane_stride[k]) +
+                            " does not fit GstVideoMeta");
+      }
+      strides[i] = static_cast<gint>(plane_stride[k]);
+    }
+    gst_buffer_add_video_meta_full(
+        buffer, GST_VIDEO_FRAME_FLAG_NONE, gformat, static_cast<guint>(tensor.image().width),
+        static_cast<guint>(tensor.image().height), static_cast<guint>(n_planes), offsets, strides);
+  }
+  return buffer;
+}
+
+Result<GstCaps*> gst_caps_for(const ImageSpec& image, int fps_n, int fps_d) {
+  NEAT_RETURN_IF_ERROR(ensure_gstreamer());
+  NEAT_ASSIGN_OR_RETURN(int f, gst_video_format(image.format));
+  if (image.width <= 0 || image.height <= 0 || image.width > G_MAXINT || image.height > G_MAXINT) {
+    return invalid_argument("gst_caps_for: size " + std::to_string(image.width) + "x" +
+                            std::to_string(image.height) + " is not a valid video size");
+  }
+  if (fps_n < 0 || fps_d <= 0) {
+    return invalid_argument("gst_caps_for: framerate " + std::to_string(fps_n) + "/" +
+                            std::to_string(fps_d) + " is not valid");
+  }
+  return gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING,
+                             gst_video_format_to_string(static_cast<GstVideoFormat>(f)), "width",
+                             G_TYPE_INT, static_cast<int>(image.width), "height", G_TYPE_INT,
+                             static_cast<int>(image.height), "framerate", GST_TYPE_FRACTION, fps_n,
+                             fps_d, nullptr);
+}
+
+GstStorageStats gst_storage_stats() noexcept {
+  GstStorageStats s;
+  s.live_storages = g_live_storages.load(std::memory_order_relaxed);
+  s.live_maps = g_live_maps.load(std::memory_order_relaxed);
+  s.maps = g_maps.load(std::memory_order_relaxed);
+  s.unmaps = g_unmaps.load(std::memory_order_relaxed);
+  s.live_exports = g_live_exports.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace neat
