@@ -75,7 +75,12 @@ Error os_error(std::string_view what, int errnum) {
   char buf[128];
   // GNU strerror_r returns the message (possibly not in buf).
   m += ::strerror_r(errnum, buf, sizeof buf);
-  m += " (errno ";
+  m += " (";
+  if (const char* name = ::strerrorname_np(errnum); name != nullptr) {
+    m += name;
+    m += ", ";
+  }
+  m += "errno ";
   m += std::to_string(errnum);
   m += ')';
   switch (errnum) {

@@ -155,7 +155,7 @@ Error unimplemented(std::string message);
 Error resource_exhausted(std::string message);
 Error internal_error(std::string message);
 Error unavailable(std::string message);
-/// A failed system call: "<what>: <strerror> (errno N)", typed by errno
+/// A failed system call: "<what>: <strerror> (ENAME, errno N)", typed by errno
 /// (ENOMEM/EMFILE/ENFILE/ENOSPC/EAGAIN -> ResourceExhausted; ENOENT/ENODEV/
 /// ENXIO/EACCES/EPERM/ENOSYS -> Unavailable; EBADF/EINVAL -> InvalidArgument;
 /// ENOTTY/EOPNOTSUPP -> Unimplemented; others -> FailedPrecondition).

@@ -110,13 +110,15 @@ AutoAllocatorStats AutoAllocator::stats() const {
   return out;
 }
 
+AutoAllocatorConfig auto_allocator_config_from_env() {
+  AutoAllocatorConfig c;
+  const char* force = std::getenv("NEAT_FORCE_HEAP");
+  c.force_heap = force != nullptr && std::string_view(force) == "1";
+  return c;
+}
+
 AutoAllocator& auto_allocator() noexcept {
-  static AutoAllocator allocator([] {
-    AutoAllocatorConfig c;
-    const char* force = std::getenv("NEAT_FORCE_HEAP");
-    c.force_heap = force != nullptr && std::string_view(force) == "1";
-    return c;
-  }());
+  static AutoAllocator allocator(auto_allocator_config_from_env());
   return allocator;
 }
 

@@ -58,6 +58,9 @@ class AutoAllocator final : public StorageAllocator {
   std::unique_ptr<State> state_;
 };
 
+/// The configuration the environment asks for: NEAT_FORCE_HEAP=1 forces heap.
+AutoAllocatorConfig auto_allocator_config_from_env();
+
 /// The process-wide chain, configured from NEAT_FORCE_HEAP on first use.
 AutoAllocator& auto_allocator() noexcept;
 

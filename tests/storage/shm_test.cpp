@@ -1,0 +1,233 @@
+// memfd / POSIX shm storage: allocation, sealing, export and import with size
+// checks, a child process writing through an fd passed over SCM_RIGHTS, and
+// fd-count leak checks.
+#include "neat/storage/shm.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "neat/contract/mapping.hpp"
+#include "support/fakes.hpp"
+#include "support/fds.hpp"
+
+namespace neat {
+namespace {
+
+using testing::make_memfd;
+using testing::open_fd_count;
+
+TEST(Shm, MemfdStorageIsMappedSealedAndIdentifiedByInode) {
+  auto s = ShmStorage::create(4096);
+  NEAT_ASSERT_OK(s);
+  EXPECT_EQ((*s)->kind(), StorageKind::Shm);
+  EXPECT_EQ((*s)->shm_kind(), ShmKind::Memfd);
+  EXPECT_TRUE((*s)->shrink_sealed());
+  EXPECT_GE((*s)->native_fd(), 0);
+  EXPECT_NE((*s)->id() >> 63, 0u) << "fd-backed ids live in their own half of the id space";
+  EXPECT_EQ((*s)->id(), fd_buffer_id((*s)->fd_identity()));
+  EXPECT_NE((*s)->describe().find("memfd 4096 B"), std::string::npos) << (*s)->describe();
+  EXPECT_TRUE((*s)->donatable());
+  // The seal holds for every holder of the fd: nobody can shrink it under a mapping.
+  EXPECT_NE(::ftruncate((*s)->native_fd(), 100), 0);
+  EXPECT_EQ(errno, EPERM);
+  auto b = (*s)->map(MapMode::Read);
+  NEAT_ASSERT_OK(b);
+  EXPECT_EQ(std::to_integer<int>((*b)[4095]), 0) << "the kernel zero-fills";
+}
+
+TEST(Shm, AllocatorPlacesTensorsOnMemfdAndExportImportSharesTheBytes) {
+  auto t = NeatTensor::allocate(DType::F32, Dims{16, 16}, {.allocator = &shm_allocator()});
+  NEAT_ASSERT_OK(t);
+  EXPECT_EQ(t->storage_kind(), StorageKind::Shm);
+  EXPECT_TRUE(t->can_donate());
+  auto fd = export_fd(*t);
+  NEAT_ASSERT_OK(fd);
+  EXPECT_FALSE(t->can_donate()) << "exported: another process may read it";
+  auto in = import_shm_tensor(fd->get(), DType::F32, Dims{16, 16}, Dims{64, 4});
+  NEAT_ASSERT_OK(in);
+  EXPECT_EQ(in->identity().id(), t->identity().id()) << "identity survives export + import";
+  EXPECT_NE(in->storage()->native_fd(), t->storage()->native_fd());
+  EXPECT_FALSE(in->can_donate()) << "imported memory is shared unless declared exclusive";
+  auto w = std::move(*t).make_writable();  // shared now: COW, through the gate
+  NEAT_ASSERT_OK(w);
+  auto in_w =
+      import_shm_tensor(fd->get(), DType::F32, Dims{16, 16}, Dims{64, 4}, 0, {.exclusive = true});
+  NEAT_ASSERT_OK(in_w);
+  auto writable = std::move(*in_w).make_writable();
+  NEAT_ASSERT_OK(writable);
+  {
+    auto m = writable->map(MapMode::Write);
+    NEAT_ASSERT_OK(m);
+    (*m->data_ptr<float>())[17] = 2.5f;
+  }
+  auto m = in->map();
+  NEAT_ASSERT_OK(m);
+  EXPECT_EQ((*m->data_ptr<const float>())[17], 2.5f) << "two mappings of one object, no copy";
+}
+
+// The fd crosses a process boundary over a unix socket; the child writes
+// through its own import, the parent reads the same bytes through its own.
+TEST(Shm, ChildWritesThroughAnFdPassedOverScmRights) {
+  auto t = NeatTensor::allocate(DType::U8, Dims{1 << 16}, {.allocator = &shm_allocator()});
+  NEAT_ASSERT_OK(t);
+  const void* parent_ptr = t->map()->data();
+  auto fd = export_fd(*t);
+  NEAT_ASSERT_OK(fd);
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(sv[0]);
+    char byte = 0;
+    char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{&byte, 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (::recvmsg(sv[1], &msg, 0) != 1) ::_exit(2);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    if (c == nullptr || c->cmsg_type != SCM_RIGHTS) ::_exit(3);
+    int received;
+    std::memcpy(&received, CMSG_DATA(c), sizeof received);
+    int code = 0;
+    {
+      auto in = import_shm_tensor(received, DType::U8, Dims{1 << 16}, Dims{1}, 0,
+                                  {.require_shrink_seal = true});
+      if (!in.ok()) ::_exit(4);
+      auto w = std::move(*in).make_writable(
+          {.donation = Donation::MustDonate, .policy = ConversionPolicy::Strict});
+      if (w.ok()) code = 5;  // shared memory must not be donated
+      auto in2 =
+          import_shm_tensor(received, DType::U8, Dims{1 << 16}, Dims{1}, 0, {.exclusive = true});
+      if (!in2.ok()) ::_exit(6);
+      auto w2 = std::move(*in2).make_writable();
+      if (!w2.ok()) ::_exit(7);
+      auto m = w2->map(MapMode::Write);
+      if (!m.ok()) ::_exit(8);
+      for (int i = 0; i < (1 << 16); ++i)
+        m->mutable_data()[i] = static_cast<std::byte>(i * 7);
+    }
+    ::close(received);
+    ::_exit(code);
+  }
+  ::close(sv[1]);
+  char byte = 'x';
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&byte, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int raw = fd->get();
+  std::memcpy(CMSG_DATA(c), &raw, sizeof raw);
+  ASSERT_EQ(::sendmsg(sv[0], &msg, 0), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::close(sv[0]);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "child failed at step " << WEXITSTATUS(status);
+  auto m = t->map();
+  NEAT_ASSERT_OK(m);
+  EXPECT_EQ(static_cast<const void*>(m->data()), parent_ptr) << "the parent's own mapping";
+  for (int i = 0; i < (1 << 16); ++i) {
+    ASSERT_EQ(std::to_integer<int>(m->data()[i]), (i * 7) & 0xff) << "byte " << i;
+  }
+}
+
+TEST(Shm, ImportChecksTheFileBeforeTouchingIt) {
+  const int small = make_memfd(100);
+  ASSERT_GE(small, 0);
+  NEAT_EXPECT_ERROR(import_shm_tensor(small, DType::U8, Dims{200}, Dims{1}), ErrorCode::OutOfRange,
+                    "100");
+  NEAT_EXPECT_ERROR(
+      import_shm_tensor(small, DType::U8, Dims{10}, Dims{1}, 0, {.require_shrink_seal = true}),
+      ErrorCode::FailedPrecondition, "F_SEAL_SHRINK");
+  // Read-only fds import read-only, or not at all.
+  const std::string path = "/proc/self/fd/" + std::to_string(small);
+  const int ro = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(ro, 0);
+  NEAT_EXPECT_ERROR(ShmStorage::import(ro), ErrorCode::FailedPrecondition, "read_only = true");
+  auto r = ShmStorage::import(ro, {.read_only = true});
+  NEAT_ASSERT_OK(r);
+  EXPECT_TRUE((*r)->read_only());
+  ::close(ro);
+  ::close(small);
+
+  const int empty = make_memfd(0);
+  NEAT_EXPECT_ERROR(ShmStorage::import(empty), ErrorCode::InvalidArgument, "empty");
+  ::close(empty);
+  NEAT_EXPECT_ERROR(ShmStorage::import(-1), ErrorCode::InvalidArgument, "fd -1");
+  NEAT_EXPECT_ERROR(ShmStorage::import(999999), ErrorCode::InvalidArgument, "Bad file descriptor");
+  int pipefd[2];
+  ASSERT_EQ(::pipe2(pipefd, O_CLOEXEC), 0);
+  NEAT_EXPECT_ERROR(ShmStorage::import(pipefd[0]), ErrorCode::InvalidArgument,
+                    "not a memfd or shm object");
+  ::close(pipefd[0]);
+  ::close(pipefd[1]);
+  NEAT_EXPECT_ERROR(ShmStorage::create(-5), ErrorCode::InvalidArgument, "negative size");
+  NEAT_EXPECT_ERROR(ShmStorage::create(10, {.kind = ShmKind::Posix, .name = "no-slash"}),
+                    ErrorCode::InvalidArgument, "must be one '/'");
+}
+
+TEST(Shm, PosixObjectsOpenByNameAndAreUnlinkedWithTheirCreator) {
+  const std::string name = "/neat-test-" + std::to_string(::getpid());
+  {
+    auto s = ShmStorage::create(1000, {.kind = ShmKind::Posix, .name = name});
+    NEAT_ASSERT_OK(s);
+    EXPECT_EQ((*s)->shm_kind(), ShmKind::Posix);
+    EXPECT_FALSE((*s)->shrink_sealed());
+    std::memset(*(*s)->map(MapMode::Write), 0x5a, 1000);
+    auto other = ShmStorage::open_posix(name);
+    NEAT_ASSERT_OK(other);
+    EXPECT_EQ((*other)->id(), (*s)->id());
+    EXPECT_EQ(std::to_integer<int>((*(*other)->map(MapMode::Read))[999]), 0x5a);
+    NEAT_EXPECT_ERROR(ShmStorage::create(10, {.kind = ShmKind::Posix, .name = name}),
+                      ErrorCode::FailedPrecondition, "File exists");
+  }
+  NEAT_EXPECT_ERROR(ShmStorage::open_posix(name), ErrorCode::Unavailable, "No such file");
+}
+
+TEST(Shm, ExportFdOfMemoryWithoutAnFdNamesTheFix) {
+  auto t = NeatTensor::allocate(DType::U8, Dims{8});
+  NEAT_ASSERT_OK(t);
+  NEAT_EXPECT_ERROR(export_fd(*t), ErrorCode::FailedPrecondition, "shm_allocator()");
+  NEAT_EXPECT_ERROR(export_fd(NeatTensor()), ErrorCode::FailedPrecondition, "undefined");
+}
+
+TEST(Shm, TenThousandExportImportCyclesLeaveFdsAtBaseline) {
+  auto t = NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = &shm_allocator()});
+  NEAT_ASSERT_OK(t);
+  const int fds_before = open_fd_count();
+  const ShmStats before = shm_stats();
+  for (int i = 0; i < 10000; ++i) {
+    auto fd = export_fd(*t);
+    ASSERT_TRUE(fd.ok());
+    auto in = import_shm_tensor(fd->get(), DType::U8, Dims{4096}, Dims{1});
+    ASSERT_TRUE(in.ok());
+    auto m = in->map();
+    ASSERT_TRUE(m.ok());
+  }
+  for (int i = 0; i < 1000; ++i) {  // allocation cycles too
+    auto s = ShmStorage::create(4096);
+    ASSERT_TRUE(s.ok());
+  }
+  EXPECT_EQ(open_fd_count(), fds_before);
+  EXPECT_EQ(shm_stats().live_storages, before.live_storages);
+  EXPECT_EQ(shm_stats().live_mapped_bytes, before.live_mapped_bytes);
+}
+
+}  // namespace
+}  // namespace neat
