@@ -19,6 +19,7 @@
 #include "neat/policy/policy.hpp"
 #include "neat/storage/auto_allocator.hpp"
 #include "neat/storage/cv_mat.hpp"
+#include "neat/storage/dlpack.hpp"
 #include "neat/storage/dmabuf.hpp"
 #include "neat/storage/external.hpp"
 #include "neat/storage/fd.hpp"

@@ -9,6 +9,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev
   prometheus
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-tools
+  libdrm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri
+  libdlpack-dev python3-dev python3-numpy
 )
 
 missing=()
