@@ -23,6 +23,7 @@
 #include "neat/storage/dmabuf.hpp"
 #include "neat/storage/external.hpp"
 #include "neat/storage/fd.hpp"
+#include "neat/storage/gl.hpp"
 #include "neat/storage/gstreamer.hpp"
 #include "neat/storage/heap.hpp"
 #include "neat/storage/shm.hpp"

@@ -506,7 +506,7 @@ Result<NeatTensor> NeatTensor::clone(CopyOptions options, std::source_location w
   if (!defined()) return failed_precondition("clone: the tensor is undefined");
   CopyRequest request;
   request.kind = ConversionKind::Pack;
-  request.reason = ConversionReason::UserRequest;
+  request.reason = options.reason.value_or(ConversionReason::UserRequest);
   request.explicit_call = true;
   request.operation = "clone";
   request.where = where;
@@ -521,7 +521,7 @@ Result<NeatTensor> NeatTensor::contiguous(CopyOptions options, std::source_locat
   if (is_contiguous() && !is_broadcast()) return *this;
   CopyRequest request;
   request.kind = ConversionKind::Pack;
-  request.reason = ConversionReason::StrideMismatch;
+  request.reason = options.reason.value_or(ConversionReason::StrideMismatch);
   request.explicit_call = !options.implicit;
   request.operation = options.requested_by.empty() ? "contiguous" : options.requested_by;
   request.fix = options.fix;
@@ -530,6 +530,65 @@ Result<NeatTensor> NeatTensor::contiguous(CopyOptions options, std::source_locat
   request.bytes = nbytes();
   request.source = description();
   return copy_packed(request, options.allocator);
+}
+
+Result<NeatTensor> NeatTensor::cpu(CopyOptions options, std::source_location where) const {
+  return download(!options.implicit, options, where);
+}
+
+Result<NeatTensor> NeatTensor::to_cpu_if_needed(CopyOptions options,
+                                                std::source_location where) const {
+  return download(false, options, where);
+}
+
+Result<NeatTensor> NeatTensor::download(bool explicit_call, const CopyOptions& options,
+                                        std::source_location where) const {
+  if (!defined()) return failed_precondition("cpu: the tensor is undefined");
+  std::int64_t bytes = 0;
+  for (int i = 0; i < storage_count_; ++i) {
+    const Storage& s = *storages_[static_cast<std::size_t>(i)];
+    if (s.device().type != DeviceType::Cpu) bytes += s.size_bytes();
+  }
+  if (bytes == 0 && device().type == DeviceType::Cpu) return *this;
+  CopyRequest request;
+  request.kind = ConversionKind::Transfer;
+  request.reason = options.reason.value_or(ConversionReason::Device);
+  request.explicit_call = explicit_call;
+  request.operation = !options.requested_by.empty() ? options.requested_by
+                      : explicit_call               ? std::string_view("cpu")
+                                                    : std::string_view("to_cpu_if_needed");
+  request.fix = !options.fix.empty() ? options.fix
+                                     : std::string_view(
+                                           "call cpu() explicitly where the frame "
+                                           "should leave the device");
+  request.where = where;
+  request.policy = options.policy;
+  request.bytes = bytes;
+  request.source = description();
+  request.destination = request.source;
+  request.destination.device = kCpu;
+  request.destination.storage = StorageKind::Heap;
+  StorageAllocator& allocator =
+      options.allocator != nullptr ? *options.allocator : default_allocator();
+  NeatTensor out = *this;
+  out.flags_ = static_cast<std::uint8_t>(out.flags_ & ~kWritable);
+  Status status = run_through_gate(request, [&]() -> Status {
+    for (int i = 0; i < storage_count_; ++i) {
+      const auto& src = storages_[static_cast<std::size_t>(i)];
+      if (src->device().type == DeviceType::Cpu) continue;
+      NEAT_ASSIGN_OR_RETURN(std::shared_ptr<Storage> host,
+                            allocator.allocate(AllocRequest{src->size_bytes(), false}));
+      NEAT_ASSIGN_OR_RETURN(std::byte * dst, host->map(MapMode::Write));
+      Status st =
+          src->download(std::span<std::byte>(dst, static_cast<std::size_t>(src->size_bytes())));
+      host->unmap(MapMode::Write);
+      NEAT_RETURN_IF_ERROR(st);
+      out.storages_[static_cast<std::size_t>(i)] = std::move(host);
+    }
+    return {};
+  });
+  if (!status.ok()) return std::move(status).error();
+  return out;
 }
 
 }  // namespace neat

@@ -82,6 +82,9 @@ struct CopyOptions {
   bool implicit = false;
   std::string_view requested_by;  ///< the consumer, for traces and errors
   std::string_view fix;           ///< the explicit call that would avoid it
+  /// Why the consumer needs the copy (default: StrideMismatch for contiguous(),
+  /// UserRequest for clone(), Device for cpu()).
+  std::optional<ConversionReason> reason;
 };
 
 struct WritableOptions {
@@ -220,6 +223,18 @@ class NeatTensor {
   Result<NeatTensor> contiguous(CopyOptions options = {},
                                 std::source_location where = std::source_location::current()) const;
 
+  // ---- device transfers (through the gate, kind Transfer, reason Device) ------
+
+  /// This tensor in host memory: itself when it is already there (no copy, no
+  /// event); otherwise a download of every device storage into fresh host
+  /// storage with the same layout, an explicit transfer.
+  Result<NeatTensor> cpu(CopyOptions options = {},
+                         std::source_location where = std::source_location::current()) const;
+  /// As cpu(), for consumers that need host bytes: the download is implicit,
+  /// so the policy rules it (refused under Strict, with cpu() as the fix).
+  Result<NeatTensor> to_cpu_if_needed(
+      CopyOptions options = {}, std::source_location where = std::source_location::current()) const;
+
  private:
   friend class Mapping;
   static constexpr std::uint8_t kContiguous = 1;
@@ -238,6 +253,8 @@ class NeatTensor {
   Result<Mapping> map_impl(MapMode mode, bool allow_write) const;
   bool held_alone() const noexcept;
   Result<NeatTensor> copy_packed(const CopyRequest& request, StorageAllocator* allocator) const;
+  Result<NeatTensor> download(bool explicit_call, const CopyOptions& options,
+                              std::source_location where) const;
 
   DType dtype_ = DType::U8;
   std::uint8_t flags_ = kContiguous;

@@ -58,4 +58,8 @@ Result<std::byte*> Storage::map_slow(MapMode mode) {
 
 void Storage::unmap_slow(MapMode) noexcept {}
 
+Status Storage::download(std::span<std::byte>) {
+  return unimplemented(describe() + " cannot be downloaded to host memory");
+}
+
 }  // namespace neat

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "neat/contract/device.hpp"
@@ -77,6 +78,11 @@ class Storage : public std::enable_shared_from_this<Storage> {
   /// The file descriptor behind fd-backed storage (shm, memfd, DMA-BUF), or
   /// -1. Borrowed: it stays owned by the storage (see neat::export_fd).
   virtual int native_fd() const noexcept { return -1; }
+  /// Copies all size_bytes() bytes into host memory at dst (dst.size() ==
+  /// size_bytes()), for device storage that cannot be mapped (GL). Called by
+  /// NeatTensor::cpu() inside the copy gate; never call it to bypass the gate.
+  /// Default: Unimplemented, naming the storage.
+  virtual Status download(std::span<std::byte> dst);
   /// Called when the fd is handed out of the process: the bytes are shared
   /// from then on and the storage must stop being donatable.
   virtual void note_exported() const noexcept {}

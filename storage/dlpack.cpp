@@ -94,7 +94,7 @@ void delete_export(DLManagedTensor* self) {
 }
 
 Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExportOptions& options,
-                                      std::string_view what) {
+                                      std::string_view what, std::source_location where) {
   NEAT_ASSIGN_OR_RETURN(DLDataType dtype, dl_dtype(input.dtype()));
   if (input.device().type != DeviceType::Cpu) {
     return failed_precondition(std::string(what) + ": " + input.to_string() +
@@ -121,7 +121,8 @@ Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExpor
     copy.implicit = true;
     copy.requested_by = "to_dlpack";
     copy.fix = "call contiguous() before to_dlpack(): DLPack strides count elements";
-    auto packed = input.contiguous(copy);
+    copy.reason = ConversionReason::NonContiguousExport;
+    auto packed = input.contiguous(copy, where);
     if (!packed.ok()) {
       return std::move(packed).error().with_context(
           std::string(what) + ": byte strides " + input.strides().to_string() +
@@ -157,18 +158,20 @@ Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExpor
 
 }  // namespace
 
-Result<DLManagedTensor*> to_dlpack(const NeatTensor& tensor, DlpackExportOptions options) {
+Result<DLManagedTensor*> to_dlpack(const NeatTensor& tensor, DlpackExportOptions options,
+                                   std::source_location where) {
   if (!tensor.defined()) return failed_precondition("to_dlpack: the tensor is undefined");
   if (tensor.is_composite()) {
     return failed_precondition("to_dlpack: " + tensor.to_string() +
                                " is a planar frame; export it plane by plane with "
                                "to_dlpack_planes() (one DLPack tensor per plane)");
   }
-  return export_dense(tensor, options, "to_dlpack");
+  return export_dense(tensor, options, "to_dlpack", where);
 }
 
 Result<std::vector<DLManagedTensor*>> to_dlpack_planes(const NeatTensor& image,
-                                                       DlpackExportOptions options) {
+                                                       DlpackExportOptions options,
+                                                       std::source_location where) {
   if (!image.defined()) return failed_precondition("to_dlpack_planes: the tensor is undefined");
   if (!image.is_composite()) {
     return invalid_argument("to_dlpack_planes: " + image.to_string() +
@@ -186,7 +189,7 @@ Result<std::vector<DLManagedTensor*>> to_dlpack_planes(const NeatTensor& image,
       release();
       return std::move(plane).error();
     }
-    auto m = export_dense(*plane, options, "to_dlpack_planes");
+    auto m = export_dense(*plane, options, "to_dlpack_planes", where);
     if (!m.ok()) {
       release();
       return std::move(m).error().with_context("plane " + std::to_string(i));
