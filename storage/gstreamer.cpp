@@ -175,18 +175,21 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
   const std::int64_t height = meta != nullptr ? meta->height : GST_VIDEO_INFO_HEIGHT(&info);
   const int n_planes =
       meta != nullptr ? static_cast<int>(meta->n_planes) : GST_VIDEO_INFO_N_PLANES(&info);
-  const std::string what = "wrap_gst_buffer (" + gst_format_name(gformat) + " " +
-                           std::to_string(width) + "x" + std::to_string(height) + ", layout from " +
-                           (meta != nullptr ? "GstVideoMeta" : "caps") + ")";
+  // Built only on error paths: the success path allocates nothing for messages.
+  auto what = [&] {
+    return "wrap_gst_buffer (" + gst_format_name(gformat) + " " + std::to_string(width) + "x" +
+           std::to_string(height) + ", layout from " + (meta != nullptr ? "GstVideoMeta" : "caps") +
+           ")";
+  };
   if (gformat == GST_VIDEO_FORMAT_UNKNOWN || gformat == GST_VIDEO_FORMAT_ENCODED) {
-    return invalid_argument(what +
+    return invalid_argument(what() +
                             ": the video info has no raw format (are the caps video/x-raw?)");
   }
   NEAT_ASSIGN_OR_RETURN(PixelFormat format, pixel_format_from_gst(gformat));
-  if (width <= 0 || height <= 0) return invalid_argument(what + ": empty frame");
+  if (width <= 0 || height <= 0) return invalid_argument(what() + ": empty frame");
   const int expected = is_planar(format) ? plane_order(format).count : 1;
   if (n_planes != expected) {
-    return invalid_argument(what + ": " + std::to_string(n_planes) + " planes, " +
+    return invalid_argument(what() + ": " + std::to_string(n_planes) + " planes, " +
                             std::string(to_string(format)) + " has " + std::to_string(expected));
   }
   std::array<GstPlane, kMaxPlanes> planes{};
@@ -196,7 +199,7 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
                                                          : GST_VIDEO_INFO_PLANE_OFFSET(&info, i));
     p.stride = meta != nullptr ? meta->stride[i] : GST_VIDEO_INFO_PLANE_STRIDE(&info, i);
     if (p.stride <= 0) {
-      return unimplemented(what + ": plane " + std::to_string(i) + " has stride " +
+      return unimplemented(what() + ": plane " + std::to_string(i) + " has stride " +
                            std::to_string(p.stride) +
                            " (bottom-up or empty rows are not supported)");
     }
@@ -206,7 +209,7 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
   // One storage per GstMemory a plane touches; the first storage takes our
   // reference, each further one its own.
   const unsigned n_mem = gst_buffer_n_memory(buffer);
-  if (n_mem == 0) return invalid_argument(what + ": the buffer has no memory");
+  if (n_mem == 0) return invalid_argument(what() + ": the buffer has no memory");
   std::array<std::shared_ptr<Storage>, kMaxPlanes> storages;
   std::array<unsigned, kMaxPlanes> storage_mem{};
   int n_storages = 0;
@@ -222,13 +225,13 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
     gsize skip = 0;
     if (!gst_buffer_find_memory(buffer, static_cast<gsize>(planes[k].offset),
                                 static_cast<gsize>(extent), &idx, &length, &skip)) {
-      return out_of_range(what + ": plane " + std::to_string(i) + " (" + std::to_string(extent) +
+      return out_of_range(what() + ": plane " + std::to_string(i) + " (" + std::to_string(extent) +
                           " B at offset " + std::to_string(planes[k].offset) +
                           ") lies outside the buffer of " +
                           std::to_string(gst_buffer_get_size(buffer)) + " B");
     }
     if (length != 1) {
-      return unimplemented(what + ": plane " + std::to_string(i) + " spans " +
+      return unimplemented(what() + ": plane " + std::to_string(i) + " spans " +
                            std::to_string(length) +
                            " GstMemory blocks; NeatTensor cannot view it without a copy");
     }
@@ -246,7 +249,7 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
             read_only, idx);
       } catch (const std::bad_alloc&) {
         gst_buffer_unref(ref);
-        return resource_exhausted(what + ": out of memory for the storage object");
+        return resource_exhausted(what() + ": out of memory for the storage object");
       }
       storage_mem[static_cast<std::size_t>(n_storages)] = idx;
       s = n_storages++;
@@ -265,7 +268,7 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
     }
     auto t = NeatTensor::compose_planes(
         format, width, height, std::span(specs.data(), static_cast<std::size_t>(n_planes)));
-    if (!t.ok()) return std::move(t).error().with_context(what);
+    if (!t.ok()) return std::move(t).error().with_context(what());
     return t;
   }
   const std::int64_t c = channels(format);
@@ -278,7 +281,7 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
     strides = Dims{planes[0].stride, c, 1};
   }
   auto t = NeatTensor::from_storage(storages[0], DType::U8, shape, strides, plane_offset[0]);
-  if (!t.ok()) return std::move(t).error().with_context(what);
+  if (!t.ok()) return std::move(t).error().with_context(what());
   return t->as_image(ImageSpec{format, width, height, c == 1 ? Layout::HW : Layout::HWC});
 }
 
@@ -312,6 +315,16 @@ Result<NeatTensor> wrap_gst_sample(GstSample* sample) {
   }
   GstBuffer* buffer = gst_sample_get_buffer(sample);
   if (buffer == nullptr) return invalid_argument("wrap_gst_sample: the sample has no buffer");
+  if (gst_buffer_get_video_meta(buffer) != nullptr) {
+    // The meta states format, size, offsets and strides: parsing the caps
+    // would only repeat it (and costs more than the rest of the wrap).
+    static const GstVideoInfo unused = [] {
+      GstVideoInfo i;
+      gst_video_info_init(&i);
+      return i;
+    }();
+    return wrap_gst_buffer(buffer, unused, GstTransfer::None);
+  }
   return wrap_gst_buffer(buffer, gst_sample_get_caps(sample), GstTransfer::None);
 }
 
