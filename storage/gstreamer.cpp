@@ -1,5 +1,6 @@
 #include "neat/storage/gstreamer.hpp"
 
+#include <gst/allocators/allocators.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
@@ -47,7 +48,8 @@ class GstMemoryStorage final : public Storage {
       : Storage(StorageKind::GStreamer, kCpu, size, read_only, nullptr),
         buffer_(buffer),
         memory_(memory),
-        index_(index) {
+        index_(index),
+        fd_(gst_is_fd_memory(memory) ? gst_fd_memory_get_fd(memory) : -1) {
     g_live_storages.fetch_add(1, std::memory_order_relaxed);
   }
   ~GstMemoryStorage() override {
@@ -58,6 +60,9 @@ class GstMemoryStorage final : public Storage {
     gst_buffer_unref(buffer_);
     g_live_storages.fetch_sub(1, std::memory_order_relaxed);
   }
+  /// DMA-BUF and fd memories (decoders, v4l2src, GstShmAllocator) expose
+  /// their fd, so export_fd() and export_dmabuf_image() work on them.
+  int native_fd() const noexcept override { return fd_; }
   std::string describe() const override {
     std::string out = "gstreamer ";
     out += std::to_string(size_bytes());
@@ -110,6 +115,7 @@ class GstMemoryStorage final : public Storage {
   GstBuffer* buffer_;
   GstMemory* memory_;  // owned by buffer_
   unsigned index_;
+  int fd_;
   std::mutex mutex_;
   GstMapInfo info_{};
   std::int64_t map_count_ = 0;

@@ -4,6 +4,7 @@
 // GstVideoFrame.
 #include "neat/storage/gstreamer.hpp"
 
+#include <gst/allocators/allocators.h>
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
@@ -17,7 +18,10 @@
 #include <vector>
 
 #include "neat/contract/mapping.hpp"
+#include "neat/storage/dmabuf.hpp"
+#include "neat/storage/fd.hpp"
 #include "support/fakes.hpp"
+#include "support/fds.hpp"
 
 namespace neat {
 namespace {
@@ -275,6 +279,32 @@ TEST_F(GstTest, MultiMemoryBuffersMapEachMemory) {
     EXPECT_EQ(gst_storage_stats().live_maps, before + 2);
   }
   EXPECT_EQ(gst_storage_stats().live_maps, before);
+}
+
+// fd-backed GstMemory (dmabuf / fd allocators) keeps its fd visible: the
+// wrapped frame can be exported to a device or another process.
+TEST_F(GstTest, FdMemoryFramesExportTheirFd) {
+  GstVideoInfo info;
+  ASSERT_TRUE(gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, 64, 32));
+  const int fd = testing::make_memfd(static_cast<std::int64_t>(GST_VIDEO_INFO_SIZE(&info)));
+  GstAllocator* allocator = gst_fd_allocator_new();
+  GstMemory* mem = gst_fd_allocator_alloc(allocator, fd, GST_VIDEO_INFO_SIZE(&info),
+                                          GST_FD_MEMORY_FLAG_NONE);  // takes fd
+  GstBuffer* buffer = gst_buffer_new();
+  gst_buffer_append_memory(buffer, mem);
+  auto t = wrap_gst_buffer(buffer, info, GstTransfer::Full);
+  NEAT_ASSERT_OK(t);
+  EXPECT_EQ(t->storage()->native_fd(), fd);
+  auto e = export_dmabuf_image(*t);
+  NEAT_ASSERT_OK(e);
+  EXPECT_EQ(e->image.planes[1].offset,
+            static_cast<std::int64_t>(GST_VIDEO_INFO_PLANE_OFFSET(&info, 1)));
+  auto again = import_dmabuf_image(e->image);
+  NEAT_ASSERT_OK(again);
+  auto id = fd_identity(fd);
+  NEAT_ASSERT_OK(id);
+  EXPECT_EQ(again->identity().id(), fd_buffer_id(*id));
+  gst_object_unref(allocator);
 }
 
 TEST_F(GstTest, AppsrcReceivesTensorBytesWithoutCopy) {

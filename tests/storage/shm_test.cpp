@@ -231,3 +231,51 @@ TEST(Shm, TenThousandExportImportCyclesLeaveFdsAtBaseline) {
 
 }  // namespace
 }  // namespace neat
+
+namespace neat {
+namespace {
+
+TEST(Fd, UniqueFdOwnsAndDuplicatesDescriptors) {
+  const int before = testing::open_fd_count();
+  {
+    UniqueFd a(testing::make_memfd(16));
+    ASSERT_TRUE(a.valid());
+    auto b = UniqueFd::duplicate(a.get());
+    NEAT_ASSERT_OK(b);
+    EXPECT_NE(b->get(), a.get());
+    auto ida = fd_identity(a.get());
+    auto idb = fd_identity(b->get());
+    NEAT_ASSERT_OK(ida);
+    EXPECT_EQ(*ida, *idb) << "two fds, one buffer";
+    EXPECT_EQ(*fd_size(a.get()), 16);
+    UniqueFd moved = std::move(a);
+    EXPECT_FALSE(a.valid());
+    const int raw = moved.release();
+    EXPECT_FALSE(moved.valid());
+    ::close(raw);
+  }
+  EXPECT_EQ(testing::open_fd_count(), before);
+  NEAT_EXPECT_ERROR(UniqueFd::duplicate(-1), ErrorCode::InvalidArgument, "not a descriptor");
+  NEAT_EXPECT_ERROR(UniqueFd::duplicate(987654), ErrorCode::InvalidArgument, "EBADF");
+  NEAT_EXPECT_ERROR(fd_identity(987654), ErrorCode::InvalidArgument, "fstat");
+  NEAT_EXPECT_ERROR(fd_size(987654), ErrorCode::InvalidArgument, "fstat");
+  EXPECT_NE(fd_buffer_id(FdIdentity{1, 2, 0}), fd_buffer_id(FdIdentity{1, 2, 4096}));
+}
+
+TEST(Fd, ExportFdOfPlanesInSeveralStoragesAsksForOnePlane) {
+  auto y = ShmStorage::create(64);
+  auto uv = ShmStorage::create(32);
+  NEAT_ASSERT_OK(y);
+  NEAT_ASSERT_OK(uv);
+  const PlaneSpec planes[] = {PlaneSpec{PlaneRole::Y, *y, 8, 0},
+                              PlaneSpec{PlaneRole::UV, *uv, 8, 0}};
+  auto f = NeatTensor::compose_planes(PixelFormat::NV12, 8, 8, planes);
+  NEAT_ASSERT_OK(f);
+  NEAT_EXPECT_ERROR(export_fd(*f), ErrorCode::FailedPrecondition, "export_fd(tensor.plane(role))");
+  auto fd = export_fd(*f->plane(PlaneRole::UV));
+  NEAT_ASSERT_OK(fd);
+  EXPECT_EQ(fd_identity(fd->get())->inode, (*uv)->fd_identity().inode);
+}
+
+}  // namespace
+}  // namespace neat
