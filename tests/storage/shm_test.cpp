@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 
 #include "neat/contract/mapping.hpp"
+#include "neat/storage/auto_allocator.hpp"
 #include "support/fakes.hpp"
 #include "support/fds.hpp"
 
@@ -275,6 +277,65 @@ TEST(Fd, ExportFdOfPlanesInSeveralStoragesAsksForOnePlane) {
   auto fd = export_fd(*f->plane(PlaneRole::UV));
   NEAT_ASSERT_OK(fd);
   EXPECT_EQ(fd_identity(fd->get())->inode, (*uv)->fd_identity().inode);
+}
+
+}  // namespace
+}  // namespace neat
+
+namespace neat {
+namespace {
+
+// Lowers RLIMIT_NOFILE to a few fds above what is open, restores it after.
+class FdLimit {
+ public:
+  explicit FdLimit(int headroom) {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(testing::open_fd_count() + headroom);
+    ok_ = ::setrlimit(RLIMIT_NOFILE, &low) == 0;
+  }
+  ~FdLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+TEST(ShmFaults, FdExhaustionIsResourceExhaustedAndRecovers) {
+  std::vector<NeatTensor> held;
+  Error last(ErrorCode::Internal, "");
+  {
+    FdLimit limit(6);
+    ASSERT_TRUE(limit.ok());
+    for (int i = 0; i < 64; ++i) {
+      auto t = NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = &shm_allocator()});
+      if (!t.ok()) {
+        last = t.error();
+        break;
+      }
+      held.push_back(std::move(*t));
+    }
+    EXPECT_GE(held.size(), 1u);
+    EXPECT_LT(held.size(), 64u);
+    EXPECT_EQ(last.code(), ErrorCode::ResourceExhausted) << last.to_string();
+    EXPECT_NE(last.message().find("EMFILE"), std::string::npos) << last.to_string();
+    // The auto chain keeps serving from the heap and says why.
+    AutoAllocator chain({.dma_heap = ""});
+    auto h = NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = &chain});
+    NEAT_ASSERT_OK(h);
+    EXPECT_EQ(h->storage_kind(), StorageKind::Heap);
+    const auto stats = chain.stats();
+    ASSERT_EQ(stats.fallbacks.size(), 2u);
+    EXPECT_NE(stats.fallbacks[1].reason.find("EMFILE"), std::string::npos);
+    // Freeing fds is enough to recover, even under the low limit.
+    held.pop_back();
+    auto again = NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = &shm_allocator()});
+    NEAT_ASSERT_OK(again);
+    auto shm = NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = &chain});
+    NEAT_ASSERT_OK(shm);
+  }
+  held.clear();
 }
 
 }  // namespace
