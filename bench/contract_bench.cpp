@@ -18,29 +18,13 @@
 #include <neat/telemetry/jsonl_sink.hpp>
 
 #include "alloc_counter.hpp"
+#include "meter.hpp"
 
 namespace {
 
 using neat::bench::allocation_count;
 
-// Reports allocations/op and bytes copied/op through the copy gate.
-class Meter {
- public:
-  explicit Meter(benchmark::State& s)
-      : state_(s), allocs_(allocation_count()), copies_(neat::conversion_counters().snapshot()) {}
-  ~Meter() {
-    const auto d = neat::conversion_counters().snapshot().since(copies_);
-    state_.counters["allocs/op"] = benchmark::Counter(
-        static_cast<double>(allocation_count() - allocs_), benchmark::Counter::kAvgIterations);
-    state_.counters["copied_B/op"] = benchmark::Counter(static_cast<double>(d.total().bytes),
-                                                        benchmark::Counter::kAvgIterations);
-  }
-
- private:
-  benchmark::State& state_;
-  std::uint64_t allocs_;
-  neat::CountersSnapshot copies_;
-};
+using neat::bench::Meter;
 
 neat::NeatTensor frame_1080p() {
   auto t = neat::NeatTensor::allocate_image(neat::PixelFormat::RGB, 1920, 1080);

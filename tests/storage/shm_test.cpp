@@ -86,19 +86,8 @@ TEST(Shm, ChildWritesThroughAnFdPassedOverScmRights) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::close(sv[0]);
-    char byte = 0;
-    char control[CMSG_SPACE(sizeof(int))] = {};
-    iovec iov{&byte, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    if (::recvmsg(sv[1], &msg, 0) != 1) ::_exit(2);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    if (c == nullptr || c->cmsg_type != SCM_RIGHTS) ::_exit(3);
-    int received;
-    std::memcpy(&received, CMSG_DATA(c), sizeof received);
+    const int received = testing::receive_fd(sv[1]);
+    if (received < 0) ::_exit(2);
     int code = 0;
     {
       auto in = import_shm_tensor(received, DType::U8, Dims{1 << 16}, Dims{1}, 0,
@@ -121,21 +110,7 @@ TEST(Shm, ChildWritesThroughAnFdPassedOverScmRights) {
     ::_exit(code);
   }
   ::close(sv[1]);
-  char byte = 'x';
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec iov{&byte, 1};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  const int raw = fd->get();
-  std::memcpy(CMSG_DATA(c), &raw, sizeof raw);
-  ASSERT_EQ(::sendmsg(sv[0], &msg, 0), 1);
+  ASSERT_TRUE(testing::send_fd(sv[0], fd->get()));
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ::close(sv[0]);
