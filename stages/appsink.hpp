@@ -1,0 +1,80 @@
+// AppSink: hands a graph's frames to the application, as NeatTensor (pull
+// with a timeout, try_pull) or as a borrowed NeatTensorRef (a callback on the
+// sink's thread). A bounded queue sits in between; when it is full the graph
+// either waits (Overflow::Block: backpressure up to the source) or the oldest
+// queued frame is dropped (Overflow::DropOldest), counted in stats().
+//
+//   auto sink = neat::AppSink::create({.capacity = 4});
+//   builder.add_sink("out", sink);  ...  graph.start();
+//   while (auto frame = sink->pull(std::chrono::seconds(1))) { use(*frame); }
+//   if (sink->at_end()) ...  // end of stream, every frame pulled
+//
+// Ownership: shared between the graph and the application.
+// Threading: pull/try_pull/stats from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "neat/stages/queue.hpp"
+#include "neat/stages/sink.hpp"
+#include "neat/stages/stage.hpp"
+
+namespace neat {
+
+enum class Overflow : std::uint8_t { Block, DropOldest };
+
+struct AppSinkOptions {
+  std::size_t capacity = 8;
+  Overflow overflow = Overflow::Block;
+  Accepts accepts = Accepts::anything();
+};
+
+class AppSink final : public Sink {
+ public:
+  static std::shared_ptr<AppSink> create(AppSinkOptions options = {});
+  explicit AppSink(AppSinkOptions options);
+
+  /// The next frame, waiting up to `timeout`; std::nullopt on timeout, at the
+  /// end of the stream, or when the graph stopped (tell them apart with at_end()).
+  std::optional<NeatTensor> pull(std::chrono::milliseconds timeout);
+  /// The next frame if one is queued.
+  std::optional<NeatTensor> try_pull();
+  /// Frames go to `callback` (on the sink's thread) instead of the queue. Set
+  /// it before the graph starts. The reference is valid during the call only.
+  void set_callback(std::function<void(const NeatTensorRef&)> callback);
+  /// True once the stream ended (or the graph stopped) and the queue is empty.
+  bool at_end() const;
+
+  struct Stats {
+    std::uint64_t received = 0;  ///< frames the graph handed over
+    std::uint64_t pulled = 0;    ///< frames the application took (or the callback saw)
+    std::uint64_t dropped = 0;   ///< frames dropped by DropOldest
+    std::size_t queued = 0;
+  };
+  Stats stats() const;
+  const AppSinkOptions& options() const noexcept { return options_; }
+
+  // Sink (called by the graph runtime).
+  std::string_view kind() const noexcept override { return "appsink"; }
+  Accepts accepts() const override { return options_.accepts; }
+  Status prepare(const FrameSpec& input) override;
+  Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override;
+  Status finish() override;
+  void abort() override;
+  std::string describe() const override;
+
+ private:
+  AppSinkOptions options_;
+  BoundedQueue<NeatTensor> queue_;
+  std::function<void(const NeatTensorRef&)> callback_;
+  std::atomic<std::uint64_t> received_{0};
+  std::atomic<std::uint64_t> pulled_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<bool> ended_{false};
+};
+
+}  // namespace neat

@@ -1,0 +1,53 @@
+// FrameSpec and Accepts: what flows on an edge of a stage graph, and what a
+// stage takes. build() compares the two on every edge to decide whether the
+// edge is a plain hand-over or needs a conversion (and which one).
+//
+// Threading: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "neat/contract/neat_tensor.hpp"
+
+namespace neat {
+
+/// The frames an edge carries, as known at build() time.
+struct FrameSpec {
+  DType dtype = DType::U8;
+  PixelFormat format = PixelFormat::None;  ///< None: a dense tensor (not an image)
+  Layout layout = Layout::None;
+  std::int64_t width = 0;  ///< images
+  std::int64_t height = 0;
+  Dims shape;  ///< dense tensors (and the pixel array of interleaved images)
+  Device device = kCpu;
+  bool contiguous = true;
+
+  bool is_image() const noexcept { return format != PixelFormat::None; }
+  /// Bytes of one frame's elements (planes included).
+  std::int64_t bytes() const noexcept;
+  /// "NV12 1920x1080 cpu:0", "f32 [3, 640, 640] CHW cpu:0".
+  std::string to_string() const;
+  /// The spec of an existing tensor.
+  static FrameSpec of(const NeatTensor& tensor);
+  /// An image spec in the format's default layout, contiguous, on the CPU.
+  static FrameSpec image(PixelFormat format, std::int64_t width, std::int64_t height);
+  friend bool operator==(const FrameSpec&, const FrameSpec&) = default;
+};
+
+/// What a stage (or sink) takes. An empty list accepts anything.
+struct Accepts {
+  std::vector<DType> dtypes;
+  std::vector<PixelFormat> formats;  ///< PixelFormat::None in the list admits dense tensors
+  std::vector<Layout> layouts;
+  std::vector<DeviceType> devices = {DeviceType::Cpu};
+  bool contiguous = false;  ///< needs packed row-major elements
+  bool writes = false;      ///< modifies its input in place (is handed a writable buffer)
+
+  static Accepts anything();
+  /// "dtype u8, format NV12|I420, cpu, contiguous".
+  std::string to_string() const;
+};
+
+}  // namespace neat

@@ -1,0 +1,194 @@
+// Stage graphs: declare, build, run.
+//
+//   neat::GraphBuilder b("camera");
+//   b.add_source("cam", neat::gst_source("videotestsrc num-buffers=300 ! "
+//                                        "video/x-raw,format=NV12,width=1920,height=1080"));
+//   b.add_stage("pre", neat::preprocess_stage({.width = 640, .height = 640}));
+//   auto out = neat::AppSink::create();
+//   b.add_sink("out", out);
+//   b.connect("cam", "pre");
+//   b.connect("pre", "out");
+//   auto graph = b.build();          // checks every edge; Strict refuses implicit conversions
+//   std::puts(graph->explain().c_str());
+//   graph->start();  while (auto f = out->pull(1s)) {...}  auto report = graph->wait();
+//
+// build() prepares the sources (a GStreamer source prerolls to learn its
+// caps), follows the frames' specs through every stage, and computes each
+// edge's conversion: none when the producer gives what the consumer accepts,
+// otherwise the chain of conversions (transfer, pixel format, dtype, layout,
+// pack) the edge would need. Under Strict every such edge fails the build,
+// all of them listed at once with the conversion kind, reason, bytes per
+// frame and the stage that would make the graph legal; under the other
+// policies the conversions enter the plan and run implicitly, traced or
+// counted. Policies resolve per edge > per consumer stage > per graph >
+// process.
+//
+// run() gives every node its own thread and every edge a bounded queue
+// (backpressure, no unbounded growth). End of stream flows from the sources
+// to the sinks; a stage error (or a conversion's) stops the graph within a
+// bounded time (waits are sliced to 100 ms) and wait() returns it prefixed
+// with the stage's name. Frame accounting is exact: every delivery (a frame
+// on its way to one consumer; fan-out makes one per consumer) ends consumed by
+// a sink or dropped with a reason, so produced == consumed + dropped.
+// Conversions carry the graph, stage, edge and frame number in their events.
+//
+// Ownership: a Graph owns its stages and sources, and shares its sinks.
+// Threading: start()/stop()/wait() from one controlling thread; stats() from any.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "neat/contract/conversion.hpp"
+#include "neat/policy/rules.hpp"
+#include "neat/stages/sink.hpp"
+#include "neat/stages/source.hpp"
+#include "neat/stages/stage.hpp"
+
+namespace neat {
+
+struct StageOptions {
+  std::optional<ConversionPolicy> policy;  ///< for conversions on this stage's input edge
+};
+
+struct EdgeOptions {
+  std::optional<ConversionPolicy> policy;
+  std::size_t capacity = 4;  ///< frames the edge queue holds
+};
+
+/// One conversion an edge performs on every frame.
+struct PlannedConversion {
+  ConversionKind kind = ConversionKind::Pack;
+  ConversionReason reason = ConversionReason::StrideMismatch;
+  std::int64_t bytes_per_frame = 0;  ///< bytes it writes per frame
+  std::string what;                  ///< "NV12 -> RGB", "u8 -> f32", "pack"
+  std::string fix;                   ///< the stage or call that makes it unnecessary
+  PixelFormat to_format = PixelFormat::None;
+  DType to_dtype = DType::U8;
+  Layout to_layout = Layout::None;
+};
+
+enum class NodeKind : std::uint8_t { Source, Stage, Sink };
+
+struct NodePlan {
+  std::string name;
+  NodeKind kind = NodeKind::Stage;
+  std::string description;  ///< the stage's describe()
+  FrameSpec output;         ///< what it produces (sources, stages)
+  std::optional<ConversionPolicy> policy;
+};
+
+struct EdgePlan {
+  std::string name;  ///< "from->to"
+  std::string from, to;
+  FrameSpec produced;  ///< what the producer gives
+  FrameSpec consumed;  ///< what the consumer receives (after the conversions)
+  std::vector<PlannedConversion> conversions;
+  ConversionPolicy policy = ConversionPolicy::Strict;
+  int consumers_sharing = 1;   ///< fan-out: consumers of the producer's frames
+  bool copy_on_write = false;  ///< the consumer writes a buffer it shares: COW per frame
+  std::size_t capacity = 4;
+  std::int64_t bytes_per_frame() const noexcept;
+};
+
+struct GraphPlan {
+  std::string graph;
+  ConversionPolicy policy = ConversionPolicy::Strict;
+  std::vector<NodePlan> nodes;  ///< in topological order
+  std::vector<EdgePlan> edges;
+  /// Bytes the edges copy per frame (conversions + copy-on-write).
+  std::int64_t edge_bytes_per_frame() const noexcept;
+  /// The plan as text: nodes, edges, conversions, policies, bytes per frame.
+  std::string explain() const;
+};
+
+/// Where frames went. produced == consumed + sum(dropped).
+struct FrameAccounting {
+  std::uint64_t source_frames = 0;               ///< frames the sources emitted
+  std::uint64_t produced = 0;                    ///< deliveries created (fan-out: one per consumer)
+  std::uint64_t consumed = 0;                    ///< deliveries sinks took and kept
+  std::map<std::string, std::uint64_t> dropped;  ///< by reason
+  std::uint64_t dropped_total() const noexcept;
+  bool balanced() const noexcept { return produced == consumed + dropped_total(); }
+  std::string to_string() const;
+};
+
+struct RunReport {
+  FrameAccounting frames;
+  double seconds = 0;
+  /// Frames each edge carried.
+  std::map<std::string, std::uint64_t> edge_frames;
+};
+
+class Graph {
+ public:
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  ~Graph();  ///< stops and joins a running graph
+
+  const GraphPlan& plan() const noexcept;
+  std::string explain() const { return plan().explain(); }
+
+  /// Starts every node's thread. FailedPrecondition when already started.
+  Status start();
+  /// Asks the graph to stop now: sources stop, queues are flushed (frames in
+  /// them are dropped, reason "stopped"). Returns at once; wait() joins.
+  void stop();
+  /// Joins the threads. The first error (named by its stage) if a node failed.
+  Result<RunReport> wait();
+  /// start() + wait(): runs to the end of the stream.
+  Result<RunReport> run();
+  /// Live counts (from any thread).
+  FrameAccounting frames() const;
+  bool running() const noexcept;
+  /// Breaches of the graph's budgets and steady-state rules so far.
+  std::vector<RuleBreach> rule_breaches() const;
+
+  struct Impl;
+  explicit Graph(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string name = "graph");
+  GraphBuilder(GraphBuilder&&) noexcept;
+  GraphBuilder& operator=(GraphBuilder&&) noexcept;
+  ~GraphBuilder();
+
+  /// The graph's policy (default: the process policy).
+  GraphBuilder& set_policy(ConversionPolicy policy);
+  /// A copy budget for the graph (budget.graph is set to this graph) or one
+  /// edge (budget.edge = "from->to"), enforced by the copy gate while the graph lives.
+  GraphBuilder& add_budget(CopyBudget budget);
+  /// A steady-state canary for the graph (rule.graph is set to this graph).
+  GraphBuilder& add_steady_state_rule(SteadyStateRule rule);
+
+  /// Node names must be unique and non-empty; errors come back from build()
+  /// (all of them), and also at once from connect().
+  GraphBuilder& add_source(std::string name, std::unique_ptr<Source> source);
+  GraphBuilder& add_stage(std::string name, std::unique_ptr<Stage> stage,
+                          StageOptions options = {});
+  GraphBuilder& add_sink(std::string name, std::shared_ptr<Sink> sink);
+  /// An edge. Fan-out (one producer, several consumers) is allowed; a stage
+  /// or sink has exactly one input.
+  Status connect(std::string_view from, std::string_view to, EdgeOptions options = {});
+
+  /// Checks the whole graph and plans every edge (see the file comment).
+  /// Consumes the builder's nodes.
+  Result<Graph> build();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neat

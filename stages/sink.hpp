@@ -1,0 +1,42 @@
+// Sink: where a graph's frames leave it. Built in: AppSink (frames handed to
+// the application: pull, try-pull or callback) and, in gst_io.hpp, an appsrc
+// that feeds a downstream GStreamer pipeline without a copy.
+//
+// Ownership: graphs hold sinks by std::shared_ptr, so the application can
+// keep one (an AppSink it pulls from).
+// Threading: consume()/finish()/abort() are called from the sink's own graph
+// thread (abort() also from the thread stopping the graph).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "neat/contract/neat_tensor.hpp"
+#include "neat/stages/frame_spec.hpp"
+
+namespace neat {
+
+/// What became of a frame handed to a sink.
+enum class SinkOutcome : std::uint8_t {
+  Consumed,       ///< the sink took it
+  DroppedOldest,  ///< taken, and an older queued frame was dropped to make room
+  Stopped,        ///< not taken: the graph is stopping
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual std::string_view kind() const noexcept = 0;
+  virtual Accepts accepts() const = 0;
+  /// Called by build() with the spec of the frames it will receive.
+  virtual Status prepare(const FrameSpec& input) = 0;
+  /// One frame (by value: the sink may keep it). Errors stop the graph.
+  virtual Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) = 0;
+  /// End of stream: no more frames will come.
+  virtual Status finish() = 0;
+  /// The graph stops now: wake anything waiting, take no more frames.
+  virtual void abort() = 0;
+  virtual std::string describe() const { return std::string(kind()); }
+};
+
+}  // namespace neat

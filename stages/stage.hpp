@@ -1,0 +1,81 @@
+// Stage: one step of a stage graph. It declares what it accepts (Accepts) and
+// what it produces for a given input (output_spec, checked at build()), and
+// processes frames by value, so the last consumer of a buffer can reuse it
+// (make_writable donates instead of copying). Stages never throw into the
+// runtime: errors are values, and the runtime prefixes them with the
+// stage's name.
+//
+// Writing your own stage takes a few lines with make_stage():
+//
+//   auto invert = neat::make_stage("invert", {.dtypes = {DType::U8}, .writes = true},
+//       [](NeatTensor frame, StageContext&) -> Result<NeatTensor> {
+//         NEAT_ASSIGN_OR_RETURN(auto w, std::move(frame).make_writable());
+//         ...  // map(MapMode::Write) and edit
+//         return w;
+//       });
+//
+// Ownership: the graph owns its stages (std::unique_ptr).
+// Threading: process() is called from the stage's own thread, one frame at a
+// time; output_spec() and accepts() from the thread that calls build().
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "neat/contract/allocator.hpp"
+#include "neat/contract/neat_tensor.hpp"
+#include "neat/stages/frame_spec.hpp"
+
+namespace neat {
+
+/// A borrowed view of a tensor, valid only during the call that hands it out
+/// (sink callbacks, inspect stages). to_owned() keeps the frame (a handle
+/// copy: shares the buffer, copies no bytes).
+class NeatTensorRef {
+ public:
+  explicit NeatTensorRef(const NeatTensor& tensor) noexcept : tensor_(&tensor) {}
+  const NeatTensor& get() const noexcept { return *tensor_; }
+  const NeatTensor* operator->() const noexcept { return tensor_; }
+  const NeatTensor& operator*() const noexcept { return *tensor_; }
+  NeatTensor to_owned() const { return *tensor_; }
+
+ private:
+  const NeatTensor* tensor_;
+};
+
+/// What a stage knows while it processes a frame.
+struct StageContext {
+  std::string_view graph;
+  std::string_view stage;
+  std::int64_t frame = -1;
+  /// The stage's own pooled allocator: outputs allocated here are recycled
+  /// once downstream releases them (steady state allocates nothing).
+  StorageAllocator* allocator = nullptr;
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  /// The stage type, e.g. "resize" (the graph gives each instance its name).
+  virtual std::string_view kind() const noexcept = 0;
+  /// What the stage takes.
+  virtual Accepts accepts() const = 0;
+  /// What it produces from frames of `input` (already converted to what it
+  /// accepts). An error says why the stage cannot take such frames.
+  virtual Result<FrameSpec> output_spec(const FrameSpec& input) const = 0;
+  /// Processes one frame. Returns the output frame or an error value.
+  virtual Result<NeatTensor> process(NeatTensor frame, StageContext& context) = 0;
+  /// Parameters for explain(), e.g. "resize 640x640 bilinear".
+  virtual std::string describe() const { return std::string(kind()); }
+};
+
+using StageFunction = std::function<Result<NeatTensor>(NeatTensor, StageContext&)>;
+using SpecFunction = std::function<Result<FrameSpec>(const FrameSpec&)>;
+
+/// A stage from a function. output_spec defaults to "same as the input".
+std::unique_ptr<Stage> make_stage(std::string kind, Accepts accepts, StageFunction process,
+                                  SpecFunction output_spec = {});
+
+}  // namespace neat

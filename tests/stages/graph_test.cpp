@@ -1,0 +1,411 @@
+// Stage graphs: build() checks and plans, explain(), run() with bounded
+// queues, end of stream, fan-out, copy-on-write, stage and source failures,
+// stop, drop-oldest sinks, push sources, exact frame accounting. Threaded:
+// also run under TSan.
+#include "neat/stages/graph.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "neat/contract/mapping.hpp"
+#include "neat/stages/appsink.hpp"
+#include "neat/stages/builtin.hpp"
+#include "neat/telemetry/sink.hpp"
+#include "support/fakes.hpp"
+
+namespace neat {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TelemetryTest;
+
+class GraphTest : public TelemetryTest {};
+
+std::unique_ptr<Source> nv12(std::int64_t frames, std::int64_t w = 64, std::int64_t h = 48) {
+  return synthetic_source(FrameSpec::image(PixelFormat::NV12, w, h), frames);
+}
+
+// Pulls until the end of the stream (or 10 s without a frame).
+std::vector<NeatTensor> drain(AppSink& sink) {
+  std::vector<NeatTensor> out;
+  while (auto f = sink.pull(10s))
+    out.push_back(std::move(*f));
+  return out;
+}
+
+TEST_F(GraphTest, LinearGraphRunsEveryFrameThroughAndAccountsForIt) {
+  GraphBuilder b("linear");
+  auto out = AppSink::create();
+  b.add_source("cam", nv12(25));
+  b.add_stage("pre", preprocess_stage({.width = 32, .height = 32}));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "pre"));
+  NEAT_ASSERT_OK(b.connect("pre", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->start());
+  auto frames = drain(*out);
+  auto report = g->wait();
+  NEAT_ASSERT_OK(report);
+  ASSERT_EQ(frames.size(), 25u);
+  EXPECT_EQ(frames[0].shape(), (Dims{3, 32, 32}));
+  EXPECT_EQ(frames[0].dtype(), DType::F32);
+  EXPECT_TRUE(out->at_end());
+  EXPECT_EQ(report->frames.source_frames, 25u);
+  EXPECT_EQ(report->frames.produced, 25u);
+  EXPECT_EQ(report->frames.consumed, 25u);
+  EXPECT_TRUE(report->frames.balanced()) << report->frames.to_string();
+  EXPECT_EQ(report->edge_frames["cam->pre"], 25u);
+  // The preprocess events carry graph, stage, edge and frame.
+  auto ev = events();
+  ASSERT_EQ(ev.size(), 25u);
+  EXPECT_EQ(ev[3].graph, "linear");
+  EXPECT_EQ(ev[3].stage, "pre");
+  EXPECT_EQ(ev[3].edge, "cam->pre");
+  EXPECT_EQ(ev[3].event.frame, 3);
+  EXPECT_TRUE(ev[3].event.explicit_call) << "a stage named by the user converts explicitly";
+}
+
+TEST_F(GraphTest, StrictBuildListsEveryOffendingEdgeWithKindBytesAndFix) {
+  GraphBuilder b("strict");
+  b.set_policy(ConversionPolicy::Strict);
+  auto rgb_only = [] {
+    return make_stage("detector", {.dtypes = {DType::U8}, .formats = {PixelFormat::RGB}},
+                      [](NeatTensor t, StageContext&) -> Result<NeatTensor> { return t; });
+  };
+  b.add_source("cam", nv12(3, 64, 48));
+  b.add_stage("det_a", rgb_only());
+  b.add_stage("det_b", rgb_only());
+  b.add_sink("a", AppSink::create());
+  b.add_sink("b", AppSink::create());
+  NEAT_ASSERT_OK(b.connect("cam", "det_a"));
+  NEAT_ASSERT_OK(b.connect("cam", "det_b"));
+  NEAT_ASSERT_OK(b.connect("det_a", "a"));
+  NEAT_ASSERT_OK(b.connect("det_b", "b"));
+  auto g = b.build();
+  ASSERT_FALSE(g.ok());
+  const std::string& m = g.error().message();
+  EXPECT_EQ(g.error().code(), ErrorCode::FailedPrecondition);
+  EXPECT_NE(m.find("2 problems"), std::string::npos) << m;
+  EXPECT_NE(m.find("edge 'cam->det_a' needs an implicit convert (pixel_format) NV12 -> RGB, 9.0 "
+                   "KiB per frame"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("edge 'cam->det_b'"), std::string::npos) << m;
+  EXPECT_NE(m.find("insert `convert format=RGB` before 'det_a'"), std::string::npos) << m;
+}
+
+TEST_F(GraphTest, TracedConversionsEnterThePlanAndRunWithTheirContext) {
+  GraphBuilder b("traced");
+  auto out = AppSink::create();
+  b.add_source("cam", nv12(5, 64, 48));
+  b.add_stage("det",
+              make_stage("detector", {.formats = {PixelFormat::RGB}, .layouts = {Layout::CHW}},
+                         [](NeatTensor t, StageContext&) -> Result<NeatTensor> { return t; }),
+              {.policy = ConversionPolicy::AllowWithTrace});
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "det"));
+  NEAT_ASSERT_OK(b.connect("det", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  const EdgePlan& e = g->plan().edges[0];
+  ASSERT_EQ(e.conversions.size(), 2u);  // NV12 -> RGB, then HWC -> CHW
+  EXPECT_EQ(e.conversions[0].reason, ConversionReason::PixelFormat);
+  EXPECT_EQ(e.conversions[1].reason, ConversionReason::Layout);
+  EXPECT_EQ(e.policy, ConversionPolicy::AllowWithTrace);
+  EXPECT_EQ(e.bytes_per_frame(), 64 * 48 * 3 * 2);
+  const std::string text = g->explain();
+  EXPECT_NE(text.find("convert (pixel_format) NV12 -> RGB"), std::string::npos) << text;
+  EXPECT_NE(text.find("policy allow_with_trace"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected bytes copied per frame on edges: 18.0 KiB"), std::string::npos)
+      << text;
+  NEAT_ASSERT_OK(g->start());
+  auto frames = drain(*out);
+  NEAT_ASSERT_OK(g->wait());
+  ASSERT_EQ(frames.size(), 5u);
+  EXPECT_EQ(frames[0].layout(), Layout::CHW);
+  EXPECT_EQ(frames[0].shape(), (Dims{3, 48, 64}));
+  auto ev = events();
+  ASSERT_EQ(ev.size(), 10u);
+  for (const auto& x : ev) {
+    EXPECT_FALSE(x.event.explicit_call);
+    EXPECT_EQ(x.edge, "cam->det");
+    EXPECT_EQ(x.graph, "traced");
+  }
+  EXPECT_EQ(ev[9].event.frame, 4);
+}
+
+TEST_F(GraphTest, ExplainShowsHandOversPoliciesAndFanOut) {
+  GraphBuilder b("plan");
+  b.set_policy(ConversionPolicy::Strict);
+  b.add_source("cam", nv12(1));
+  b.add_stage("look", inspect_stage());
+  b.add_stage("pre", preprocess_stage({.width = 16, .height = 16}));
+  b.add_sink("a", AppSink::create());
+  b.add_sink("b", AppSink::create());
+  NEAT_ASSERT_OK(b.connect("cam", "look"));
+  NEAT_ASSERT_OK(b.connect("cam", "pre"));
+  NEAT_ASSERT_OK(b.connect("look", "a"));
+  NEAT_ASSERT_OK(b.connect("pre", "b"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  const std::string text = g->explain();
+  EXPECT_NE(text.find("graph 'plan' (policy strict)"), std::string::npos) << text;
+  EXPECT_NE(text.find("[source] cam"), std::string::npos) << text;
+  EXPECT_NE(text.find("preprocess size=16x16"), std::string::npos) << text;
+  EXPECT_NE(text.find("hand-over, no copy"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared read-only with 1 other consumer(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected bytes copied per frame on edges: 0 B"), std::string::npos) << text;
+}
+
+TEST_F(GraphTest, FanOutSharesReadOnlyAndAWriterGetsARecordedCopyOnWrite) {
+  GraphBuilder b("fan");
+  auto a = AppSink::create(), w = AppSink::create();
+  b.add_source("cam", synthetic_source(FrameSpec::image(PixelFormat::RGB, 16, 8), 6));
+  b.add_stage("reader", inspect_stage());
+  b.add_stage(
+      "writer",
+      make_stage("stamp", {.writes = true}, [](NeatTensor t, StageContext&) -> Result<NeatTensor> {
+        NEAT_ASSIGN_OR_RETURN(NeatTensor x, std::move(t).make_writable());
+        {
+          NEAT_ASSIGN_OR_RETURN(Mapping m, x.map(MapMode::Write));
+          m.mutable_data()[0] = std::byte{0xEE};
+        }
+        return x;
+      }));
+  b.add_sink("a", a);
+  b.add_sink("w", w);
+  NEAT_ASSERT_OK(b.connect("cam", "reader"));
+  NEAT_ASSERT_OK(b.connect("cam", "writer"));
+  NEAT_ASSERT_OK(b.connect("reader", "a"));
+  NEAT_ASSERT_OK(b.connect("writer", "w"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_TRUE(g->plan().edges[1].copy_on_write || g->plan().edges[0].copy_on_write);
+  NEAT_ASSERT_OK(g->start());
+  std::vector<NeatTensor> fa, fw;
+  std::thread ta([&] { fa = drain(*a); });
+  fw = drain(*w);
+  ta.join();
+  auto r = g->wait();
+  NEAT_ASSERT_OK(r);
+  ASSERT_EQ(fa.size(), 6u);
+  ASSERT_EQ(fw.size(), 6u);
+  EXPECT_EQ(r->frames.produced, 12u) << "fan-out: one delivery per consumer";
+  EXPECT_TRUE(r->frames.balanced()) << r->frames.to_string();
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(std::to_integer<int>(fw[i].map()->data()[0]), 0xEE);
+    EXPECT_NE(std::to_integer<int>(fa[i].map()->data()[0]), 0xEE) << "the reader's frame is intact";
+  }
+  const auto d = delta();
+  EXPECT_GE(d.total(ConversionKind::Pack).count, 1u) << "copy-on-write copies are recorded";
+}
+
+TEST_F(GraphTest, AStageErrorStopsTheGraphNamesTheStageAndLeaksNothing) {
+  GraphBuilder b("faulty");
+  auto out = AppSink::create({.capacity = 2});
+  b.add_source("cam", nv12(1000));
+  b.add_stage("bad",
+              make_stage("fails_at_7", {}, [](NeatTensor t, StageContext& c) -> Result<NeatTensor> {
+                if (c.frame == 7) return internal_error("frame 7 is cursed");
+                return t;
+              }));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "bad"));
+  NEAT_ASSERT_OK(b.connect("bad", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  std::weak_ptr<Storage> first;
+  const auto t0 = std::chrono::steady_clock::now();
+  NEAT_ASSERT_OK(g->start());
+  std::vector<NeatTensor> got;
+  while (auto f = out->pull(5s))
+    got.push_back(std::move(*f));
+  auto r = g->wait();
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("stage 'bad' of graph 'faulty'"), std::string::npos)
+      << r.error().message();
+  EXPECT_NE(r.error().message().find("frame 7 is cursed"), std::string::npos);
+  EXPECT_EQ(r.error().code(), ErrorCode::Internal);
+  EXPECT_LT(elapsed, 5s) << "stops within a bounded time";
+  const FrameAccounting a = g->frames();
+  EXPECT_TRUE(a.balanced()) << a.to_string();
+  EXPECT_EQ(a.dropped.at("stage_error"), 1u);
+  EXPECT_LE(got.size(), 7u);
+  EXPECT_LT(a.source_frames, 1000u) << "the source stopped early";
+}
+
+TEST_F(GraphTest, SourceErrorsAndStopMidStreamAreCleanAndAccounted) {
+  {  // a source that fails at frame 3
+    struct Failing final : Source {
+      int n = 0;
+      std::string_view kind() const noexcept override { return "failing"; }
+      Result<FrameSpec> prepare() override { return FrameSpec::image(PixelFormat::GRAY8, 4, 4); }
+      Result<std::optional<NeatTensor>> next(const std::atomic<bool>&) override {
+        if (n++ == 3) return failed_precondition("camera unplugged");
+        return std::optional<NeatTensor>(*NeatTensor::allocate_image(PixelFormat::GRAY8, 4, 4));
+      }
+    };
+    GraphBuilder b("src_fail");
+    auto out = AppSink::create();
+    b.add_source("cam", std::make_unique<Failing>());
+    b.add_sink("out", out);
+    NEAT_ASSERT_OK(b.connect("cam", "out"));
+    auto g = b.build();
+    NEAT_ASSERT_OK(g);
+    auto r = g->run();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("source 'cam'"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("camera unplugged"), std::string::npos);
+    EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
+  }
+  {  // stop() with frames queued everywhere (the app never pulls)
+    GraphBuilder b("stopped");
+    auto out = AppSink::create({.capacity = 2});
+    b.add_source("cam", nv12(1000000));
+    b.add_stage("look", inspect_stage());
+    b.add_sink("out", out);
+    NEAT_ASSERT_OK(b.connect("cam", "look", {.capacity = 3}));
+    NEAT_ASSERT_OK(b.connect("look", "out", {.capacity = 3}));
+    auto g = b.build();
+    NEAT_ASSERT_OK(g);
+    NEAT_ASSERT_OK(g->start());
+    std::this_thread::sleep_for(200ms);
+    // Backpressure: the source is held back by full queues, not running ahead.
+    const FrameAccounting mid = g->frames();
+    EXPECT_LE(mid.source_frames, 2u + 3u + 3u + 3u) << "bounded by the queues";
+    g->stop();
+    auto r = g->wait();
+    NEAT_ASSERT_OK(r);  // stopping is not an error
+    EXPECT_TRUE(r->frames.balanced()) << r->frames.to_string();
+    EXPECT_GT(r->frames.dropped.at("stopped"), 0u);
+    EXPECT_EQ(out->stats().queued, 2u) << "frames already delivered stay pullable";
+  }
+}
+
+TEST_F(GraphTest, DropOldestSinkCountsItsDrops) {
+  GraphBuilder b("lossy");
+  auto out = AppSink::create({.capacity = 3, .overflow = Overflow::DropOldest});
+  b.add_source("cam", nv12(40));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  auto r = g->run();  // nobody pulls while it runs
+  NEAT_ASSERT_OK(r);
+  EXPECT_EQ(out->stats().dropped, 37u);
+  EXPECT_EQ(r->frames.dropped.at("sink_overflow"), 37u);
+  EXPECT_EQ(r->frames.consumed, 3u);
+  EXPECT_TRUE(r->frames.balanced());
+  auto frames = drain(*out);
+  ASSERT_EQ(frames.size(), 3u);
+  // The newest frames survive: frame numbers 37, 38, 39 stamp their first row.
+  EXPECT_EQ(std::to_integer<int>((*frames[2].map()->plane_data(PlaneRole::Y))[0]), 39);
+}
+
+TEST_F(GraphTest, PushSourceAndCallbackSink) {
+  auto push = PushSource::create(FrameSpec::image(PixelFormat::RGB, 8, 8));
+  auto out = AppSink::create();
+  std::atomic<int> seen{0};
+  out->set_callback([&](const NeatTensorRef& f) {
+    EXPECT_EQ(f->image().width, 8);
+    ++seen;
+  });
+  GraphBuilder b("pushed");
+  b.add_source("app", shared_source(push));
+  b.add_stage("gray", convert_stage(PixelFormat::GRAY8));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("app", "gray"));
+  NEAT_ASSERT_OK(b.connect("gray", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->start());
+  for (int i = 0; i < 20; ++i) {
+    NEAT_ASSERT_OK(push->push(*NeatTensor::allocate_image(PixelFormat::RGB, 8, 8)));
+  }
+  NEAT_EXPECT_ERROR(push->push(*NeatTensor::allocate_image(PixelFormat::RGB, 9, 8)),
+                    ErrorCode::InvalidArgument, "declared as RGB 8x8");
+  push->end_of_stream();
+  NEAT_EXPECT_ERROR(push->push(*NeatTensor::allocate_image(PixelFormat::RGB, 8, 8)),
+                    ErrorCode::FailedPrecondition, "end_of_stream()");
+  auto r = g->wait();
+  NEAT_ASSERT_OK(r);
+  EXPECT_EQ(seen.load(), 20);
+  EXPECT_EQ(r->frames.consumed, 20u);
+}
+
+TEST_F(GraphTest, BadGraphsAreRefusedWithEveryProblemListed) {
+  GraphBuilder b("broken");
+  b.add_source("cam", nv12(1));
+  b.add_source("cam", nv12(1));  // duplicate
+  b.add_stage("", inspect_stage());
+  b.add_stage("null", nullptr);
+  b.add_stage("orphan", inspect_stage());
+  b.add_sink("out", AppSink::create());
+  b.add_sink("out2", AppSink::create());
+  NEAT_EXPECT_ERROR(b.connect("cam", "nowhere"), ErrorCode::InvalidArgument,
+                    "no node is named 'nowhere'");
+  NEAT_EXPECT_ERROR(b.connect("out", "orphan"), ErrorCode::InvalidArgument, "is a sink");
+  NEAT_EXPECT_ERROR(b.connect("orphan", "cam"), ErrorCode::InvalidArgument, "is a source");
+  NEAT_EXPECT_ERROR(b.connect("orphan", "orphan"), ErrorCode::InvalidArgument, "feed itself");
+  NEAT_ASSERT_OK(b.connect("cam", "out"));
+  NEAT_EXPECT_ERROR(b.connect("orphan", "out"), ErrorCode::InvalidArgument, "exactly one input");
+  NEAT_EXPECT_ERROR(b.connect("cam", "out2", {.capacity = 0}), ErrorCode::InvalidArgument,
+                    "capacity");
+  auto g = b.build();
+  ASSERT_FALSE(g.ok());
+  const std::string& m = g.error().message();
+  for (const char* want :
+       {"two nodes are named 'cam'", "empty name", "stage 'null' is null",
+        "stage 'orphan' has no input", "sink 'out2' has no input", "no node is named 'nowhere'"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << "missing \"" << want << "\" in:\n" << m;
+  }
+  NEAT_EXPECT_ERROR(GraphBuilder("empty").build(), ErrorCode::FailedPrecondition, "no nodes");
+
+  GraphBuilder c("unfit");
+  c.add_source("cam", nv12(1, 64, 48));
+  c.add_stage("crop", crop_stage(1, 1, 10, 10));  // planar crops start on even coordinates
+  c.add_sink("out", AppSink::create());
+  NEAT_ASSERT_OK(c.connect("cam", "crop"));
+  NEAT_ASSERT_OK(c.connect("crop", "out"));
+  NEAT_EXPECT_ERROR(c.build(), ErrorCode::FailedPrecondition, "even coordinates");
+}
+
+TEST_F(GraphTest, GraphBudgetsAreEnforcedByTheGate) {
+  GraphBuilder b("budgeted");
+  b.set_policy(ConversionPolicy::AllowWithTrace);
+  b.add_budget({.max_bytes_per_frame = 100, .action = RuleAction::Count});
+  auto out = AppSink::create();
+  b.add_source("cam", nv12(4, 32, 16));
+  b.add_sink("out", out);
+  b.add_stage("rgb",
+              make_stage("wants_rgb", {.formats = {PixelFormat::RGB}},
+                         [](NeatTensor t, StageContext&) -> Result<NeatTensor> { return t; }));
+  NEAT_ASSERT_OK(b.connect("cam", "rgb"));
+  NEAT_ASSERT_OK(b.connect("rgb", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->start());
+  auto frames = drain(*out);
+  NEAT_ASSERT_OK(g->wait());
+  EXPECT_EQ(frames.size(), 4u);
+  EXPECT_GE(g->rule_breaches().size(), 4u);
+}
+
+TEST_F(GraphTest, StartTwiceAndWaitBeforeStartAreErrors) {
+  GraphBuilder b("once");
+  b.add_source("cam", nv12(2));
+  b.add_sink("out", AppSink::create());
+  NEAT_ASSERT_OK(b.connect("cam", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_EXPECT_ERROR(g->wait(), ErrorCode::FailedPrecondition, "not started");
+  NEAT_ASSERT_OK(g->run());
+  NEAT_EXPECT_ERROR(g->start(), ErrorCode::FailedPrecondition, "already started");
+}
+
+}  // namespace
+}  // namespace neat
