@@ -280,6 +280,17 @@ class FdLimit {
 TEST(ShmFaults, FdExhaustionIsResourceExhaustedAndRecovers) {
   std::vector<NeatTensor> held;
   Error last(ErrorCode::Internal, "");
+#if defined(__SANITIZE_ADDRESS__)
+  // The ASan build also runs UBSan, whose vptr check opens a pipe to probe
+  // memory the first time it meets a type; with no fd left it reports a false
+  // "invalid vptr" from inside the standard library. This test runs in the
+  // normal suite.
+  GTEST_SKIP() << "fd exhaustion blinds UBSan's vptr check (it needs a pipe); runs in the "
+                  "normal suite";
+#endif
+  AutoAllocator chain({.dma_heap = ""});
+  NEAT_ASSERT_OK(NeatTensor::allocate(DType::U8, Dims{64}, {.allocator = &chain}));
+  NEAT_ASSERT_OK(NeatTensor::allocate(DType::U8, Dims{64}, {.allocator = &shm_allocator()}));
   {
     FdLimit limit(6);
     ASSERT_TRUE(limit.ok());
@@ -296,12 +307,12 @@ TEST(ShmFaults, FdExhaustionIsResourceExhaustedAndRecovers) {
     EXPECT_EQ(last.code(), ErrorCode::ResourceExhausted) << last.to_string();
     EXPECT_NE(last.message().find("EMFILE"), std::string::npos) << last.to_string();
     // The auto chain keeps serving from the heap and says why.
-    AutoAllocator chain({.dma_heap = ""});
     auto h = NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = &chain});
     NEAT_ASSERT_OK(h);
     EXPECT_EQ(h->storage_kind(), StorageKind::Heap);
     const auto stats = chain.stats();
     ASSERT_EQ(stats.fallbacks.size(), 2u);
+    EXPECT_EQ(stats.heap, 1u);
     EXPECT_NE(stats.fallbacks[1].reason.find("EMFILE"), std::string::npos);
     // Freeing fds is enough to recover, even under the low limit.
     held.pop_back();
