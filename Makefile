@@ -1,5 +1,6 @@
 # The two set-up commands of the README:
-#   make run   installs missing packages, builds, runs the demo on its built-in input
+#   make run   installs missing packages, builds, runs the demo pipeline (`neat run`) on its
+#              built-in input (videotestsrc 1920x1080 NV12 -> fused preprocess -> appsink)
 #   make test  installs missing packages, builds, runs the normal, ASan+UBSan and TSan suites
 # Both are idempotent: a second run with nothing changed only re-checks.
 
@@ -11,7 +12,7 @@ BUILD      := build
 BUILD_ASAN := build-asan
 BUILD_TSAN := build-tsan
 
-.PHONY: run test deps build build-asan build-tsan test-normal test-asan test-tsan bench format clean
+.PHONY: run demo test deps build build-asan build-tsan test-normal test-asan test-tsan bench format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -37,6 +38,11 @@ build-tsan: deps $(BUILD_TSAN)/build.ninja
 	cmake --build $(BUILD_TSAN) -j $(JOBS) --target neat_threaded_tests
 
 run: build
+	./$(BUILD)/tools/neat run --trace $(BUILD)/run.jsonl --chrome $(BUILD)/run.trace.json \
+	  --metrics $(BUILD)/run.prom
+
+# The guided tour of the contract (views, donation, policies, storage backends).
+demo: build
 	./$(BUILD)/tools/neat-demo --trace-jsonl $(BUILD)/demo.jsonl --trace-chrome $(BUILD)/demo.trace.json
 	@echo
 	@echo "== neat audit $(BUILD)/demo.jsonl"

@@ -74,10 +74,19 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
   if (!a.formats.empty() && !contains(a.formats, out.format)) {
     PixelFormat target = PixelFormat::None;
     if (out.is_image() && out.dtype == DType::U8) {
-      for (PixelFormat f : a.formats) {
-        if (f != PixelFormat::None && color_conversion_supported(out.format, f)) {
+      // Prefer full-colour targets in this order; then whatever is accepted.
+      constexpr PixelFormat kPreferred[] = {PixelFormat::RGB, PixelFormat::BGR, PixelFormat::RGBA,
+                                            PixelFormat::BGRA, PixelFormat::GRAY8};
+      for (PixelFormat f : kPreferred) {
+        if (contains(a.formats, f) && color_conversion_supported(out.format, f)) {
           target = f;
           break;
+        }
+      }
+      for (PixelFormat f : a.formats) {
+        if (target == PixelFormat::None && f != PixelFormat::None &&
+            color_conversion_supported(out.format, f)) {
+          target = f;
         }
       }
     }
@@ -408,6 +417,7 @@ struct Graph::Impl {
   std::array<std::atomic<std::uint64_t>, kReasons> dropped{};
   std::chrono::steady_clock::time_point t0;
   double seconds = 0;
+  std::atomic<int> live_threads{0};
 
   void drop(DropReason r, std::uint64_t n = 1) {
     dropped[r].fetch_add(n, std::memory_order_relaxed);
@@ -654,6 +664,10 @@ bool Graph::running() const noexcept {
   return impl_->started && !impl_->joined;
 }
 
+bool Graph::done() const noexcept {
+  return impl_->started && impl_->live_threads.load() == 0;
+}
+
 Status Graph::start() {
   if (impl_->started) {
     return failed_precondition("graph '" + impl_->plan.graph +
@@ -665,19 +679,24 @@ Status Graph::start() {
   for (auto it = impl_->nodes.rbegin(); it != impl_->nodes.rend(); ++it) {
     NodeRt& n = *it;
     Impl* g = impl_.get();
+    g->live_threads.fetch_add(1);
     try {
-      switch (n.plan.kind) {
-        case NodeKind::Source:
-          n.thread = std::thread([g, &n] { g->run_source(n); });
-          break;
-        case NodeKind::Stage:
-          n.thread = std::thread([g, &n] { g->run_stage(n); });
-          break;
-        case NodeKind::Sink:
-          n.thread = std::thread([g, &n] { g->run_sink(n); });
-          break;
-      }
+      n.thread = std::thread([g, &n] {
+        switch (n.plan.kind) {
+          case NodeKind::Source:
+            g->run_source(n);
+            break;
+          case NodeKind::Stage:
+            g->run_stage(n);
+            break;
+          case NodeKind::Sink:
+            g->run_sink(n);
+            break;
+        }
+        g->live_threads.fetch_sub(1);
+      });
     } catch (const std::system_error& e) {
+      g->live_threads.fetch_sub(1);
       g->fail(n, resource_exhausted(std::string("cannot start a thread: ") + e.what()));
       break;
     }

@@ -146,6 +146,9 @@ class Graph {
   /// Live counts (from any thread).
   FrameAccounting frames() const;
   bool running() const noexcept;
+  /// True once every node's thread has finished (end of stream, stop or error);
+  /// wait() then returns at once.
+  bool done() const noexcept;
   /// Breaches of the graph's budgets and steady-state rules so far.
   std::vector<RuleBreach> rule_breaches() const;
 

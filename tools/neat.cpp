@@ -1,8 +1,14 @@
 // neat: the NeatTensor command line.
 //
+//   neat run [PIPELINE] [--frames N] [--policy strict|trace|silent] [--trace FILE]
+//            [--chrome FILE] [--metrics FILE] [--quiet]
+//   neat explain [PIPELINE] [--policy strict|trace|silent]
 //   neat audit TRACE [--format table|json] [--top N] [--fail-on pack,transfer]
 //   neat timeline TRACE --out timeline.png [--width 1400]
 //
+// run: builds and runs a pipeline (docs/graphs.md has the syntax; without one,
+// the built-in demo), with a live progress line, then the throughput, the
+// frame accounting and the per-edge copy audit. explain: the build plan.
 // Reads a conversion trace (JSON Lines from JsonlSink, or a Chrome trace
 // from ChromeTraceSink) and prints, per edge, stage, kind and reason: the
 // count, bytes, bytes per frame, time and the top call sites.
@@ -17,6 +23,7 @@
 #include <neat/neat.hpp>
 #include <neat/telemetry/audit.hpp>
 
+#include "run.hpp"
 #include "timeline.hpp"
 
 namespace {
@@ -70,6 +77,23 @@ int run_audit(const std::string& path, const std::string& format, int top,
 int main(int argc, char** argv) {
   CLI::App app{"NeatTensor command line"};
   app.require_subcommand(1);
+  CLI::App* run = app.add_subcommand("run", "Build and run a pipeline (default: the demo)");
+  neat::tools::RunOptions ro;
+  run->add_option("pipeline", ro.pipeline,
+                  "the pipeline, e.g. 'default ! preprocess size=640x640 ! appsink'");
+  run->add_option("--frames", ro.frames, "frames to run (default: the source's own count)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--policy", ro.policy, "strict, trace or silent")
+      ->check(CLI::IsMember({"strict", "trace", "silent"}));
+  run->add_option("--trace", ro.trace, "write the JSON Lines conversion trace here");
+  run->add_option("--chrome", ro.chrome, "write a Chrome / Perfetto trace here");
+  run->add_option("--metrics", ro.metrics, "write Prometheus metrics here at the end");
+  run->add_flag("--quiet", ro.quiet, "no plan, no progress line");
+  CLI::App* explain = app.add_subcommand("explain", "Print the build plan of a pipeline");
+  std::string explain_pipeline, explain_policy;
+  explain->add_option("pipeline", explain_pipeline, "the pipeline (default: the demo)");
+  explain->add_option("--policy", explain_policy, "strict, trace or silent")
+      ->check(CLI::IsMember({"strict", "trace", "silent"}));
   CLI::App* audit =
       app.add_subcommand("audit", "Summarise a conversion trace: what was copied where, how often");
   std::string path, format = "table", fail_on;
@@ -87,6 +111,8 @@ int main(int argc, char** argv) {
   timeline->add_option("--out", png, "the PNG to write")->required();
   timeline->add_option("--width", width, "image width in pixels")->check(CLI::Range(400, 8000));
   CLI11_PARSE(app, argc, argv);
+  if (run->parsed()) return neat::tools::run_pipeline(ro);
+  if (explain->parsed()) return neat::tools::explain_pipeline(explain_pipeline, explain_policy);
   if (audit->parsed()) return run_audit(path, format, top, fail_on);
   if (timeline->parsed()) {
     auto records = neat::read_trace_file(timeline_trace);

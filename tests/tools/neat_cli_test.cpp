@@ -100,3 +100,95 @@ TEST(NeatCli, TimelineWritesAPng) {
 }
 
 }  // namespace
+
+// ---- neat run / neat explain -------------------------------------------------
+
+namespace {
+
+TEST(NeatCliRun, RunsAPipelineAndPrintsThroughputAccountingAndAudit) {
+  const std::string metrics = write("metrics.prom", "");
+  const CliRun r =
+      run("run 'synthetic format=NV12 size=320x240 frames=20 ! preprocess "
+          "size=64x64 ! appsink' --quiet --metrics " +
+          metrics);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("20 frames in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("20 source frames, 20 deliveries: 20 consumed (balanced)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("synthetic->preprocess"), std::string::npos) << r.out;
+  std::ifstream m(metrics);
+  const std::string prom((std::istreambuf_iterator<char>(m)), {});
+  EXPECT_NE(prom.find("neat_conversions_total{"), std::string::npos) << prom;
+  std::filesystem::remove(metrics);
+}
+
+TEST(NeatCliRun, TheDefaultPipelineRunsWithAFrameLimit) {
+  const std::string trace = write("run.jsonl", "");
+  const CliRun r = run("run --frames 5 --trace " + trace);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("videotestsrc num-buffers=5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("5 frames in"), std::string::npos) << r.out;
+  const CliRun audit = run("audit " + trace);
+  EXPECT_EQ(audit.status, 0) << audit.out;
+  EXPECT_NE(audit.out.find("default->preprocess"), std::string::npos) << audit.out;
+  std::filesystem::remove(trace);
+}
+
+TEST(NeatCliRun, BadPipelinesPointAtTheToken) {
+  const CliRun r = run("run 'default ! resise size=640x640 ! appsink'");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown stage 'resise'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("            ^^^^^^"), std::string::npos) << r.out;
+  const CliRun q = run("run 'gst:\"videotestsrc ! appsink' ");
+  EXPECT_EQ(q.status, 2) << q.out;
+  EXPECT_NE(q.out.find("unterminated quote"), std::string::npos) << q.out;
+  const CliRun p = run("run 'default ! resize size=64 ! appsink'");
+  EXPECT_EQ(p.status, 2) << p.out;
+  EXPECT_NE(p.out.find("size=64 is not WIDTHxHEIGHT"), std::string::npos) << p.out;
+  const CliRun s = run("run 'default ! preprocess'");
+  EXPECT_EQ(s.status, 2) << s.out;
+  EXPECT_NE(s.out.find("must be a sink"), std::string::npos) << s.out;
+}
+
+TEST(NeatCliRun, StrictRefusalsAndGstreamerErrorsExitWithOne) {
+  const CliRun strict =
+      run("run 'synthetic size=64x48 frames=2 ! layout to=chw ! appsink' --policy strict");
+  EXPECT_EQ(strict.status, 1) << strict.out;
+  EXPECT_NE(strict.out.find(
+                "edge 'synthetic->layout' needs an implicit convert (pixel_format) NV12 -> RGB"),
+            std::string::npos)
+      << strict.out;
+  const CliRun traced =
+      run("run 'synthetic size=64x48 frames=2 ! layout to=chw ! appsink' --policy trace --quiet");
+  EXPECT_EQ(traced.status, 0) << traced.out;
+  const CliRun missing = run("run 'gst:\"videotestsrc ! no_such_element_xyz\" ! appsink'");
+  EXPECT_EQ(missing.status, 1) << missing.out;
+  EXPECT_NE(missing.out.find("no_such_element_xyz"), std::string::npos) << missing.out;
+}
+
+TEST(NeatCliRun, ExplainPrintsThePlan) {
+  const CliRun r = run("explain 'synthetic format=NV12 size=64x48 ! convert format=RGB ! appsink'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("[stage]  convert"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hand-over, no copy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected bytes copied per frame on edges: 0 B"), std::string::npos);
+}
+
+TEST(NeatCliRun, CtrlCStopsCleanlyAndStillPrintsTheAudit) {
+  const std::string out = write("sigint.out", "");
+  const std::string cmd = std::string(NEAT_CLI_PATH) + " run --frames 1000000 --quiet > " + out +
+                          " 2>&1 & pid=$!; sleep 1.5; "
+                          "kill -INT $pid; wait $pid; echo \"status=$?\" >> " +
+                          out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(text.find("(interrupted with Ctrl-C)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(balanced)"), std::string::npos) << text;
+  EXPECT_NE(text.find("default->preprocess"), std::string::npos) << text;
+  EXPECT_NE(text.find("status=130"), std::string::npos) << text;
+  std::filesystem::remove(out);
+}
+
+}  // namespace

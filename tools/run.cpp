@@ -1,0 +1,223 @@
+#include "run.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include <neat/neat.hpp>
+#include <neat/stages/pipeline.hpp>
+#include <neat/telemetry/audit.hpp>
+#include <neat/telemetry/chrome_trace_sink.hpp>
+#include <neat/telemetry/jsonl_sink.hpp>
+#include <neat/telemetry/metrics.hpp>
+
+namespace neat::tools {
+namespace {
+
+constexpr int kGraphFailed = 1;
+constexpr int kBadInput = 2;
+constexpr int kInterrupted = 130;
+
+std::atomic<bool> g_interrupted{false};
+
+void on_sigint(int) {
+  g_interrupted.store(true);
+}
+
+Result<std::optional<ConversionPolicy>> policy_option(const std::string& s) {
+  if (s.empty()) return std::optional<ConversionPolicy>();
+  auto p = parse_conversion_policy(s);
+  if (!p) return invalid_argument("--policy " + s + ": use strict, trace or silent");
+  return std::optional<ConversionPolicy>(*p);
+}
+
+bool is_generated_source(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return true;
+  return text.compare(first, 7, "default") == 0 || text.compare(first, 9, "synthetic") == 0;
+}
+
+}  // namespace
+
+int explain_pipeline(const std::string& pipeline, const std::string& policy) {
+  auto p = policy_option(policy);
+  if (!p.ok()) {
+    std::fprintf(stderr, "neat explain: %s\n", p.error().message().c_str());
+    return kBadInput;
+  }
+  PipelineOptions o;
+  o.policy = *p;
+  auto declared = declare_pipeline(pipeline.empty() ? default_pipeline_text() : pipeline, o);
+  if (!declared.ok()) {
+    std::fprintf(stderr, "neat explain: %s\n", declared.error().message().c_str());
+    return kBadInput;
+  }
+  auto graph = declared->builder.build();
+  if (!graph.ok()) {
+    std::fprintf(stderr, "neat explain: %s\n", graph.error().message().c_str());
+    return kGraphFailed;
+  }
+  std::fputs(graph->explain().c_str(), stdout);
+  return 0;
+}
+
+int run_pipeline(const RunOptions& options) {
+  auto policy = policy_option(options.policy);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "neat run: %s\n", policy.error().message().c_str());
+    return kBadInput;
+  }
+  if (options.frames < 0) {
+    std::fprintf(stderr, "neat run: --frames must be positive\n");
+    return kBadInput;
+  }
+  const std::string text = options.pipeline.empty() ? default_pipeline_text() : options.pipeline;
+  PipelineOptions po;
+  po.graph_name = options.pipeline.empty() ? "demo" : "pipeline";
+  po.policy = *policy;
+  if (options.frames > 0) po.default_frames = options.frames;
+  auto declared = declare_pipeline(text, po);
+  if (!declared.ok()) {
+    std::fprintf(stderr, "neat run: %s\n", declared.error().message().c_str());
+    return kBadInput;
+  }
+
+  // Telemetry: a JSON Lines trace (the audit reads it back), optionally Chrome.
+  std::string trace = options.trace;
+  bool temporary = false;
+  if (trace.empty()) {
+    trace = "/tmp/neat-run-" + std::to_string(::getpid()) + ".jsonl";
+    temporary = true;
+  }
+  auto jsonl = JsonlSink::open(trace);
+  if (!jsonl.ok()) {
+    std::fprintf(stderr, "neat run: %s\n", jsonl.error().message().c_str());
+    return kBadInput;
+  }
+  SinkRegistration jsonl_reg = add_event_sink(*jsonl);
+  std::shared_ptr<ChromeTraceSink> chrome;
+  SinkRegistration chrome_reg;
+  if (!options.chrome.empty()) {
+    auto c = ChromeTraceSink::open(options.chrome);
+    if (!c.ok()) {
+      std::fprintf(stderr, "neat run: %s\n", c.error().message().c_str());
+      return kBadInput;
+    }
+    chrome = *c;
+    chrome_reg = add_event_sink(chrome);
+  }
+
+  auto graph = declared->builder.build();
+  if (!graph.ok()) {
+    std::fprintf(stderr, "neat run: %s\n", graph.error().message().c_str());
+    if (temporary) std::remove(trace.c_str());
+    return kGraphFailed;
+  }
+  if (!options.quiet) {
+    std::printf("neat run: %s\n\n%s\n", text.c_str(), graph->explain().c_str());
+    std::fflush(stdout);
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_sa {};
+  ::sigaction(SIGINT, &sa, &old_sa);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status st = graph->start(); !st.ok()) {
+    std::fprintf(stderr, "neat run: %s\n", st.error().message().c_str());
+    return kGraphFailed;
+  }
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const std::int64_t limit = is_generated_source(text) ? 0 : options.frames;
+  std::uint64_t pulled = 0;
+  auto last_print = t0;
+  bool interrupted = false;
+  auto progress = [&](bool final) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto frames = declared->appsink ? pulled : graph->frames().consumed;
+    if (options.quiet || (!tty && !final)) return;
+    std::fprintf(stderr, "%sframes %llu  %.1f fps  %.1f s%s", tty ? "\r" : "",
+                 static_cast<unsigned long long>(frames), s > 0 ? frames / s : 0.0, s,
+                 final ? "\n" : "   ");
+    std::fflush(stderr);
+  };
+  while (true) {
+    if (g_interrupted.load() && !interrupted) {
+      interrupted = true;
+      graph->stop();
+    }
+    if (declared->appsink) {
+      if (auto f = declared->appsink->pull(std::chrono::milliseconds(200))) {
+        ++pulled;
+        if (limit > 0 && static_cast<std::int64_t>(pulled) >= limit) graph->stop();
+      } else if (declared->appsink->at_end() || graph->done()) {
+        while (declared->appsink->try_pull())
+          ++pulled;  // drain what is left
+        break;
+      }
+    } else {
+      if (graph->done()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (limit > 0 && static_cast<std::int64_t>(graph->frames().consumed) >= limit) graph->stop();
+    }
+    if (std::chrono::steady_clock::now() - last_print > std::chrono::milliseconds(500)) {
+      progress(false);
+      last_print = std::chrono::steady_clock::now();
+    }
+  }
+  auto report = graph->wait();
+  ::sigaction(SIGINT, &old_sa, nullptr);
+  progress(true);
+  int status = interrupted ? kInterrupted : 0;
+  if (!report.ok()) {
+    std::fprintf(stderr, "neat run: %s\n", report.error().message().c_str());
+    status = kGraphFailed;
+  }
+  const FrameAccounting frames = graph->frames();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto delivered = declared->appsink ? pulled : frames.consumed;
+  std::printf("== result%s\n", interrupted ? " (interrupted with Ctrl-C)" : "");
+  std::printf("  %llu frames in %.2f s: %.1f fps\n", static_cast<unsigned long long>(delivered),
+              seconds, seconds > 0 ? static_cast<double>(delivered) / seconds : 0.0);
+  std::printf("  accounting: %s%s\n", frames.to_string().c_str(),
+              frames.balanced() ? " (balanced)" : " (NOT balanced)");
+
+  if (Status st = (*jsonl)->flush(); !st.ok()) {
+    std::fprintf(stderr, "neat run: %s\n", st.error().message().c_str());
+  }
+  jsonl_reg.reset();
+  chrome_reg.reset();
+  if (chrome) {
+    if (Status st = chrome->write(); !st.ok()) {
+      std::fprintf(stderr, "neat run: %s\n", st.error().message().c_str());
+    }
+  }
+  auto records = read_trace_file(trace);
+  std::printf("== copies per edge (neat audit of this run%s)\n",
+              temporary ? "" : (", trace: " + trace).c_str());
+  if (records.ok()) {
+    std::fputs(format_audit_table(audit(*records)).c_str(), stdout);
+  } else {
+    std::printf("  (trace unreadable: %s)\n", records.error().message().c_str());
+  }
+  if (temporary) std::remove(trace.c_str());
+  if (!options.metrics.empty()) {
+    std::ofstream m(options.metrics);
+    m << prometheus_text();
+    if (!m) {
+      std::fprintf(stderr, "neat run: cannot write %s\n", options.metrics.c_str());
+      if (status == 0) status = kBadInput;
+    }
+  }
+  return status;
+}
+
+}  // namespace neat::tools

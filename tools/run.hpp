@@ -1,0 +1,24 @@
+// `neat run` and `neat explain`: pipelines from the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace neat::tools {
+
+struct RunOptions {
+  std::string pipeline;     ///< empty: the built-in demo pipeline
+  std::int64_t frames = 0;  ///< 0: the source's own count (300 for default)
+  std::string policy;       ///< "", strict, trace, silent
+  std::string trace;        ///< JSON Lines trace file ("" = a temporary one for the audit)
+  std::string chrome;       ///< Chrome / Perfetto trace file
+  std::string metrics;      ///< Prometheus text file written at the end
+  bool quiet = false;       ///< no plan, no progress line
+};
+
+/// Exit status: 0 done, 1 the graph failed (build or run), 2 a bad pipeline
+/// or option, 130 interrupted (Ctrl-C; the audit is still printed).
+int run_pipeline(const RunOptions& options);
+int explain_pipeline(const std::string& pipeline, const std::string& policy);
+
+}  // namespace neat::tools
