@@ -1,6 +1,8 @@
 #include "neat/stages/builtin.hpp"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "neat/policy/cast.hpp"
 #include "neat/policy/color.hpp"
@@ -13,9 +15,17 @@ constexpr PixelFormat kImageFormats[] = {PixelFormat::GRAY8, PixelFormat::RGB,  
                                          PixelFormat::RGBA,  PixelFormat::BGRA, PixelFormat::NV12,
                                          PixelFormat::NV21,  PixelFormat::I420, PixelFormat::YV12};
 
+// Kernels split rows across the machine's cores: a stage uses whatever the
+// other stages leave idle (parallel_rows runs small images on one thread).
+int kernel_threads() {
+  static const int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return n;
+}
+
 ConvertOptions options_for(const StageContext& ctx) {
   ConvertOptions o;
   o.allocator = ctx.allocator;
+  o.threads = kernel_threads();
   return o;
 }
 
