@@ -192,3 +192,20 @@ TEST(NeatCliRun, CtrlCStopsCleanlyAndStillPrintsTheAudit) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GraphExample, TheDocumentedProgramRuns) {
+  const std::string cmd = std::string(NEAT_GRAPH_EXAMPLE_PATH) + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
+  const int rc = ::pclose(p);
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << out;
+  EXPECT_NE(out.find("100 model inputs"), std::string::npos) << out;
+  EXPECT_NE(out.find("expected bytes copied per frame on edges: 0 B"), std::string::npos) << out;
+}
+
+}  // namespace
