@@ -203,10 +203,30 @@ TEST_F(GraphTest, FanOutSharesReadOnlyAndAWriterGetsARecordedCopyOnWrite) {
   EXPECT_GE(d.total(ConversionKind::Pack).count, 1u) << "copy-on-write copies are recorded";
 }
 
+// Wraps a source and remembers every frame's storage, to prove that all of
+// them are released once the graph and the application let go.
+class TrackingSource final : public Source {
+ public:
+  TrackingSource(std::unique_ptr<Source> inner, std::vector<std::weak_ptr<Storage>>& seen)
+      : inner_(std::move(inner)), seen_(seen) {}
+  std::string_view kind() const noexcept override { return "tracking"; }
+  Result<FrameSpec> prepare() override { return inner_->prepare(); }
+  Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override {
+    auto r = inner_->next(stop);
+    if (r.ok() && r->has_value()) seen_.push_back((**r).storage());
+    return r;
+  }
+
+ private:
+  std::unique_ptr<Source> inner_;
+  std::vector<std::weak_ptr<Storage>>& seen_;
+};
+
 TEST_F(GraphTest, AStageErrorStopsTheGraphNamesTheStageAndLeaksNothing) {
+  std::vector<std::weak_ptr<Storage>> seen;
   GraphBuilder b("faulty");
   auto out = AppSink::create({.capacity = 2});
-  b.add_source("cam", nv12(1000));
+  b.add_source("cam", std::make_unique<TrackingSource>(nv12(1000), seen));
   b.add_stage("bad",
               make_stage("fails_at_7", {}, [](NeatTensor t, StageContext& c) -> Result<NeatTensor> {
                 if (c.frame == 7) return internal_error("frame 7 is cursed");
@@ -236,6 +256,11 @@ TEST_F(GraphTest, AStageErrorStopsTheGraphNamesTheStageAndLeaksNothing) {
   EXPECT_EQ(a.dropped.at("stage_error"), 1u);
   EXPECT_LE(got.size(), 7u);
   EXPECT_LT(a.source_frames, 1000u) << "the source stopped early";
+  got.clear();
+  g = internal_error("released");  // drop the graph (its queues, pools, stages)
+  ASSERT_FALSE(seen.empty());
+  for (const auto& w : seen)
+    EXPECT_TRUE(w.expired()) << "a frame's buffer outlived the graph";
 }
 
 TEST_F(GraphTest, SourceErrorsAndStopMidStreamAreCleanAndAccounted) {

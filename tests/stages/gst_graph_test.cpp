@@ -44,7 +44,9 @@ TEST(GstGraph, DefaultSourceThroughPreprocessIntoAnAppsink) {
 TEST(GstGraph, SourceFramesReachTheAppWithoutACopy) {
   GraphBuilder b("zero_copy");
   auto out = AppSink::create();
-  b.add_source("cam", gst_source("videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=1918,height=1080"));
+  b.add_source(
+      "cam",
+      gst_source("videotestsrc num-buffers=3 ! video/x-raw,format=I420,width=1918,height=1080"));
   b.add_stage("look", inspect_stage());
   b.add_sink("out", out);
   NEAT_ASSERT_OK(b.connect("cam", "look"));
@@ -81,8 +83,9 @@ TEST(GstGraph, AppsrcSinkEncodesToAFileThatReadsBack) {
   ASSERT_GT(std::filesystem::file_size(path), 0u);
   GraphBuilder b("decode");
   auto out = AppSink::create();
+  // File input through decodebin, as `neat run 'file location=...'` does.
   b.add_source("file", gst_source("filesrc location=" + path +
-                                  " ! matroskademux ! jpegdec ! video/x-raw,format=I420"));
+                                  " ! decodebin ! videoconvert ! video/x-raw,format=I420"));
   b.add_sink("out", out);
   NEAT_ASSERT_OK(b.connect("file", "out"));
   auto g = b.build();
