@@ -27,6 +27,8 @@ class Stripes final : public cv::ParallelLoopBody {
 
 void parallel_rows(std::int64_t rows, int threads, const RowBody& body) {
   if (rows <= 0) return;
+  // OpenCV's thread setting (cv::setNumThreads, OPENCV_FOR_THREADS_NUM) caps ours.
+  threads = std::min(threads, cv::getNumThreads());
   if (threads <= 1 || rows < 2) {
     body.run(0, rows);
     return;

@@ -26,7 +26,8 @@ struct ConvertOptions {
   /// conversion is then implicit and ruled by the policy (refused under Strict).
   bool implicit = false;
   std::string_view requested_by;  ///< the consumer, for traces and errors
-  /// Worker threads for kernels that split rows (1: the calling thread only).
+  /// Worker threads for kernels that split rows (1: the calling thread only),
+  /// capped by OpenCV's thread setting (cv::setNumThreads, OPENCV_FOR_THREADS_NUM).
   int threads = 1;
 };
 

@@ -11,6 +11,17 @@
 
 #include "neat/contract/mapping.hpp"
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+// Buffers cross threads through GStreamer's queues, whose GLib locks TSan
+// cannot see (GLib is not instrumented): tell it about the hand-over.
+#define NEAT_TSAN_RELEASE(p) __tsan_release(p)
+#define NEAT_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define NEAT_TSAN_RELEASE(p) ((void)(p))
+#define NEAT_TSAN_ACQUIRE(p) ((void)(p))
+#endif
+
 namespace neat {
 namespace {
 
@@ -346,6 +357,7 @@ struct ExportHold {
 };
 
 void release_export(gpointer data) {
+  NEAT_TSAN_ACQUIRE(data);
   delete static_cast<std::shared_ptr<ExportHold>*>(data);
   g_live_exports.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -436,12 +448,14 @@ Result<GstBuffer*> to_gst_buffer(NeatTensor tensor) {
   }
   GstBuffer* buffer = gst_buffer_new();
   std::array<std::int64_t, kMaxPlanes> region_base{};
+  std::array<void*, kMaxPlanes> users{};
   std::int64_t total = 0;
   const auto flags = donate ? GstMemoryFlags(0) : GST_MEMORY_FLAG_READONLY;
   for (int r = 0; r < n_regions; ++r) {
     const Region& reg = regions[static_cast<std::size_t>(r)];
     const auto size = static_cast<gsize>(reg.end - reg.begin);
     auto* user = new std::shared_ptr<ExportHold>(hold);
+    users[static_cast<std::size_t>(r)] = user;
     g_live_exports.fetch_add(1, std::memory_order_relaxed);
     GstMemory* mem = gst_memory_new_wrapped(flags, const_cast<std::byte*>(reg.begin), size, 0, size,
                                             user, release_export);
@@ -468,6 +482,10 @@ Result<GstBuffer*> to_gst_buffer(NeatTensor tensor) {
         buffer, GST_VIDEO_FRAME_FLAG_NONE, gformat, static_cast<guint>(tensor.image().width),
         static_cast<guint>(tensor.image().height), static_cast<guint>(n_planes), offsets, strides);
   }
+  // All of the above happens before any release_export() (GStreamer may call
+  // it on another thread).
+  for (int r = 0; r < n_regions; ++r)
+    NEAT_TSAN_RELEASE(users[static_cast<std::size_t>(r)]);
   return buffer;
 }
 
