@@ -20,6 +20,20 @@ namespace {
 
 constexpr auto kPollSlice = std::chrono::milliseconds(100);
 
+// Runs user code (a stage, source or sink) so that an exception it throws
+// becomes an error value naming it, instead of terminating the process.
+template <class F>
+auto guarded(F&& f, const char* what) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return internal_error(std::string(what) + " threw " + e.what() +
+                          " (stages report errors as values; this one threw)");
+  } catch (...) {
+    return internal_error(std::string(what) + " threw a non-standard exception");
+  }
+}
+
 std::string bytes_text(std::int64_t b) {
   char buf[48];
   if (b >= (std::int64_t{1} << 20)) {
@@ -521,7 +535,7 @@ struct Graph::Impl {
     ScopedContext scope(cx);
     std::int64_t frame = 0;
     while (!stop.load(std::memory_order_relaxed)) {
-      auto next = node.source->next(stop);
+      auto next = guarded([&] { return node.source->next(stop); }, "next()");
       if (!next.ok()) {
         fail(node, next.error());
         break;
@@ -574,7 +588,7 @@ struct Graph::Impl {
         fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
         break;
       }
-      auto out = node.stage->process(std::move(*input), sc);
+      auto out = guarded([&] { return node.stage->process(std::move(*input), sc); }, "process()");
       if (!out.ok()) {
         drop(kStageError);
         fail(node, out.error());
@@ -610,7 +624,8 @@ struct Graph::Impl {
         ended = false;
         break;
       }
-      auto outcome = node.sink->consume(std::move(*input), item.frame);
+      auto outcome =
+          guarded([&] { return node.sink->consume(std::move(*input), item.frame); }, "consume()");
       if (!outcome.ok()) {
         drop(kStageError);
         fail(node, outcome.error());

@@ -263,6 +263,25 @@ TEST_F(GraphTest, AStageErrorStopsTheGraphNamesTheStageAndLeaksNothing) {
     EXPECT_TRUE(w.expired()) << "a frame's buffer outlived the graph";
 }
 
+TEST_F(GraphTest, AStageThatThrowsBecomesAnErrorNotACrash) {
+  GraphBuilder b("throwing");
+  b.add_source("cam", nv12(10));
+  b.add_stage("boom", make_stage("throws", {}, [](NeatTensor, StageContext&) -> Result<NeatTensor> {
+                throw std::runtime_error("model file missing");
+              }));
+  b.add_sink("out", AppSink::create());
+  NEAT_ASSERT_OK(b.connect("cam", "boom"));
+  NEAT_ASSERT_OK(b.connect("boom", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  auto r = g->run();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("stage 'boom'"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("process() threw model file missing"), std::string::npos)
+      << r.error().message();
+  EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
+}
+
 TEST_F(GraphTest, SourceErrorsAndStopMidStreamAreCleanAndAccounted) {
   {  // a source that fails at frame 3
     struct Failing final : Source {
