@@ -1,0 +1,140 @@
+// The pipeline text syntax: tokens, quoting, every element's properties, and
+// errors that point at the offending token.
+#include "neat/stages/pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include "neat/stages/queue.hpp"
+#include "support/fakes.hpp"
+
+namespace neat {
+namespace {
+
+TEST(PipelineParse, SplitsElementsAndKeepsQuotedBangs) {
+  const std::string text =
+      R"(gst:"videotestsrc ! video/x-raw,format=NV12" ! resize size=64x48 name="my \"r\"" ! appsink)";
+  auto els = parse_pipeline(text);
+  NEAT_ASSERT_OK(els);
+  ASSERT_EQ(els->size(), 3u);
+  EXPECT_EQ((*els)[0].name, "gst");
+  EXPECT_EQ((*els)[0].gst, "videotestsrc ! video/x-raw,format=NV12");
+  EXPECT_EQ((*els)[1].name, "resize");
+  ASSERT_EQ((*els)[1].properties.size(), 2u);
+  EXPECT_EQ((*els)[1].properties[1].second, "my \"r\"");
+  EXPECT_EQ((*els)[2].offset, text.rfind("appsink"));
+}
+
+TEST(PipelineParse, MalformedTextPointsAtTheToken) {
+  NEAT_EXPECT_ERROR(parse_pipeline(""), ErrorCode::InvalidArgument, "empty pipeline");
+  NEAT_EXPECT_ERROR(parse_pipeline("default ! ! appsink"), ErrorCode::InvalidArgument,
+                    "empty element between '!'");
+  NEAT_EXPECT_ERROR(parse_pipeline("default ! resize 640x640 ! appsink"),
+                    ErrorCode::InvalidArgument, "expected key=value after 'resize', got '640x640'");
+  NEAT_EXPECT_ERROR(parse_pipeline("gst:videotestsrc ! appsink"), ErrorCode::InvalidArgument,
+                    "quoted GStreamer description");
+  NEAT_EXPECT_ERROR(parse_pipeline("default ! size=3 ! appsink"), ErrorCode::InvalidArgument,
+                    "starts with its name");
+  auto e = parse_pipeline("default ! resize size=\"64x48 ! appsink");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("unterminated quote (column 23)"), std::string::npos)
+      << e.error().message();
+  EXPECT_NE(e.error().message().find("\n                        ^"), std::string::npos)
+      << e.error().message();
+}
+
+TEST(PipelineDeclare, EveryElementAndItsPropertiesBuild) {
+  auto p = declare_pipeline(
+      "synthetic format=NV12 size=64x48 frames=3 ! inspect ! crop x=2 y=2 size=32x32 ! "
+      "convert format=RGB ! resize size=16x16 interp=nearest ! layout to=chw policy=trace ! "
+      "layout to=hwc name=back ! cast dtype=f32 ! normalize mean=0.5,0.5,0.5 std=0.25,0.25,0.25 "
+      "scale=1 dtype=f16 layout=hwc ! appsink capacity=2 overflow=drop-oldest");
+  NEAT_ASSERT_OK(p);
+  ASSERT_NE(p->appsink, nullptr);
+  EXPECT_EQ(p->appsink->options().capacity, 2u);
+  auto g = p->builder.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_EQ(g->plan().nodes.back().name, "appsink");
+  EXPECT_EQ(g->plan().edges[4].name, "resize->layout");
+  EXPECT_EQ(g->plan().edges[4].policy, ConversionPolicy::AllowWithTrace);
+  auto r = g->run();
+  NEAT_ASSERT_OK(r);
+  auto f = p->appsink->try_pull();
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->dtype(), DType::F16);
+  EXPECT_EQ(f->shape(), (Dims{16, 16, 3}));
+}
+
+TEST(PipelineDeclare, BadPropertiesAndPlacementsAreTypedErrors) {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"default", "needs a source and a sink"},
+      {"default ! resise size=1x1 ! appsink", "unknown stage 'resise'"},
+      {"default ! resize ! appsink", "'resize' needs size=WIDTHxHEIGHT"},
+      {"default ! resize size=0x5 ! appsink", "is not WIDTHxHEIGHT"},
+      {"default ! resize size=64x64 colour=red ! appsink", "'resize' has no property 'colour'"},
+      {"default ! resize size=64x64 interp=cubic ! appsink", "interp=cubic is not one of"},
+      {"default ! convert ! appsink", "'convert' needs format=FORMAT"},
+      {"default ! convert format=XYZ ! appsink", "format=XYZ is not one of"},
+      {"default ! cast ! appsink", "'cast' needs dtype"},
+      {"default ! layout ! appsink", "'layout' needs to=chw or to=hwc"},
+      {"default ! normalize mean=1,2 ! appsink", "mean takes 3 comma-separated numbers"},
+      {"default ! normalize scale=abc ! appsink", "scale=abc is not a number"},
+      {"default ! crop x=one size=4x4 ! appsink", "x=one is not an integer"},
+      {"default ! inspect policy=lenient ! appsink", "policy=lenient is not one of"},
+      {"default frames=0 ! appsink", "frames must be positive"},
+      {"file ! appsink", "'file' needs location=PATH"},
+      {"resize size=4x4 ! appsink", "the first element must be a source"},
+      {"default ! resize size=4x4", "the last element must be a sink"},
+      {"default ! appsink ! appsink", "'appsink' can only end a pipeline"},
+      {"default ! default ! appsink", "'default' is a source"},
+      {"default ! inspect name=a ! inspect name=a ! appsink", "two elements are named 'a'"},
+      {"default ! appsink capacity=0", "capacity must be positive"},
+      {"default ! appsink overflow=spill", "overflow=spill is not one of"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    NEAT_EXPECT_ERROR(declare_pipeline(c.text), ErrorCode::InvalidArgument, c.error);
+  }
+}
+
+TEST(PipelineDeclare, TheDefaultPipelineDeclares) {
+  auto p = declare_pipeline(default_pipeline_text(), {.default_frames = 2});
+  NEAT_ASSERT_OK(p);
+  EXPECT_EQ(p->source_name, "default");
+  auto g = p->builder.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_EQ(g->plan().edge_bytes_per_frame(), 0);
+}
+
+TEST(BoundedQueue, BlocksWhenFullClosesAndAborts) {
+  BoundedQueue<int> q(2);
+  int a = 1, b = 2, c = 3, out = 0;
+  EXPECT_EQ(q.push(a), BoundedQueue<int>::PushResult::Pushed);
+  EXPECT_EQ(q.push(b), BoundedQueue<int>::PushResult::Pushed);
+  EXPECT_EQ(q.push_for(c, std::chrono::milliseconds(10)), BoundedQueue<int>::PushResult::Timeout);
+  std::optional<int> dropped;
+  EXPECT_EQ(q.push_drop_oldest(c, dropped), BoundedQueue<int>::PushResult::Pushed);
+  EXPECT_EQ(dropped, 1);
+  EXPECT_EQ(q.pop(out, std::chrono::milliseconds(0)), BoundedQueue<int>::PopResult::Popped);
+  EXPECT_EQ(out, 2);
+  q.close();
+  EXPECT_EQ(q.push(a), BoundedQueue<int>::PushResult::Closed);
+  EXPECT_EQ(q.pop(out, std::chrono::milliseconds(0)), BoundedQueue<int>::PopResult::Popped);
+  EXPECT_EQ(out, 3);
+  EXPECT_EQ(q.pop(out, std::chrono::milliseconds(0)), BoundedQueue<int>::PopResult::Closed);
+  BoundedQueue<int> r(1);
+  EXPECT_EQ(r.push(a), BoundedQueue<int>::PushResult::Pushed);
+  std::thread blocked([&] { EXPECT_EQ(r.push(b), BoundedQueue<int>::PushResult::Aborted); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto left = r.abort();
+  blocked.join();
+  EXPECT_EQ(left.size(), 1u);
+  EXPECT_EQ(r.pop(out, std::chrono::milliseconds(0)), BoundedQueue<int>::PopResult::Aborted);
+  EXPECT_EQ(r.pushed(), 1u);
+}
+
+}  // namespace
+}  // namespace neat
