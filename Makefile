@@ -1,9 +1,11 @@
 # The two set-up commands of the README:
 #   make run   installs missing packages, builds, runs the demo pipeline (`neat run`) on its
 #              built-in input (videotestsrc 1920x1080 NV12 -> fused preprocess -> appsink)
-#   make test  installs missing packages, builds, runs the normal, ASan+UBSan and TSan suites
+#   make test  installs missing packages, builds, runs the normal, ASan+UBSan and TSan suites,
+#              then every fuzz target for FUZZ_SECONDS (60) each
 # Both are idempotent: a second run with nothing changed only re-checks.
 
+SHELL := /bin/bash
 JOBS      ?= $(shell nproc)
 GENERATOR ?= Ninja
 CMAKE_ARGS ?=
@@ -11,8 +13,13 @@ CMAKE_ARGS ?=
 BUILD      := build
 BUILD_ASAN := build-asan
 BUILD_TSAN := build-tsan
+BUILD_FUZZ := build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := layout dlpack gst_caps pipeline trace
+FUZZ_CC  ?= clang-16
+FUZZ_CXX ?= clang++-16
 
-.PHONY: run demo test deps build build-asan build-tsan test-normal test-asan test-tsan bench format clean
+.PHONY: run demo test deps build build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -27,6 +34,11 @@ $(BUILD_ASAN)/build.ninja: | deps
 $(BUILD_TSAN)/build.ninja: | deps
 	cmake -S . -B $(BUILD_TSAN) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DNEAT_SANITIZE=thread -DNEAT_BUILD_BENCH=OFF -DNEAT_BUILD_TOOLS=OFF $(CMAKE_ARGS)
+
+$(BUILD_FUZZ)/build.ninja: | deps
+	CC=$(FUZZ_CC) CXX=$(FUZZ_CXX) cmake -S . -B $(BUILD_FUZZ) -G $(GENERATOR) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEAT_SANITIZE=fuzzer -DNEAT_BUILD_FUZZERS=ON \
+	  -DNEAT_BUILD_TESTS=OFF -DNEAT_BUILD_TOOLS=OFF -DNEAT_BUILD_BENCH=OFF $(CMAKE_ARGS)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -57,7 +69,26 @@ test-asan: build-asan
 test-tsan: build-tsan
 	cd $(BUILD_TSAN) && ctest --output-on-failure -j $(JOBS) -L threaded
 
-test: test-normal test-asan test-tsan
+build-fuzz: deps $(BUILD_FUZZ)/build.ninja
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+
+# Each target fuzzes for FUZZ_SECONDS from its seed corpus (tests/fuzz/corpus/<t>),
+# keeping what it finds in build-fuzz/corpus/<t>. A crash stops here: commit the
+# reproducer to tests/fuzz/regressions/<t>/ (replayed by every test run) and fix it.
+fuzz: build-fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(BUILD_FUZZ)/corpus/$$t $(BUILD_FUZZ)/artifacts; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=allocator_may_return_null=1 \
+	  ./$(BUILD_FUZZ)/tests/fuzz/neat_fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	    -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(BUILD_FUZZ)/artifacts/$$t- \
+	    $(BUILD_FUZZ)/corpus/$$t tests/fuzz/corpus/$$t 2>&1 | grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::new_units_added|==[0-9]+==|SUMMARY|artifact_prefix|Test unit written)" ; \
+	  if [ $${PIPESTATUS[0]} -ne 0 ]; then \
+	    echo "fuzz $$t found a crash: see $(BUILD_FUZZ)/artifacts/; commit the input to tests/fuzz/regressions/$$t/ and fix it"; \
+	    exit 1; fi; \
+	done
+
+test: test-normal test-asan test-tsan fuzz
 
 bench: build
 	./$(BUILD)/bench/neat_bench
