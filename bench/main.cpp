@@ -55,6 +55,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       const std::string name = r.run_name.str();
+      if (auto pb = r.counters.find("peak_buffers"); pb != r.counters.end()) {
+        peak_buffers_[r.benchmark_name()] = pb->second.value;
+      }
       if (auto a = r.counters.find("allocs/frame"); a != r.counters.end()) {
         allocs_per_frame_ = a->second.value;
       }
@@ -82,6 +85,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
     std::printf("\nRatios against baselines measured in this run:\n");
     for (const Goal& g : kGoals)
       ratio(g.subject, g.baseline, g.what, g.target, g.at_most);
+    for (const auto& [name, b] : peak_buffers_) {
+      std::printf("  %-58s %7.1f buffers of 4 MB at the peak\n",
+                  (name.substr(0, name.find('/')) + ": 10 in-place ops, 1000x1000 f32").c_str(), b);
+    }
     if (allocs_per_frame_) {
       std::printf("  %-58s %7.2f (target 0: %s)\n",
                   "heap allocations per frame, graph steady state", *allocs_per_frame_,
@@ -139,6 +146,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, bool> median_;
   std::map<std::string, double> paired_;
   std::optional<double> allocs_per_frame_;
+  std::map<std::string, double> peak_buffers_;
   std::map<std::string, bool> paired_median_;
 };
 
