@@ -19,7 +19,7 @@ FUZZ_TARGETS := layout dlpack gst_caps pipeline trace
 FUZZ_CC  ?= clang-16
 FUZZ_CXX ?= clang++-16
 
-.PHONY: run demo soak test deps build build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
+.PHONY: run demo soak bench-report test deps build build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -92,6 +92,11 @@ test: test-normal test-asan test-tsan fuzz
 
 bench: build
 	./$(BUILD)/bench/neat_bench
+
+# Runs the benchmarks and writes their report (tables and plots) into docs/benchmarks.md.
+bench-report: build
+	@bash scripts/install-deps.sh python3-matplotlib
+	/usr/bin/python3 scripts/bench_report.py $(BUILD)
 
 # The default pipeline for 110,000 frames (about six minutes): RSS, fds, mappings.
 soak: build

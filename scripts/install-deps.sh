@@ -16,6 +16,9 @@ packages=(
   clang-16 libclang-rt-16-dev
 )
 
+# Extra packages for optional targets (e.g. python3-matplotlib for make bench-report).
+packages+=("$@")
+
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
