@@ -24,7 +24,7 @@ class Input {
       case 1:
         return static_cast<std::int64_t>(u16()) * (boolean() ? 1 : -1);
       case 2:
-        return boolean() ? INT64_MAX - i64_small() : INT64_MIN + i64_small();
+        return boolean() ? INT64_MAX - u8() : INT64_MIN + u8();
       default: {
         std::uint64_t v = 0;
         for (int i = 0; i < 8; ++i)
