@@ -24,10 +24,14 @@ inline constexpr int kMaxRank = 8;
 /// parameter type: a DimsRef built from braces must not outlive the call.
 class DimsRef {
  public:
+#if defined(__GNUC__) && !defined(__clang__)  // GCC's warning; clang has no such group
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   DimsRef(std::initializer_list<std::int64_t> v) : p_(v.begin()), n_(v.size()) {}  // NOLINT
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
   DimsRef(std::span<const std::int64_t> v) : p_(v.data()), n_(v.size()) {}     // NOLINT
   DimsRef(const std::vector<std::int64_t>& v) : p_(v.data()), n_(v.size()) {}  // NOLINT
   DimsRef(const std::int64_t* p, std::size_t n) : p_(p), n_(n) {}
