@@ -257,15 +257,30 @@ Result<NeatTensor> from_dlpack(DLManagedTensor* managed, DlpackImportOptions opt
   std::byte* base = nullptr;
   std::int64_t size = 0;
   std::int64_t offset = 0;
+  // Address arithmetic in integers: a layout that would wrap around the
+  // address space is refused, not formed into a pointer.
+  const auto at = reinterpret_cast<std::uintptr_t>(origin);
+  if (at > UINTPTR_MAX - dl.byte_offset) {
+    return out_of_range("from_dlpack: data + byte_offset " + std::to_string(dl.byte_offset) +
+                        " wraps around the address space");
+  }
+  const std::uintptr_t first = at + dl.byte_offset;  // element 0
   if (!span.empty) {
     // The storage spans exactly the addressed bytes, from the lowest one
     // (below the data pointer when strides are negative).
-    origin += static_cast<std::int64_t>(dl.byte_offset);
-    base = origin + span.lo;
-    size = span.hi - span.lo;
-    offset = -span.lo;
+    // span.lo <= 0: negate in unsigned arithmetic (INT64_MIN stays representable).
+    const std::uintptr_t below = std::uintptr_t{0} - static_cast<std::uintptr_t>(span.lo);
+    std::int64_t extent = 0;
+    if (below > first || static_cast<std::uintptr_t>(span.hi) > UINTPTR_MAX - first ||
+        __builtin_sub_overflow(span.hi, span.lo, &extent)) {
+      return out_of_range("from_dlpack: shape " + shape.to_string() + " with strides " +
+                          strides.to_string() + " addresses memory outside the address space");
+    }
+    base = reinterpret_cast<std::byte*>(first - below);
+    size = extent;
+    offset = static_cast<std::int64_t>(below);
   } else if (origin != nullptr) {
-    base = origin + static_cast<std::int64_t>(dl.byte_offset);
+    base = reinterpret_cast<std::byte*>(first);
   }
   NEAT_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage,
                         wrap_memory(base, size, std::move(keep_alive),

@@ -204,6 +204,10 @@ TEST(DlpackImport, BadTensorsAreRefusedAndStillDeletedExactlyOnce) {
        "data is null"},
       {"stride overflow", [](DLTensor& d) { d.strides[0] = INT64_MAX / 2; }, ErrorCode::OutOfRange,
        "overflows"},
+      {"wraps below address 0", [](DLTensor& d) { d.strides[0] = -(std::int64_t{1} << 60); },
+       ErrorCode::OutOfRange, "outside the address space"},
+      {"offset too large", [](DLTensor& d) { d.byte_offset = UINT64_MAX - 8; },
+       ErrorCode::OutOfRange, "byte_offset 18446744073709551607 is too large"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
