@@ -11,6 +11,19 @@
 #include "neat/contract/mapping.hpp"
 #include "neat/storage/gstreamer.hpp"
 
+// GStreamer 1.22's caps parser leaks on some malformed text (an unterminated
+// list such as "rate=<" loses 208 bytes; reproduced with GStreamer alone, no
+// NeatTensor involved). Leaks allocated under this function are GStreamer's
+// and suppressed below; a leak anywhere else (a GstBuffer NeatTensor forgot,
+// say) is still reported.
+__attribute__((noinline)) GstCaps* parse_caps_for_fuzzing(const char* text) {
+  return gst_caps_from_string(text);
+}
+
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:parse_caps_for_fuzzing\n";
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const bool started = neat::ensure_gstreamer().ok();
   if (!started) return 0;
@@ -25,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     strides[i] = static_cast<gint>(in.i64_small()) * 4;
   const int w = in.u8(), h = in.u8();
   const std::string text = in.rest();
-  GstCaps* caps = gst_caps_from_string(text.c_str());
+  GstCaps* caps = parse_caps_for_fuzzing(text.c_str());
   GstBuffer* buffer = gst_buffer_new_allocate(nullptr, bytes, nullptr);
   if (meta) {
     GstVideoInfo info;
