@@ -74,7 +74,7 @@ Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text) {
   std::size_t start = 0;
   bool quoted = false;
   for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i < text.size() && text[i] == '\\' && quoted) {
+    if (quoted && i + 1 < text.size() && text[i] == '\\') {  // an escaped character
       ++i;
       continue;
     }
@@ -280,6 +280,7 @@ std::string default_pipeline_text() {
 Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions options) {
   NEAT_ASSIGN_OR_RETURN(std::vector<PipelineElement> elements, parse_pipeline(text));
   if (elements.size() < 2) {
+    if (elements.empty()) return at(text, 0, text.size(), "empty pipeline");
     return at(text, elements[0].offset, elements[0].length,
               "a pipeline needs a source and a sink: SOURCE ! [STAGE ! ...] SINK");
   }

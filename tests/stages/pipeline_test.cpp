@@ -26,6 +26,9 @@ TEST(PipelineParse, SplitsElementsAndKeepsQuotedBangs) {
 
 TEST(PipelineParse, MalformedTextPointsAtTheToken) {
   NEAT_EXPECT_ERROR(parse_pipeline(""), ErrorCode::InvalidArgument, "empty pipeline");
+  // A backslash ending a quoted string (found by the fuzzer).
+  NEAT_EXPECT_ERROR(declare_pipeline("file location=\"x\\"), ErrorCode::InvalidArgument,
+                    "unterminated quote");
   NEAT_EXPECT_ERROR(parse_pipeline("default ! ! appsink"), ErrorCode::InvalidArgument,
                     "empty element between '!'");
   NEAT_EXPECT_ERROR(parse_pipeline("default ! resize 640x640 ! appsink"),
