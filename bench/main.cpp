@@ -55,10 +55,13 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       const std::string name = r.run_name.str();
-      if (auto pb = r.counters.find("peak_buffers"); pb != r.counters.end()) {
-        peak_buffers_[r.benchmark_name()] = pb->second.value;
+      // Counters of single runs, or the median of repetitions (not mean/stddev/cv).
+      const bool representative =
+          r.run_type == Run::RT_Iteration || r.aggregate_name == "median";
+      if (auto pb = r.counters.find("peak_buffers"); representative && pb != r.counters.end()) {
+        peak_buffers_[r.run_name.function_name] = pb->second.value;
       }
-      if (auto a = r.counters.find("allocs/frame"); a != r.counters.end()) {
+      if (auto a = r.counters.find("allocs/frame"); representative && a != r.counters.end()) {
         allocs_per_frame_ = a->second.value;
       }
       auto ratio = r.counters.find("ratio");
@@ -87,7 +90,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
       ratio(g.subject, g.baseline, g.what, g.target, g.at_most);
     for (const auto& [name, b] : peak_buffers_) {
       std::printf("  %-58s %7.1f buffers of 4 MB at the peak\n",
-                  (name.substr(0, name.find('/')) + ": 10 in-place ops, 1000x1000 f32").c_str(), b);
+                  (name + ": 10 in-place ops, 1000x1000 f32").c_str(), b);
     }
     if (allocs_per_frame_) {
       std::printf("  %-58s %7.2f (target 0: %s)\n",

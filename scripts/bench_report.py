@@ -150,7 +150,9 @@ def main():
     if chain:
         lines += ["", "In-place chain, buffers alive at the peak: " +
                   ", ".join(f"{c[0]} {c[1]:g}" for c in chain) + "."]
-    lines += ["", "The benchmark's own summary of this run:", "", "```"] + ratio_lines + ["```", "", END]
+    lines += ["", "The benchmark's own summary of this run (goals are judged on the paired lines; "
+              "unpaired ratios of separate benchmarks drift with the machine's load):", "", "```"]
+    lines += ratio_lines + ["```", "", END]
     text = open(DOC).read()
     block = "\n".join(lines)
     if BEGIN in text:
