@@ -93,7 +93,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
                   (name + ": 10 in-place ops, 1000x1000 f32").c_str(), b);
     }
     if (allocs_per_frame_) {
-      std::printf("  %-58s %7.2f (target 0: %s)\n",
+      std::printf("  %-58s %7.3f (target 0: %s)\n",
                   "heap allocations per frame, graph steady state", *allocs_per_frame_,
                   *allocs_per_frame_ == 0 ? "met" : "NOT met");
     }
