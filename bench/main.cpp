@@ -56,8 +56,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const Run& r : runs) {
       const std::string name = r.run_name.str();
       // Counters of single runs, or the median of repetitions (not mean/stddev/cv).
-      const bool representative =
-          r.run_type == Run::RT_Iteration || r.aggregate_name == "median";
+      const bool representative = r.run_type == Run::RT_Iteration || r.aggregate_name == "median";
       if (auto pb = r.counters.find("peak_buffers"); representative && pb != r.counters.end()) {
         peak_buffers_[r.run_name.function_name] = pb->second.value;
       }

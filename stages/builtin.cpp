@@ -22,6 +22,12 @@ int kernel_threads() {
   return n;
 }
 
+// Dense tensors and interleaved images: what the per-element kernels take.
+std::vector<PixelFormat> dense_or_interleaved() {
+  return {PixelFormat::None, PixelFormat::GRAY8, PixelFormat::RGB,
+          PixelFormat::BGR,  PixelFormat::RGBA,  PixelFormat::BGRA};
+}
+
 ConvertOptions options_for(const StageContext& ctx) {
   ConvertOptions o;
   o.allocator = ctx.allocator;
@@ -148,8 +154,7 @@ class NormalizeStage final : public Stage {
   Accepts accepts() const override {
     Accepts a;
     a.dtypes = {DType::U8, DType::U16, DType::F16, DType::BF16, DType::F32};
-    a.formats = {PixelFormat::None, PixelFormat::GRAY8, PixelFormat::RGB,
-                 PixelFormat::BGR,  PixelFormat::RGBA,  PixelFormat::BGRA};
+    a.formats = dense_or_interleaved();
     return a;
   }
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {
@@ -193,8 +198,7 @@ class CastStage final : public Stage {
   std::string_view kind() const noexcept override { return "cast"; }
   Accepts accepts() const override {
     Accepts a;
-    a.formats = {PixelFormat::None, PixelFormat::GRAY8, PixelFormat::RGB,
-                 PixelFormat::BGR,  PixelFormat::RGBA,  PixelFormat::BGRA};
+    a.formats = dense_or_interleaved();
     return a;
   }
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {
@@ -221,8 +225,7 @@ class LayoutStage final : public Stage {
   std::string_view kind() const noexcept override { return "layout"; }
   Accepts accepts() const override {
     Accepts a;
-    a.formats = {PixelFormat::None, PixelFormat::GRAY8, PixelFormat::RGB,
-                 PixelFormat::BGR,  PixelFormat::RGBA,  PixelFormat::BGRA};
+    a.formats = dense_or_interleaved();
     return a;
   }
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {

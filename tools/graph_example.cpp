@@ -27,23 +27,25 @@ int main() {
                                              .std = {0.229f, 0.224f, 0.225f}}));
   b.add_stage("thumb", neat::resize_stage(320, 180));
   // A stage of your own: any function from NeatTensor to NeatTensor.
-  b.add_stage("mean", neat::make_stage(
-                          "luma_mean", {.formats = {neat::PixelFormat::NV12}},
-                          [](neat::NeatTensor frame, neat::StageContext&)
-                              -> neat::Result<neat::NeatTensor> {
-                            NEAT_ASSIGN_OR_RETURN(neat::Mapping m, frame.map());
-                            NEAT_ASSIGN_OR_RETURN(const std::byte* y,
-                                                  m.plane_data(neat::PlaneRole::Y));
-                            (void)y;  // ... look at the pixels ...
-                            return frame;
-                          }));
+  b.add_stage("mean", neat::make_stage("luma_mean", {.formats = {neat::PixelFormat::NV12}},
+                                       [](neat::NeatTensor frame,
+                                          neat::StageContext&) -> neat::Result<neat::NeatTensor> {
+                                         NEAT_ASSIGN_OR_RETURN(neat::Mapping m, frame.map());
+                                         NEAT_ASSIGN_OR_RETURN(const std::byte* y,
+                                                               m.plane_data(neat::PlaneRole::Y));
+                                         (void)y;  // ... look at the pixels ...
+                                         return frame;
+                                       }));
   auto model_input = neat::AppSink::create({.capacity = 4});
   auto thumbnails = neat::AppSink::create({.capacity = 2, .overflow = neat::Overflow::DropOldest});
   b.add_sink("model", model_input);
   b.add_sink("thumbs", thumbnails);
 
-  for (auto [from, to] : {std::pair{"cam", "pre"}, {"cam", "thumb"}, {"thumb", "mean"},
-                          {"pre", "model"}, {"mean", "thumbs"}}) {
+  for (auto [from, to] : {std::pair{"cam", "pre"},
+                          {"cam", "thumb"},
+                          {"thumb", "mean"},
+                          {"pre", "model"},
+                          {"mean", "thumbs"}}) {
     if (auto st = b.connect(from, to); !st) {
       std::fprintf(stderr, "%s\n", st.error().message().c_str());
       return 1;
@@ -59,7 +61,7 @@ int main() {
   if (auto st = graph->start(); !st) return 1;
   int frames = 0;
   while (auto input = model_input->pull(5s)) {  // std::nullopt at the end of the stream
-    ++frames;  // run the model on *input: f32 [3, 640, 640]
+    ++frames;                                   // run the model on *input: f32 [3, 640, 640]
   }
   auto report = graph->wait();
   if (!report) {

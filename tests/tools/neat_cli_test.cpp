@@ -201,7 +201,8 @@ TEST(GraphExample, TheDocumentedProgramRuns) {
   ASSERT_NE(p, nullptr);
   std::string out;
   std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
+  while (std::fgets(buf.data(), buf.size(), p))
+    out += buf.data();
   const int rc = ::pclose(p);
   EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << out;
   EXPECT_NE(out.find("100 model inputs"), std::string::npos) << out;
