@@ -1,5 +1,7 @@
 #include "neat/stages/appsink.hpp"
 
+#include <algorithm>
+
 namespace neat {
 
 std::shared_ptr<AppSink> AppSink::create(AppSinkOptions options) {
@@ -73,6 +75,12 @@ void AppSink::abort() {
   // Frames already queued stay pullable: they were delivered. Only waiting stops.
   ended_.store(true);
   queue_.close();
+}
+
+int AppSink::max_frames_held() const {
+  if (callback_) return 1;
+  // The queue, the frame consume() waits to queue, the frame the application pulled.
+  return static_cast<int>(std::min<std::size_t>(options_.capacity, 1 << 16)) + 2;
 }
 
 std::string AppSink::describe() const {

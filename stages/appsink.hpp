@@ -66,6 +66,9 @@ class AppSink final : public Sink {
   Status finish() override;
   void abort() override;
   std::string describe() const override;
+  /// With a callback, the frame in the callback; otherwise the queue, the
+  /// frame waiting for room in it, and the frame the application pulled last.
+  int max_frames_held() const override;
 
  private:
   AppSinkOptions options_;

@@ -81,6 +81,7 @@ class ConvertStage final : public Stage {
     return convert_color(frame, to_, options_for(ctx));
   }
   std::string describe() const override { return "convert format=" + std::string(to_string(to_)); }
+  bool may_forward_input(const FrameSpec& in) const override { return in.format == to_; }
 
  private:
   PixelFormat to_;
@@ -102,6 +103,9 @@ class ResizeStage final : public Stage {
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     return resize(frame, w_, h_, interp_, options_for(ctx));
+  }
+  bool may_forward_input(const FrameSpec& in) const override {
+    return in.width == w_ && in.height == h_;
   }
   std::string describe() const override {
     return "resize size=" + size_text(w_, h_) +
@@ -149,7 +153,7 @@ class CropStage final : public Stage {
 
 class NormalizeStage final : public Stage {
  public:
-  explicit NormalizeStage(NormalizeParams p) : p_(p) {}
+  explicit NormalizeStage(NormalizeParams p) : p_(p), run_(p) {}
   std::string_view kind() const noexcept override { return "normalize"; }
   Accepts accepts() const override {
     Accepts a;
@@ -173,6 +177,9 @@ class NormalizeStage final : public Stage {
                               in.shape.to_string());
     }
     if (c > 4) return invalid_argument("normalize: at most 4 channels, not " + std::to_string(c));
+    // Dense tensors carry no layout at run time: process() reads them the way
+    // the plan says they are (e.g. CHW out of preprocess).
+    if (!in.is_image() && in.shape.size() == 3) run_.in_layout = chw_in ? Layout::CHW : Layout::HWC;
     FrameSpec out;
     out.dtype = p_.out_dtype;
     out.layout = p_.out_layout;
@@ -181,8 +188,10 @@ class NormalizeStage final : public Stage {
     return out;
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
-    return normalize(std::move(frame), p_, options_for(ctx));
+    return normalize(std::move(frame), run_, options_for(ctx));
   }
+  // In place when it holds an input of the output's dtype alone.
+  bool may_forward_input(const FrameSpec& in) const override { return in.dtype == p_.out_dtype; }
   std::string describe() const override {
     return "normalize -> " + std::string(to_string(p_.out_dtype)) + " " +
            std::string(to_string(p_.out_layout));
@@ -190,6 +199,9 @@ class NormalizeStage final : public Stage {
 
  private:
   NormalizeParams p_;
+  // p_ with the input layout the plan found; set by output_spec() at build(),
+  // before the stage's thread starts.
+  mutable NormalizeParams run_;
 };
 
 class CastStage final : public Stage {
@@ -214,6 +226,7 @@ class CastStage final : public Stage {
     return convert_dtype(frame, to_, options_for(ctx));
   }
   std::string describe() const override { return "cast dtype=" + std::string(to_string(to_)); }
+  bool may_forward_input(const FrameSpec& in) const override { return in.dtype == to_; }
 
  private:
   DType to_;
@@ -258,6 +271,9 @@ class LayoutStage final : public Stage {
     return to_ == Layout::CHW ? to_chw(frame, options_for(ctx)) : to_hwc(frame, options_for(ctx));
   }
   std::string describe() const override { return "layout to=" + std::string(to_string(to_)); }
+  bool may_forward_input(const FrameSpec& in) const override {
+    return (in.layout == Layout::CHW) == (to_ == Layout::CHW);  // already in that layout
+  }
 
  private:
   Layout to_;
@@ -287,6 +303,7 @@ class PreprocessStage final : public Stage {
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     return preprocess(frame, p_, options_for(ctx));
   }
+  bool may_forward_input(const FrameSpec&) const override { return false; }  // always a new buffer
   std::string describe() const override {
     return "preprocess size=" + size_text(p_.width, p_.height) + " -> " +
            std::string(to_string(p_.out_dtype)) + " CHW (fused)";

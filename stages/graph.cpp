@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -211,12 +212,14 @@ std::string GraphPlan::explain() const {
     line += name + "  " + n.description;
     if (n.kind != NodeKind::Sink) line += "  -> " + n.output.to_string();
     if (n.policy) line += "  (policy " + std::string(to_string(*n.policy)) + ")";
+    if (n.kind == NodeKind::Stage) line += "  [pool " + std::to_string(n.pool_buffers) + "]";
     out += line + "\n";
   }
   out += "edges:\n";
   for (const auto& e : edges) {
     out += "  " + e.name + "  [" + e.produced.to_string() + "]  policy " +
-           std::string(to_string(e.policy)) + ", queue " + std::to_string(e.capacity) + "\n";
+           std::string(to_string(e.policy)) + ", queue " + std::to_string(e.capacity) +
+           (e.conversions.empty() ? "" : ", pool " + std::to_string(e.pool_buffers)) + "\n";
     if (e.conversions.empty() && !e.copy_on_write) {
       out += "      hand-over, no copy\n";
     }
@@ -281,6 +284,17 @@ struct Item {
   std::int64_t frame = -1;
 };
 
+// A pool holding `buffers` frames: allocated together on the first frame
+// (pages faulted in), then recycled. Bounded by the count, not by bytes: it
+// never holds more than the frames that were in flight together.
+HeapPoolConfig pool_config(int buffers) {
+  HeapPoolConfig c;
+  c.max_cached_buffers = std::max(buffers, 4);
+  c.max_cached_bytes = std::int64_t{1} << 40;  // bounded by the count: frames in flight
+  c.prefill_buffers = buffers;
+  return c;
+}
+
 struct EdgeRt {
   EdgePlan plan;
   std::string requested_by;
@@ -291,8 +305,7 @@ struct EdgeRt {
       : plan(std::move(p)),
         requested_by("edge '" + plan.name + "'"),
         queue(capacity),
-        pool(HeapPool::create(
-            {.max_cached_bytes = std::int64_t{256} << 20, .max_cached_buffers = 16})) {}
+        pool(HeapPool::create(pool_config(plan.pool_buffers))) {}
 };
 
 struct NodeRt {
@@ -766,6 +779,51 @@ std::vector<RuleBreach> Graph::rule_breaches() const {
 
 // ---- build --------------------------------------------------------------------
 
+namespace {
+
+constexpr int kMaxPoolBuffers = 64;
+
+// Pool sizes: how many of a node's output frames can be alive at once. A
+// frame is alive in its producer's hands (1), in each edge queue downstream
+// (its capacity), in the consumer's process() (1), and further on when the
+// consumer may forward its input (a view, an in-place result), then in what
+// the sinks keep. Reverse topological order: consumers before producers.
+void size_pools(GraphPlan& plan, const std::vector<int>& order,
+                const std::vector<NodeDecl>& decls) {
+  const std::size_t n = plan.nodes.size();
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t k = 0; k < n; ++k)
+    index[plan.nodes[k].name] = k;
+  std::vector<std::int64_t> downstream(n, 0), held(n, 1);
+  for (std::size_t k = n; k-- > 0;) {
+    for (const EdgePlan& e : plan.edges) {
+      if (e.from != plan.nodes[k].name) continue;
+      downstream[k] += static_cast<std::int64_t>(e.capacity) + held[index.at(e.to)];
+    }
+    const NodeDecl& d = decls[static_cast<std::size_t>(order[k])];
+    if (d.kind == NodeKind::Sink) {
+      held[k] = std::max(1, d.sink->max_frames_held());
+    } else if (d.kind == NodeKind::Stage) {
+      const auto in = std::find_if(plan.edges.begin(), plan.edges.end(),
+                                   [&](const EdgePlan& e) { return e.to == plan.nodes[k].name; });
+      const bool forwards = in != plan.edges.end() && d.stage->may_forward_input(in->consumed);
+      held[k] = 1 + (forwards ? downstream[k] : 0);
+    }
+  }
+  auto clamp = [](std::int64_t v) {
+    return static_cast<int>(std::min<std::int64_t>(v, kMaxPoolBuffers));
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    if (plan.nodes[k].kind == NodeKind::Stage)
+      plan.nodes[k].pool_buffers = clamp(1 + downstream[k]);
+  }
+  for (EdgePlan& e : plan.edges) {
+    if (!e.conversions.empty()) e.pool_buffers = clamp(held[index.at(e.to)]);
+  }
+}
+
+}  // namespace
+
 Result<Graph> GraphBuilder::build() {
   Impl& b = *impl_;
   std::vector<std::string> problems = b.problems;
@@ -899,6 +957,7 @@ Result<Graph> GraphBuilder::build() {
     }
     return fail_with(std::move(problems));
   }
+  size_pools(plan, order, b.nodes);
   for (auto budget : b.budgets) {
     budget.graph = b.name;
     NEAT_ASSIGN_OR_RETURN(RuleRegistration r, add_copy_budget(budget));
@@ -925,8 +984,7 @@ Result<Graph> GraphBuilder::build() {
     if (in_edge[i] >= 0) rt.in_edge = edge_index[static_cast<std::size_t>(in_edge[i])];
     for (int e : outs[i])
       rt.out_edges.push_back(edge_index[static_cast<std::size_t>(e)]);
-    rt.pool =
-        HeapPool::create({.max_cached_bytes = std::int64_t{256} << 20, .max_cached_buffers = 16});
+    rt.pool = HeapPool::create(pool_config(rt.plan.pool_buffers));
     impl->nodes.push_back(std::move(rt));
   }
   b.nodes.clear();

@@ -81,6 +81,11 @@ struct NodePlan {
   std::string description;  ///< the stage's describe()
   FrameSpec output;         ///< what it produces (sources, stages)
   std::optional<ConversionPolicy> policy;
+  /// Stages: the buffers its output pool allocates at once on its first
+  /// frame, the most of its output frames that can be alive together
+  /// (in its hands, in the queues downstream, passed along by stages that
+  /// may forward their input, and held by sinks).
+  int pool_buffers = 0;
 };
 
 struct EdgePlan {
@@ -93,6 +98,9 @@ struct EdgePlan {
   int consumers_sharing = 1;   ///< fan-out: consumers of the producer's frames
   bool copy_on_write = false;  ///< the consumer writes a buffer it shares: COW per frame
   std::size_t capacity = 4;
+  /// The buffers the edge's conversion pool allocates at once (when it has
+  /// conversions): the converted frames that can be alive together.
+  int pool_buffers = 0;
   std::int64_t bytes_per_frame() const noexcept;
 };
 

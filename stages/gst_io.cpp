@@ -198,6 +198,8 @@ class GstSource final : public Source {
 };
 
 class GstAppsrcSink final : public Sink {
+  static constexpr guint64 kAppsrcQueue = 4;  ///< appsrc max-buffers
+
  public:
   GstAppsrcSink(std::string description, GstSinkOptions options)
       : description_(std::move(description)), options_(options) {
@@ -211,6 +213,10 @@ class GstAppsrcSink final : public Sink {
   }
   std::string_view kind() const noexcept override { return "gst"; }
   std::string describe() const override { return "gst \"" + description_ + "\""; }
+  // appsrc's queue, plus a few frames inside the downstream elements (an
+  // encoder's lookahead can hold more: those frames allocate once, then stay
+  // in the pool).
+  int max_frames_held() const override { return static_cast<int>(kAppsrcQueue) + 4; }
   Accepts accepts() const override {
     Accepts a;
     a.dtypes = {DType::U8};
@@ -230,7 +236,7 @@ class GstAppsrcSink final : public Sink {
                           gst_caps_for(ImageSpec{input.format, input.width, input.height},
                                        options_.fps_n, options_.fps_d));
     g_object_set(src_, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE, "max-buffers",
-                 static_cast<guint64>(4), nullptr);
+                 kAppsrcQueue, nullptr);
     gst_caps_unref(caps);
     if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
       return failed_precondition("gst sink \"" + description_ +

@@ -37,6 +37,11 @@ class Sink {
   /// The graph stops now: wake anything waiting, take no more frames.
   virtual void abort() = 0;
   virtual std::string describe() const { return std::string(kind()); }
+  /// How many frames the sink may keep alive at once after consume()
+  /// returned, counting the one in consume() (its queue, plus the frame the
+  /// application is working on). The graph sizes the upstream buffer pools
+  /// from it. Called by build(), after prepare().
+  virtual int max_frames_held() const { return 1; }
 };
 
 }  // namespace neat

@@ -69,6 +69,15 @@ class Stage {
   virtual Result<NeatTensor> process(NeatTensor frame, StageContext& context) = 0;
   /// Parameters for explain(), e.g. "resize 640x640 bilinear".
   virtual std::string describe() const { return std::string(kind()); }
+  /// Whether process() may return its input's buffer (the same tensor, a
+  /// view of it, or an in-place result) for frames of `input`, rather than
+  /// always a buffer of its own. The graph sizes buffer pools from it: a
+  /// buffer passed along stays in flight downstream. The default, true, is
+  /// the safe answer for a stage that does not know.
+  virtual bool may_forward_input(const FrameSpec& input) const {
+    (void)input;
+    return true;
+  }
 };
 
 using StageFunction = std::function<Result<NeatTensor>(NeatTensor, StageContext&)>;

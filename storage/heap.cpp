@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,7 @@ void system_free(std::byte* p, std::int64_t capacity) {
 struct HeapPool::State {
   explicit State(HeapPoolConfig c) : config(c) {
     free_buffers.reserve(static_cast<std::size_t>(c.max_cached_buffers));
+    if (c.prefill_buffers > 1) prefilled_sizes.reserve(8);
   }
   ~State() {
     for (auto& b : free_buffers)
@@ -134,6 +136,8 @@ struct HeapPool::State {
   std::uint64_t hits = 0;
   std::uint64_t misses = 0;
   std::uint64_t evictions = 0;
+  std::uint64_t prefilled = 0;
+  std::vector<std::int64_t> prefilled_sizes;  ///< capacities prefilled once already
 };
 
 namespace {
@@ -215,6 +219,7 @@ Result<std::shared_ptr<Storage>> HeapPool::allocate(const AllocRequest& request)
     state_->in_use_buffers += 1;
     state_->in_use_bytes += capacity;
   }
+  if (p == nullptr && state_->config.prefill_buffers > 1) prefill(capacity);
   if (p == nullptr) {
     p = system_alloc(capacity, &zeroed);
     if (p == nullptr) {
@@ -235,6 +240,42 @@ Result<std::shared_ptr<Storage>> HeapPool::allocate(const AllocRequest& request)
   }
 }
 
+// The first miss for `capacity`: allocates prefill_buffers - 1 more buffers of
+// it, faults their pages in (zeroes them) and caches them. Best effort: stops
+// at the cache's limits or when the system refuses memory (the request that
+// missed still gets its own buffer, or its own error).
+void HeapPool::prefill(std::int64_t capacity) {
+  int extra = 0;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto& seen = state_->prefilled_sizes;
+    if (std::find(seen.begin(), seen.end(), capacity) != seen.end()) return;
+    seen.push_back(capacity);  // a miss path: may allocate once per distinct size
+    const std::int64_t room_buffers =
+        state_->config.max_cached_buffers - static_cast<std::int64_t>(state_->free_buffers.size());
+    const std::int64_t room_bytes =
+        (state_->config.max_cached_bytes - state_->cached_bytes) / capacity;
+    extra = static_cast<int>(
+        std::min<std::int64_t>({state_->config.prefill_buffers - 1, room_buffers, room_bytes}));
+  }
+  for (int k = 0; k < extra; ++k) {
+    bool zeroed = false;
+    std::byte* p = system_alloc(capacity, &zeroed);
+    if (p == nullptr) return;
+    std::memset(p, 0, static_cast<std::size_t>(capacity));  // fault the pages in now
+    std::unique_lock lock(state_->mutex);
+    if (static_cast<int>(state_->free_buffers.size()) >= state_->config.max_cached_buffers ||
+        state_->cached_bytes + capacity > state_->config.max_cached_bytes) {
+      lock.unlock();
+      system_free(p, capacity);
+      return;
+    }
+    state_->free_buffers.push_back(State::Buffer{p, capacity});
+    state_->cached_bytes += capacity;
+    state_->prefilled += 1;
+  }
+}
+
 HeapPoolStats HeapPool::stats() const {
   std::lock_guard lock(state_->mutex);
   HeapPoolStats s;
@@ -245,6 +286,7 @@ HeapPoolStats HeapPool::stats() const {
   s.in_use_bytes = state_->in_use_bytes;
   s.cached_buffers = static_cast<std::int64_t>(state_->free_buffers.size());
   s.cached_bytes = state_->cached_bytes;
+  s.prefilled = state_->prefilled;
   return s;
 }
 

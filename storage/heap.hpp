@@ -21,6 +21,13 @@ namespace neat {
 struct HeapPoolConfig {
   std::int64_t max_cached_bytes = std::int64_t{512} << 20;  ///< bytes kept for reuse
   int max_cached_buffers = 64;                              ///< buffers kept for reuse
+  /// On the first miss for a buffer size, the pool allocates this many
+  /// buffers of that size at once (one handed out, the rest cached) and
+  /// faults their pages in, so that a pipeline's memory reaches its steady
+  /// state on its first frame instead of growing whenever its queues run a
+  /// little deeper than before. 0 or 1: one buffer per miss. Bounded by
+  /// max_cached_buffers and max_cached_bytes.
+  int prefill_buffers = 0;
 };
 
 struct HeapPoolStats {
@@ -31,6 +38,7 @@ struct HeapPoolStats {
   std::int64_t in_use_bytes = 0;
   std::int64_t cached_buffers = 0;
   std::int64_t cached_bytes = 0;
+  std::uint64_t prefilled = 0;  ///< buffers allocated ahead by prefill_buffers
 };
 
 class HeapPool final : public StorageAllocator {
@@ -49,6 +57,7 @@ class HeapPool final : public StorageAllocator {
 
  private:
   explicit HeapPool(std::shared_ptr<State> state);
+  void prefill(std::int64_t capacity);
   std::shared_ptr<State> state_;
 };
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "neat/contract/mapping.hpp"
@@ -158,6 +159,56 @@ TEST_F(GraphTest, ExplainShowsHandOversPoliciesAndFanOut) {
   EXPECT_NE(text.find("hand-over, no copy"), std::string::npos) << text;
   EXPECT_NE(text.find("shared read-only with 1 other consumer(s)"), std::string::npos) << text;
   EXPECT_NE(text.find("expected bytes copied per frame on edges: 0 B"), std::string::npos) << text;
+}
+
+// Pools are sized for the frames that can be in flight: the producer's one,
+// each queue downstream, each consumer's, what forwarding stages pass on, and
+// what sinks keep. With a slow application every queue fills up, and still
+// no output buffer beyond the plan's count is ever allocated.
+TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew) {
+  GraphBuilder b("pools");
+  b.set_policy(ConversionPolicy::AllowSilent);
+  auto out = AppSink::create({.capacity = 3});
+  b.add_source("cam", nv12(60, 32, 32));
+  b.add_stage("pre", preprocess_stage({.width = 16, .height = 16, .out_dtype = DType::F16}));
+  std::set<const std::byte*> pre_buffers;  // written by look's thread, read after wait()
+  b.add_stage("look", inspect_stage([&](const NeatTensorRef& t) {
+                // forwards its input: pre's frames stay in flight
+                auto m = t->map(MapMode::Read);
+                if (m.ok()) pre_buffers.insert(m->data());
+              }));
+  b.add_stage("half", normalize_stage({.out_dtype = DType::F32}));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "pre", {.capacity = 2}));
+  NEAT_ASSERT_OK(b.connect("pre", "look", {.capacity = 2}));
+  NEAT_ASSERT_OK(b.connect("look", "half", {.capacity = 5}));
+  NEAT_ASSERT_OK(b.connect("half", "out", {.capacity = 2}));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  // half: 1 + queue 2 + appsink (3 queued, 1 waiting for room, 1 pulled) = 8.
+  // pre: 1 + queue 2 + look (1 + queue 5 + half's 1, which does not forward) = 10.
+  const GraphPlan& plan = g->plan();
+  auto pool_of = [&](std::string_view name) {
+    for (const auto& n : plan.nodes)
+      if (n.name == name) return n.pool_buffers;
+    return -1;
+  };
+  EXPECT_EQ(pool_of("half"), 8);
+  EXPECT_EQ(pool_of("pre"), 10);
+  EXPECT_NE(g->explain().find("[pool 10]"), std::string::npos) << g->explain();
+  NEAT_ASSERT_OK(g->start());
+  std::set<const std::byte*> half_buffers;
+  while (auto f = out->pull(10s)) {
+    std::this_thread::sleep_for(2ms);  // slow: every queue upstream fills up
+    auto m = f->map(MapMode::Read);
+    NEAT_ASSERT_OK(m);
+    half_buffers.insert(m->data());
+  }
+  NEAT_ASSERT_OK(g->wait());
+  EXPECT_LE(half_buffers.size(), 8u);
+  EXPECT_GE(half_buffers.size(), 4u) << "the queues did fill up";
+  EXPECT_LE(pre_buffers.size(), 10u);
+  EXPECT_GE(pre_buffers.size(), 6u) << "the queues did fill up";
 }
 
 TEST_F(GraphTest, FanOutSharesReadOnlyAndAWriterGetsARecordedCopyOnWrite) {

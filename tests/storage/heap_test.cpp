@@ -61,6 +61,56 @@ TEST(HeapPool, BoundsAreRespectedAndExcessIsEvicted) {
   EXPECT_EQ(pool->stats().cached_bytes, 0);
 }
 
+TEST(HeapPool, PrefillAllocatesTheWholeSetOnTheFirstMissOfASize) {
+  auto pool = HeapPool::create(
+      {.max_cached_bytes = 64 << 20, .max_cached_buffers = 8, .prefill_buffers = 5});
+  constexpr std::int64_t kBytes = 3 << 20;  // frame-sized: its own mapping
+  {
+    std::vector<std::shared_ptr<Storage>> held;
+    auto first = pool->allocate({kBytes, false});
+    NEAT_ASSERT_OK(first);
+    auto s = pool->stats();
+    EXPECT_EQ(s.misses, 1u);
+    EXPECT_EQ(s.prefilled, 4u);
+    EXPECT_EQ(s.cached_buffers, 4);
+    EXPECT_EQ(s.cached_bytes, 4 * kBytes);
+    // The prefilled buffers are zeroed (their pages faulted in) and usable.
+    auto next = pool->allocate({kBytes, false});
+    NEAT_ASSERT_OK(next);
+    auto b = (*next)->map(MapMode::Read);
+    NEAT_ASSERT_OK(b);
+    EXPECT_EQ(static_cast<int>((*b)[0]), 0);
+    EXPECT_EQ(static_cast<int>((*b)[kBytes - 1]), 0);
+    (*next)->unmap(MapMode::Read);
+    held.push_back(std::move(*first));
+    held.push_back(std::move(*next));
+    for (int i = 0; i < 3; ++i)
+      held.push_back(*pool->allocate({kBytes, false}));
+    s = pool->stats();
+    EXPECT_EQ(s.misses, 1u) << "five buffers in flight: all from the prefill";
+    EXPECT_EQ(s.hits, 4u);
+    // A sixth in flight is a plain miss: one buffer, no second prefill.
+    held.push_back(*pool->allocate({kBytes, false}));
+    s = pool->stats();
+    EXPECT_EQ(s.misses, 2u);
+    EXPECT_EQ(s.prefilled, 4u);
+    EXPECT_EQ(s.in_use_buffers, 6);
+  }
+  EXPECT_EQ(pool->stats().cached_buffers, 6);
+  // Another size gets its own prefill.
+  NEAT_ASSERT_OK(pool->allocate({4096, false}));
+  EXPECT_EQ(pool->stats().prefilled, 6u) << "bounded by max_cached_buffers (8)";
+}
+
+TEST(HeapPool, PrefillStaysWithinTheCacheBounds) {
+  auto pool = HeapPool::create(
+      {.max_cached_bytes = 2 << 20, .max_cached_buffers = 8, .prefill_buffers = 8});
+  NEAT_ASSERT_OK(pool->allocate({1 << 20, false}));
+  const auto s = pool->stats();
+  EXPECT_EQ(s.prefilled, 2u) << "2 MiB of cache holds two more 1 MiB buffers";
+  EXPECT_LE(s.cached_bytes, 2 << 20);
+}
+
 TEST(HeapPool, StorageOutlivesThePoolObject) {
   std::shared_ptr<Storage> s;
   {
