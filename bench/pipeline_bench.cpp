@@ -206,9 +206,8 @@ void BM_Paired_PipelineVsGstStock(benchmark::State& state) {
 BENCHMARK(BM_Paired_PipelineVsGstStock)->Unit(benchmark::kMillisecond)->Iterations(10);
 
 // Heap allocations per frame in steady state: the process-wide malloc count
-// read by the sink at frame 200 and at frame 1,200 of one run. (Before that
-// the stage's pool grows until it covers every frame in flight, which the
-// queues bound: a handful of buffers, then nothing.)
+// read by the sink at frame 2 and at frame 1,202 of one run. (The first frame
+// fills the stage's pool with every buffer the queues can hold in flight.)
 void BM_Pipeline_AllocsPerFrame(benchmark::State& state) {
   const auto& frames = prepared_frames();
   double per_frame = -1;
@@ -216,13 +215,13 @@ void BM_Pipeline_AllocsPerFrame(benchmark::State& state) {
     neat::GraphBuilder b("allocs");
     auto out = neat::AppSink::create();
     std::int64_t n = 0;
-    std::uint64_t at200 = 0, at1200 = 0;
+    std::uint64_t at_start = 0, at_end = 0;
     out->set_callback([&](const neat::NeatTensorRef&) {
       ++n;
-      if (n == 200) at200 = allocation_count();
-      if (n == 1200) at1200 = allocation_count();
+      if (n == 2) at_start = allocation_count();
+      if (n == 1202) at_end = allocation_count();
     });
-    b.add_source("cam", std::make_unique<CyclingSource>(frames, 1200));
+    b.add_source("cam", std::make_unique<CyclingSource>(frames, 1202));
     b.add_stage("pre", neat::preprocess_stage(model_params()));
     b.add_sink("out", out);
     (void)b.connect("cam", "pre");
@@ -232,7 +231,7 @@ void BM_Pipeline_AllocsPerFrame(benchmark::State& state) {
       state.SkipWithError("graph failed");
       return;
     }
-    per_frame = static_cast<double>(at1200 - at200) / 1000.0;
+    per_frame = static_cast<double>(at_end - at_start) / 1200.0;
   }
   state.counters["allocs/frame"] = per_frame;
 }

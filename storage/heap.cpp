@@ -102,13 +102,33 @@ struct HeapPool::State {
   }
 
   // Storage-object blocks (the shared_ptr control block with the HeapStorage in it).
+  // With prefill_buffers, the first request also allocates the blocks of the
+  // buffers the pool prefills (a control block per storage alive at once).
   void* take_block(std::size_t size) {
+    std::size_t extra = 0;
     {
       std::lock_guard lock(mutex);
       if (size == block_size && !free_blocks.empty()) {
         void* p = free_blocks.back();
         free_blocks.pop_back();
         return p;
+      }
+      if (block_size == 0) {
+        block_size = size;
+        if (config.prefill_buffers > 1) {
+          extra = std::min(static_cast<std::size_t>(config.prefill_buffers - 1),
+                           free_blocks.capacity() - free_blocks.size());
+        }
+      }
+    }
+    if (extra > 0) {
+      std::vector<void*> blocks;
+      blocks.reserve(extra);
+      for (std::size_t k = 0; k < extra; ++k)
+        blocks.push_back(::operator new(size, std::nothrow));
+      std::lock_guard lock(mutex);
+      for (void* b : blocks) {
+        if (b != nullptr) free_blocks.push_back(b);  // within the reserved capacity
       }
     }
     return ::operator new(size);

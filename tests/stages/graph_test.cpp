@@ -200,6 +200,8 @@ TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew)
   std::set<const std::byte*> half_buffers;
   while (auto f = out->pull(10s)) {
     std::this_thread::sleep_for(2ms);  // slow: every queue upstream fills up
+    ASSERT_EQ(f->shape(), (Dims{3, 16, 16})) << "normalize read preprocess's CHW output as CHW";
+    ASSERT_EQ(f->dtype(), DType::F32);
     auto m = f->map(MapMode::Read);
     NEAT_ASSERT_OK(m);
     half_buffers.insert(m->data());
