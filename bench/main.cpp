@@ -38,6 +38,8 @@ const Goal kGoals[] = {
      true},
     {"BM_AllocMapMemfd", "BM_AllocMapHeap", "1080p NV12 allocate+map: memfd / pooled heap", 0,
      true},
+    {"BM_AllocMapMemfdPooled", "BM_AllocMapHeap",
+     "1080p NV12 allocate+map: pooled memfd / pooled heap", 0, true},
     {"BM_Pipeline_HandOpenCV/iterations:3/real_time", "BM_Pipeline_Graph/iterations:3/real_time",
      "pipeline fps: graph / hand-written OpenCV, same frames (unpaired)", 0, false},
     {"BM_Pipeline_HandNeat/iterations:3/real_time", "BM_Pipeline_Graph/iterations:3/real_time",

@@ -77,8 +77,14 @@ void BM_AllocMapHeap(benchmark::State& state) {
 void BM_AllocMapMemfd(benchmark::State& state) {
   alloc_map(state, &neat::shm_allocator());
 }
+// The same on memfd objects kept by a ShmPool (what auto_allocator() uses).
+void BM_AllocMapMemfdPooled(benchmark::State& state) {
+  auto pool = neat::ShmPool::create();
+  alloc_map(state, pool.get());
+}
 BENCHMARK(BM_AllocMapHeap);
 BENCHMARK(BM_AllocMapMemfd);
+BENCHMARK(BM_AllocMapMemfdPooled);
 
 neat::NeatTensor rgba_1080p() {
   auto t = neat::NeatTensor::allocate(neat::DType::U8, {1080, 1920, 4});

@@ -31,6 +31,7 @@ struct AutoAllocator::State {
   std::atomic<std::uint64_t> fallback_count[2] = {};
   mutable std::mutex reason_mutex;  // taken only when a backend fails
   std::string reason[2];
+  std::shared_ptr<ShmPool> shm_pool;  // null: no pooling
 
   void fall_back(MemoryBackend from, const Error* error) {
     const auto i = static_cast<std::size_t>(from);
@@ -47,6 +48,10 @@ AutoAllocator::AutoAllocator(AutoAllocatorConfig config) : state_(std::make_uniq
   if (state_->config.dma_heap.empty()) {
     state_->dmabuf_disabled = true;
     state_->reason[0] = "unavailable: no DMA heap configured";
+  }
+  if (state_->config.shm_pool_buffers > 0) {
+    state_->shm_pool = ShmPool::create({.max_cached_buffers = state_->config.shm_pool_buffers,
+                                        .max_cached_bytes = std::int64_t{1} << 40});
   }
   if (!state_->config.try_shm) {
     state_->shm_disabled = true;
@@ -75,10 +80,14 @@ Result<std::shared_ptr<Storage>> AutoAllocator::allocate(const AllocRequest& req
       s.fall_back(MemoryBackend::DmaBuf, nullptr);
     }
     if (!s.shm_disabled.load(std::memory_order_relaxed)) {
-      auto m = ShmStorage::create(request.bytes);
+      auto m = [&]() -> Result<std::shared_ptr<Storage>> {
+        if (s.shm_pool != nullptr) return s.shm_pool->allocate(request);
+        NEAT_ASSIGN_OR_RETURN(std::shared_ptr<ShmStorage> fresh, ShmStorage::create(request.bytes));
+        return std::shared_ptr<Storage>(std::move(fresh));
+      }();
       if (m.ok()) {
         s.served[1].fetch_add(1, std::memory_order_relaxed);
-        return std::shared_ptr<Storage>(std::move(*m));
+        return std::move(*m);
       }
       if (m.error().code() == ErrorCode::Unavailable) s.shm_disabled = true;
       s.fall_back(MemoryBackend::Shm, &m.error());
@@ -100,6 +109,7 @@ AutoAllocatorStats AutoAllocator::stats() const {
   out.shm = s.served[1].load(std::memory_order_relaxed);
   out.heap = s.served[2].load(std::memory_order_relaxed);
   out.forced_heap = s.forced.load(std::memory_order_relaxed);
+  if (s.shm_pool != nullptr) out.shm_pool = s.shm_pool->stats();
   std::lock_guard lock(s.reason_mutex);
   for (int i = 0; i < 2; ++i) {
     const auto n = s.fallback_count[i].load(std::memory_order_relaxed);
@@ -108,6 +118,10 @@ AutoAllocatorStats AutoAllocator::stats() const {
                                                s.reason[static_cast<std::size_t>(i)], n});
   }
   return out;
+}
+
+void AutoAllocator::trim() {
+  if (state_->shm_pool != nullptr) state_->shm_pool->trim();
 }
 
 AutoAllocatorConfig auto_allocator_config_from_env() {

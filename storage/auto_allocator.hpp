@@ -8,7 +8,10 @@
 // sandbox) is skipped from then on without asking the system again; a
 // transient failure (out of memory, fd limit) is counted and retried next
 // time.
-// Threading: thread-safe; the success path takes no lock.
+// memfd objects are pooled (AutoAllocatorConfig::shm_pool_buffers): a
+// released buffer that was never exported serves the next allocation of its
+// size without new system calls.
+// Threading: thread-safe; the success path takes no lock but the shm pool's.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "neat/contract/allocator.hpp"
+#include "neat/storage/shm.hpp"
 
 namespace neat {
 
@@ -27,6 +31,10 @@ struct AutoAllocatorConfig {
   bool force_heap = false;                        ///< NEAT_FORCE_HEAP=1
   std::string dma_heap = "/dev/dma_heap/system";  ///< empty: never try DMA-BUF
   bool try_shm = true;
+  /// memfd objects kept for reuse (a ShmPool): released buffers that were
+  /// never exported serve the next allocation of their size. 0: a new memfd
+  /// for every allocation. The kept objects hold one fd each.
+  int shm_pool_buffers = 8;
 };
 
 /// One kind of fallback: allocations that went past `from` to a later backend.
@@ -42,6 +50,7 @@ struct AutoAllocatorStats {
   std::uint64_t heap = 0;
   std::uint64_t forced_heap = 0;              ///< of heap: because of force_heap / NEAT_FORCE_HEAP
   std::vector<AllocationFallback> fallbacks;  ///< DMA-BUF -> next, shm -> heap (count > 0 only)
+  ShmPoolStats shm_pool;                      ///< reuse of memfd objects (shm_pool_buffers > 0)
 };
 
 class AutoAllocator final : public StorageAllocator {
@@ -51,6 +60,8 @@ class AutoAllocator final : public StorageAllocator {
   Result<std::shared_ptr<Storage>> allocate(const AllocRequest& request) override;
   AutoAllocatorStats stats() const;
   const AutoAllocatorConfig& config() const noexcept;
+  /// Closes the memfd objects kept for reuse.
+  void trim();
 
   struct State;
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "internal/block_cache.hpp"
+
 namespace neat {
 
 namespace {
@@ -76,8 +78,6 @@ struct HeapPool::State {
   ~State() {
     for (auto& b : free_buffers)
       system_free(b.ptr, b.capacity);
-    for (void* p : free_blocks)
-      ::operator delete(p);
   }
 
   struct Buffer {
@@ -101,55 +101,12 @@ struct HeapPool::State {
     system_free(p, capacity);
   }
 
-  // Storage-object blocks (the shared_ptr control block with the HeapStorage in it).
-  // With prefill_buffers, the first request also allocates the blocks of the
-  // buffers the pool prefills (a control block per storage alive at once).
-  void* take_block(std::size_t size) {
-    std::size_t extra = 0;
-    {
-      std::lock_guard lock(mutex);
-      if (size == block_size && !free_blocks.empty()) {
-        void* p = free_blocks.back();
-        free_blocks.pop_back();
-        return p;
-      }
-      if (block_size == 0) {
-        block_size = size;
-        if (config.prefill_buffers > 1) {
-          extra = std::min(static_cast<std::size_t>(config.prefill_buffers - 1),
-                           free_blocks.capacity() - free_blocks.size());
-        }
-      }
-    }
-    if (extra > 0) {
-      std::vector<void*> blocks;
-      blocks.reserve(extra);
-      for (std::size_t k = 0; k < extra; ++k)
-        blocks.push_back(::operator new(size, std::nothrow));
-      std::lock_guard lock(mutex);
-      for (void* b : blocks) {
-        if (b != nullptr) free_blocks.push_back(b);  // within the reserved capacity
-      }
-    }
-    return ::operator new(size);
-  }
-  void give_block(void* p, std::size_t size) noexcept {
-    {
-      std::lock_guard lock(mutex);
-      if (block_size == 0) block_size = size;
-      if (size == block_size && free_blocks.size() < free_blocks.capacity()) {
-        free_blocks.push_back(p);
-        return;
-      }
-    }
-    ::operator delete(p);
-  }
-
   HeapPoolConfig config;
   mutable std::mutex mutex;
   std::vector<Buffer> free_buffers;
-  std::vector<void*> free_blocks;
-  std::size_t block_size = 0;
+  // Storage-object blocks: one per storage alive at once (prefilled with the buffers).
+  detail::BlockCache blocks{static_cast<std::size_t>(config.max_cached_buffers) + 16,
+                            static_cast<std::size_t>(std::max(config.prefill_buffers - 1, 0))};
   std::int64_t cached_bytes = 0;
   std::int64_t in_use_buffers = 0;
   std::int64_t in_use_bytes = 0;
@@ -178,31 +135,12 @@ class HeapStorage final : public Storage {
   std::int64_t capacity_;
 };
 
-// Recycles the single allocation std::allocate_shared makes for a HeapStorage.
-// It owns a reference to the pool state: the control block is deallocated
-// after the HeapStorage (and its own reference) is gone.
-template <class T>
-struct BlockAllocator {
-  using value_type = T;
-  explicit BlockAllocator(std::shared_ptr<HeapPool::State> s) noexcept : state(std::move(s)) {}
-  template <class U>
-  BlockAllocator(const BlockAllocator<U>& o) noexcept : state(o.state) {}  // NOLINT
-  T* allocate(std::size_t n) { return static_cast<T*>(state->take_block(n * sizeof(T))); }
-  void deallocate(T* p, std::size_t n) noexcept { state->give_block(p, n * sizeof(T)); }
-  template <class U>
-  bool operator==(const BlockAllocator<U>& o) const noexcept {
-    return state == o.state;
-  }
-  std::shared_ptr<HeapPool::State> state;
-};
-
 }  // namespace
 
 std::shared_ptr<HeapPool> HeapPool::create(HeapPoolConfig config) {
   if (config.max_cached_buffers < 0) config.max_cached_buffers = 0;
   if (config.max_cached_bytes < 0) config.max_cached_bytes = 0;
   auto state = std::make_shared<State>(config);
-  state->free_blocks.reserve(static_cast<std::size_t>(config.max_cached_buffers) + 16);
   return std::shared_ptr<HeapPool>(new HeapPool(std::move(state)));
 }
 
@@ -252,8 +190,9 @@ Result<std::shared_ptr<Storage>> HeapPool::allocate(const AllocRequest& request)
   }
   if (request.zero_fill && !zeroed) std::memset(p, 0, static_cast<std::size_t>(request.bytes));
   try {
-    return std::shared_ptr<Storage>(std::allocate_shared<HeapStorage>(
-        BlockAllocator<HeapStorage>(state_), state_, p, request.bytes, capacity));
+    return std::shared_ptr<Storage>(
+        std::allocate_shared<HeapStorage>(detail::CachedBlockAllocator<HeapStorage, State>(state_),
+                                          state_, p, request.bytes, capacity));
   } catch (const std::bad_alloc&) {
     state_->release(p, capacity);
     return resource_exhausted("heap allocation of the storage object failed");

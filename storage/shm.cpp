@@ -5,8 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
+
+#include "internal/block_cache.hpp"
 
 namespace neat {
 namespace {
@@ -54,8 +60,59 @@ ShmStorage::ShmStorage(const Private&, UniqueFd fd, std::byte* base, std::int64_
   g_live_mapped.fetch_add(mapped_, std::memory_order_relaxed);
 }
 
+namespace detail {
+
+// A ShmPool's kept objects. Storages it handed out hold it (std::shared_ptr),
+// so releases after the pool object is gone still land here and are closed
+// when the last one goes.
+struct ShmPoolState {
+  struct Object {
+    UniqueFd fd;
+    std::byte* base = nullptr;
+    std::int64_t capacity = 0;
+    FdIdentity identity;
+    bool sealed = false;
+  };
+  explicit ShmPoolState(ShmPoolConfig c) : config(c) {
+    free.reserve(static_cast<std::size_t>(c.max_cached_buffers));
+  }
+  ~ShmPoolState() {
+    for (auto& o : free)
+      ::munmap(o.base, static_cast<std::size_t>(o.capacity));
+  }
+  // Called by ShmStorage's destructor. True when the object was kept (the
+  // caller then neither unmaps nor closes it).
+  bool release(UniqueFd& fd, std::byte* base, std::int64_t capacity, const FdIdentity& identity,
+               bool sealed, bool reusable) noexcept {
+    std::lock_guard lock(mutex);
+    if (!reusable || static_cast<int>(free.size()) >= config.max_cached_buffers ||
+        cached_bytes + capacity > config.max_cached_bytes) {
+      not_recycled += 1;
+      return false;
+    }
+    free.push_back(Object{std::move(fd), base, capacity, identity, sealed});  // capacity reserved
+    cached_bytes += capacity;
+    recycled += 1;
+    return true;
+  }
+
+  ShmPoolConfig config;
+  mutable std::mutex mutex;
+  std::vector<Object> free;
+  BlockCache blocks{static_cast<std::size_t>(config.max_cached_buffers) + 16, 0};
+  std::int64_t cached_bytes = 0;
+  std::uint64_t hits = 0, misses = 0, recycled = 0, not_recycled = 0;
+};
+
+}  // namespace detail
+
 ShmStorage::~ShmStorage() {
-  if (base_ != nullptr) ::munmap(base_, static_cast<std::size_t>(mapped_));
+  bool kept = false;
+  if (pool_ != nullptr && base_ != nullptr) {
+    const bool reusable = !read_only() && !shared_.load(std::memory_order_relaxed);
+    kept = pool_->release(fd_, base_, mapped_, identity_, shrink_sealed_, reusable);
+  }
+  if (base_ != nullptr && !kept) ::munmap(base_, static_cast<std::size_t>(mapped_));
   if (!unlink_name_.empty()) ::shm_unlink(unlink_name_.c_str());
   g_live_storages.fetch_sub(1, std::memory_order_relaxed);
   g_live_mapped.fetch_sub(mapped_, std::memory_order_relaxed);
@@ -187,6 +244,90 @@ class ShmAllocator final : public StorageAllocator {
 StorageAllocator& shm_allocator() noexcept {
   static ShmAllocator allocator;
   return allocator;
+}
+
+// ---- ShmPool ------------------------------------------------------------------
+
+std::shared_ptr<ShmPool> ShmPool::create(ShmPoolConfig config) {
+  config.max_cached_buffers = std::max(config.max_cached_buffers, 0);
+  config.max_cached_bytes = std::max<std::int64_t>(config.max_cached_bytes, 0);
+  return std::shared_ptr<ShmPool>(new ShmPool(std::make_shared<detail::ShmPoolState>(config)));
+}
+
+ShmPool::ShmPool(std::shared_ptr<detail::ShmPoolState> state) : state_(std::move(state)) {}
+ShmPool::~ShmPool() = default;
+
+Result<std::shared_ptr<Storage>> ShmPool::allocate(const AllocRequest& request) {
+  if (request.bytes < 0) {
+    return invalid_argument("shm pool allocation of " + std::to_string(request.bytes) +
+                            " bytes: the size is negative");
+  }
+  static const std::int64_t page = ::sysconf(_SC_PAGESIZE);
+  const std::int64_t capacity = std::max<std::int64_t>(1, (request.bytes + page - 1) / page) * page;
+  detail::ShmPoolState::Object o;
+  bool hit = false;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto& fb = state_->free;
+    for (std::size_t i = fb.size(); i-- > 0;) {  // most recently released first
+      if (fb[i].capacity == capacity) {
+        o = std::move(fb[i]);
+        fb.erase(fb.begin() + static_cast<std::ptrdiff_t>(i));
+        state_->cached_bytes -= capacity;
+        state_->hits += 1;
+        hit = true;
+        break;
+      }
+    }
+    if (!hit) state_->misses += 1;
+  }
+  if (hit) {
+    if (request.zero_fill) std::memset(o.base, 0, static_cast<std::size_t>(request.bytes));
+  } else {
+    // A new sealed memfd; its fd and mapping move into the pooled storage.
+    NEAT_ASSIGN_OR_RETURN(std::shared_ptr<ShmStorage> fresh, ShmStorage::create(capacity));
+    o.fd = std::move(fresh->fd_);
+    o.base = fresh->base_;
+    o.capacity = capacity;
+    o.identity = fresh->identity_;
+    o.sealed = fresh->shrink_sealed_;
+    fresh->base_ = nullptr;  // its destructor now releases nothing
+  }
+  try {
+    auto storage = std::allocate_shared<ShmStorage>(
+        detail::CachedBlockAllocator<ShmStorage, detail::ShmPoolState>(state_),
+        ShmStorage::Private{}, std::move(o.fd), o.base, capacity, request.bytes, o.identity,
+        ShmKind::Memfd, false, false, o.sealed, std::string());
+    storage->pool_ = state_;
+    return std::shared_ptr<Storage>(std::move(storage));
+  } catch (const std::bad_alloc&) {
+    ::munmap(o.base, static_cast<std::size_t>(capacity));  // o.fd closes itself
+    return resource_exhausted("shm pool: out of memory for the storage object");
+  }
+}
+
+ShmPoolStats ShmPool::stats() const {
+  std::lock_guard lock(state_->mutex);
+  ShmPoolStats s;
+  s.hits = state_->hits;
+  s.misses = state_->misses;
+  s.recycled = state_->recycled;
+  s.not_recycled = state_->not_recycled;
+  s.cached_buffers = static_cast<std::int64_t>(state_->free.size());
+  s.cached_bytes = state_->cached_bytes;
+  return s;
+}
+
+void ShmPool::trim() {
+  std::vector<detail::ShmPoolState::Object> drop;
+  {
+    std::lock_guard lock(state_->mutex);
+    drop.swap(state_->free);
+    state_->free.reserve(static_cast<std::size_t>(state_->config.max_cached_buffers));
+    state_->cached_bytes = 0;
+  }
+  for (auto& o : drop)
+    ::munmap(o.base, static_cast<std::size_t>(o.capacity));
 }
 
 Result<NeatTensor> import_shm_tensor(int fd, DType dtype, DimsRef shape, DimsRef strides,

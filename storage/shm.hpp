@@ -48,6 +48,10 @@ struct ShmImportOptions {
   bool require_shrink_seal = false;
 };
 
+namespace detail {
+struct ShmPoolState;
+}  // namespace detail
+
 class ShmStorage final : public Storage {
  public:
   /// A new shared object of `bytes` bytes, zero-filled (the kernel zeroes it).
@@ -78,6 +82,8 @@ class ShmStorage final : public Storage {
              std::string unlink_name);
 
  private:
+  friend class ShmPool;
+  std::shared_ptr<detail::ShmPoolState> pool_;  ///< where the object goes back to, if pooled
   UniqueFd fd_;
   std::byte* base_;
   std::int64_t mapped_;
@@ -90,8 +96,48 @@ class ShmStorage final : public Storage {
 
 /// Allocates tensors on memfd storage (for clone(), allocate(), ... through
 /// AllocOptions::allocator). Not pooled: each allocation is a memfd_create +
-/// ftruncate + mmap.
+/// ftruncate + mmap (about 0.9 ms for a 1080p frame here); see ShmPool.
 StorageAllocator& shm_allocator() noexcept;
+
+struct ShmPoolConfig {
+  int max_cached_buffers = 8;                               ///< memfd objects kept for reuse
+  std::int64_t max_cached_bytes = std::int64_t{256} << 20;  ///< bytes kept for reuse
+};
+
+struct ShmPoolStats {
+  std::uint64_t hits = 0;      ///< allocations served by a kept object
+  std::uint64_t misses = 0;    ///< allocations that created a new memfd
+  std::uint64_t recycled = 0;  ///< released objects kept for reuse
+  /// Released objects closed instead, because they had been exported (a peer
+  /// may still map them) or the pool was full.
+  std::uint64_t not_recycled = 0;
+  std::int64_t cached_buffers = 0;
+  std::int64_t cached_bytes = 0;
+};
+
+/// Sealed memfd objects, recycled: a released storage that was never exported
+/// keeps its fd and its mapping and serves the next allocation of the same
+/// page-rounded size, so shareable buffers cost what heap buffers cost in
+/// steady state (no memfd_create, ftruncate, mmap or page faults). A storage
+/// whose fd went to another process (export_fd, export_dmabuf_image) is never
+/// reused: the peer may still read or write it. The cached objects hold fds
+/// (one each) until trim() or the pool's end.
+/// Threading: thread-safe (a mutex on allocate and release; never on map()).
+class ShmPool final : public StorageAllocator {
+ public:
+  static std::shared_ptr<ShmPool> create(ShmPoolConfig config = {});
+  ~ShmPool() override;
+  /// A memfd-backed storage of request.bytes (zeroed when asked, and always
+  /// when new). Errors as ShmStorage::create.
+  Result<std::shared_ptr<Storage>> allocate(const AllocRequest& request) override;
+  ShmPoolStats stats() const;
+  /// Closes every kept object (their fds and mappings).
+  void trim();
+
+ private:
+  explicit ShmPool(std::shared_ptr<detail::ShmPoolState> state);
+  std::shared_ptr<detail::ShmPoolState> state_;
+};
 
 /// A dense tensor over an imported fd. The layout is checked against the
 /// file size before anything is touched.
@@ -101,7 +147,7 @@ Result<NeatTensor> import_shm_tensor(int fd, DType dtype, DimsRef shape, DimsRef
 /// Process-wide counts for leak checks.
 struct ShmStats {
   std::int64_t live_storages = 0;
-  std::int64_t live_mapped_bytes = 0;
+  std::int64_t live_mapped_bytes = 0;  ///< mapped by live storages (not a ShmPool's kept objects)
 };
 ShmStats shm_stats() noexcept;
 

@@ -202,6 +202,16 @@ TEST(SyscallFaults, EveryCallFailsInTurnWithATypedErrorAndNoLeak) {
          NEAT_ASSIGN_OR_RETURN(DmaBufExport e, export_dmabuf_image(t));
          return Status();
        }},
+      {"pooled shm allocation, reuse",
+       []() -> Status {
+         auto pool = ShmPool::create();
+         for (int i = 0; i < 2; ++i) {  // the second one reuses the first's object
+           NEAT_ASSIGN_OR_RETURN(NeatTensor t, NeatTensor::allocate(DType::U8, Dims{4096},
+                                                                    {.allocator = pool.get()}));
+           NEAT_RETURN_IF_ERROR(touch(t));
+         }
+         return Status();
+       }},
       {"auto allocation",
        []() -> Status {
          AutoAllocator chain({.dma_heap = "/nonexistent/dma_heap"});

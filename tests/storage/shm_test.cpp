@@ -212,6 +212,122 @@ TEST(Shm, TenThousandExportImportCyclesLeaveFdsAtBaseline) {
 namespace neat {
 namespace {
 
+// ---- ShmPool -------------------------------------------------------------------
+
+TEST(ShmPool, ReleasedBuffersServeTheNextAllocationWithTheirFdAndMapping) {
+  const int fds_before = open_fd_count();
+  auto pool = ShmPool::create({.max_cached_buffers = 4});
+  const std::int64_t bytes = 1920 * 1080 * 3 / 2;  // 1080p NV12: not a whole number of pages
+  std::uint64_t id = 0;
+  const std::byte* data = nullptr;
+  {
+    auto t = NeatTensor::allocate_image(PixelFormat::NV12, 1920, 1080, {.allocator = pool.get()});
+    NEAT_ASSERT_OK(t);
+    EXPECT_EQ(t->storage_kind(), StorageKind::Shm);
+    EXPECT_EQ(t->storage()->size_bytes(), bytes);
+    id = t->storage()->id();
+    auto p = t->storage()->map(MapMode::Write);
+    NEAT_ASSERT_OK(p);
+    data = *p;
+    std::memset(*p, 0x5a, static_cast<std::size_t>(bytes));
+    t->storage()->unmap(MapMode::Write);
+    EXPECT_EQ(open_fd_count(), fds_before + 1);
+  }
+  auto s = pool->stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.recycled, 1u);
+  EXPECT_EQ(s.cached_buffers, 1);
+  EXPECT_EQ(open_fd_count(), fds_before + 1) << "the kept object holds its fd";
+  {
+    // Zeroed on request, same object (same inode, same mapping), no new fd.
+    auto t = NeatTensor::allocate_image(PixelFormat::NV12, 1920, 1080, {.allocator = pool.get()});
+    NEAT_ASSERT_OK(t);
+    EXPECT_EQ(t->storage()->id(), id);
+    auto p = t->storage()->map(MapMode::Read);
+    NEAT_ASSERT_OK(p);
+    EXPECT_EQ(*p, data);
+    EXPECT_EQ(std::to_integer<int>((*p)[0]), 0);
+    EXPECT_EQ(std::to_integer<int>((*p)[bytes - 1]), 0);
+    t->storage()->unmap(MapMode::Read);
+    EXPECT_TRUE(t->storage()->donatable());
+  }
+  s = pool->stats();
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  pool->trim();
+  EXPECT_EQ(pool->stats().cached_buffers, 0);
+  EXPECT_EQ(open_fd_count(), fds_before);
+}
+
+TEST(ShmPool, AnExportedBufferIsNeverReused) {
+  auto pool = ShmPool::create();
+  std::uint64_t id = 0;
+  UniqueFd peer;
+  {
+    auto t = NeatTensor::allocate(DType::U8, Dims{8192}, {.allocator = pool.get()});
+    NEAT_ASSERT_OK(t);
+    id = t->storage()->id();
+    auto fd = export_fd(*t);
+    NEAT_ASSERT_OK(fd);
+    peer = std::move(*fd);  // another process would hold this and may still write
+  }
+  auto s = pool->stats();
+  EXPECT_EQ(s.recycled, 0u);
+  EXPECT_EQ(s.not_recycled, 1u);
+  auto t = NeatTensor::allocate(DType::U8, Dims{8192}, {.allocator = pool.get()});
+  NEAT_ASSERT_OK(t);
+  EXPECT_NE(t->storage()->id(), id) << "a fresh memfd, not the peer's";
+  EXPECT_EQ(pool->stats().misses, 2u);
+}
+
+TEST(ShmPool, BoundsStorageOutlivingThePoolAndBadInput) {
+  const int fds_before = open_fd_count();
+  std::vector<NeatTensor> held;
+  {
+    auto pool = ShmPool::create({.max_cached_buffers = 2});
+    for (int i = 0; i < 5; ++i) {
+      auto t = NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = pool.get()});
+      NEAT_ASSERT_OK(t);
+      held.push_back(std::move(*t));
+    }
+    held.resize(1);  // four released: two kept, two closed
+    const auto s = pool->stats();
+    EXPECT_EQ(s.recycled, 2u);
+    EXPECT_EQ(s.not_recycled, 2u);
+    EXPECT_EQ(open_fd_count(), fds_before + 3);
+    NEAT_EXPECT_ERROR(pool->allocate({-1, false}), ErrorCode::InvalidArgument, "negative");
+  }
+  // The pool object is gone; its last storage still works and closes everything.
+  {
+    auto w = std::move(held[0]).make_writable();
+    NEAT_ASSERT_OK(w);
+    auto m = w->map(MapMode::Write);
+    NEAT_ASSERT_OK(m);
+    m->mutable_data()[4095] = std::byte{1};
+  }
+  held.clear();
+  EXPECT_EQ(open_fd_count(), fds_before);
+}
+
+TEST(ShmPool, TenThousandAllocationsOfAFrameReuseOneObject) {
+  const int fds_before = open_fd_count();
+  const ShmStats shm_before = shm_stats();
+  AutoAllocator chain({.dma_heap = ""});
+  for (int i = 0; i < 10000; ++i) {
+    auto t = NeatTensor::allocate(DType::U8, Dims{64 * 1024}, {.allocator = &chain});
+    NEAT_ASSERT_OK(t);
+    ASSERT_EQ(t->storage_kind(), StorageKind::Shm);
+  }
+  const auto s = chain.stats();
+  EXPECT_EQ(s.shm, 10000u);
+  EXPECT_EQ(s.shm_pool.misses, 1u);
+  EXPECT_EQ(s.shm_pool.hits, 9999u);
+  EXPECT_EQ(shm_stats().live_storages, shm_before.live_storages);
+  EXPECT_EQ(open_fd_count(), fds_before + 1);
+  chain.trim();
+  EXPECT_EQ(open_fd_count(), fds_before);
+}
+
 TEST(Fd, UniqueFdOwnsAndDuplicatesDescriptors) {
   const int before = testing::open_fd_count();
   {
@@ -288,7 +404,8 @@ TEST(ShmFaults, FdExhaustionIsResourceExhaustedAndRecovers) {
   GTEST_SKIP() << "fd exhaustion blinds UBSan's vptr check (it needs a pipe); runs in the "
                   "normal suite";
 #endif
-  AutoAllocator chain({.dma_heap = ""});
+  // Unpooled: a kept memfd would serve the chain without a new fd.
+  AutoAllocator chain({.dma_heap = "", .shm_pool_buffers = 0});
   NEAT_ASSERT_OK(NeatTensor::allocate(DType::U8, Dims{64}, {.allocator = &chain}));
   NEAT_ASSERT_OK(NeatTensor::allocate(DType::U8, Dims{64}, {.allocator = &shm_allocator()}));
   {
