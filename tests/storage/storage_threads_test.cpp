@@ -5,6 +5,8 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "neat/storage/dmabuf.hpp"
 #include "neat/storage/gl.hpp"
 #include "neat/storage/gstreamer.hpp"
+#include "neat/storage/heap.hpp"
+#include "neat/storage/shm.hpp"
 #include "support/fakes.hpp"
 #include "support/fds.hpp"
 
@@ -75,6 +79,57 @@ TEST(StorageThreads, DmaBufFirstMapRacesMapOnceAndSyncsBalance) {
     EXPECT_EQ(after.sync_starts - before.sync_starts, after.sync_ends - before.sync_ends);
   }
   ::close(fd);
+}
+
+// Pools shared by threads: every buffer handed out is owned by one thread at a
+// time (each writes its own mark over the whole buffer and reads it back), and
+// the pool's books balance afterwards.
+template <class Pool>
+void hammer_pool(Pool& pool, std::int64_t bytes) {
+  constexpr int kThreads = 4, kRounds = 500;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const auto mark = static_cast<std::byte>(t + 1);
+      for (int i = 0; i < kRounds; ++i) {
+        auto s = pool.allocate({bytes, false});
+        if (!s.ok()) {
+          bad.fetch_add(1);
+          continue;
+        }
+        auto p = (*s)->map(MapMode::Write);
+        if (!p.ok()) {
+          bad.fetch_add(1);
+          continue;
+        }
+        std::memset(*p, static_cast<int>(mark), static_cast<std::size_t>(bytes));
+        std::this_thread::yield();
+        for (std::int64_t k = 0; k < bytes; k += 512)
+          if ((*p)[k] != mark) bad.fetch_add(1);
+        (*s)->unmap(MapMode::Write);
+      }
+    });
+  }
+  for (auto& th : threads)
+    th.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(StorageThreads, HeapAndShmPoolsHandEachBufferToOneThreadAtATime) {
+  auto heap = HeapPool::create({.max_cached_buffers = 3, .prefill_buffers = 2});
+  hammer_pool(*heap, 64 * 1024);
+  EXPECT_EQ(heap->stats().in_use_buffers, 0);
+  EXPECT_EQ(heap->stats().hits + heap->stats().misses, 2000u);
+  const int fds = testing::open_fd_count();
+  auto shm = ShmPool::create({.max_cached_buffers = 3});
+  hammer_pool(*shm, 64 * 1024);
+  const auto s = shm->stats();
+  EXPECT_EQ(s.hits + s.misses, 2000u);
+  EXPECT_EQ(s.recycled + s.not_recycled, 2000u);
+  EXPECT_LE(s.cached_buffers, 3);
+  shm->trim();
+  EXPECT_EQ(testing::open_fd_count(), fds);
 }
 
 TEST(StorageThreads, OneGlContextServesTransfersFromManyThreads) {
