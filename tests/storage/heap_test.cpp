@@ -111,6 +111,16 @@ TEST(HeapPool, PrefillStaysWithinTheCacheBounds) {
   EXPECT_LE(s.cached_bytes, 2 << 20);
 }
 
+TEST(HeapPoolBadInput, NegativePrefillAndLimitsAreTreatedAsNone) {
+  auto pool =
+      HeapPool::create({.max_cached_bytes = -1, .max_cached_buffers = -2, .prefill_buffers = -5});
+  NEAT_ASSERT_OK(pool->allocate({1 << 20, false}));
+  const auto s = pool->stats();
+  EXPECT_EQ(s.prefilled, 0u);
+  EXPECT_EQ(s.cached_buffers, 0);
+  EXPECT_EQ(s.evictions, 1u);
+}
+
 TEST(HeapPool, StorageOutlivesThePoolObject) {
   std::shared_ptr<Storage> s;
   {

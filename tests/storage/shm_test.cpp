@@ -309,6 +309,18 @@ TEST(ShmPool, BoundsStorageOutlivingThePoolAndBadInput) {
   EXPECT_EQ(open_fd_count(), fds_before);
 }
 
+TEST(ShmPool, NegativeLimitsMeanNothingIsKept) {
+  const int fds_before = open_fd_count();
+  auto pool = ShmPool::create({.max_cached_buffers = -3, .max_cached_bytes = -1});
+  for (int i = 0; i < 3; ++i)
+    NEAT_ASSERT_OK(NeatTensor::allocate(DType::U8, Dims{4096}, {.allocator = pool.get()}));
+  const auto s = pool->stats();
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.not_recycled, 3u);
+  EXPECT_EQ(s.cached_buffers, 0);
+  EXPECT_EQ(open_fd_count(), fds_before);
+}
+
 TEST(ShmPool, TenThousandAllocationsOfAFrameReuseOneObject) {
   const int fds_before = open_fd_count();
   const ShmStats shm_before = shm_stats();
