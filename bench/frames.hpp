@@ -26,7 +26,9 @@ inline neat::NeatTensor nv12_1080p() {
     cv::randu(view, 0, 256);
     cv::GaussianBlur(view, view, cv::Size(9, 9), 3);  // camera-like, not noise
   }
-  return *std::move(w);
+  // BT.601 limited: the one standard OpenCV's YUV converters implement, so the
+  // baselines do the same work.
+  return *std::move(w)->with_colorimetry(neat::kBT601Limited);
 }
 
 struct Planes {

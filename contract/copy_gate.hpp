@@ -46,14 +46,18 @@ struct TensorDescription {
 struct CopyRequest {
   ConversionKind kind = ConversionKind::Pack;
   ConversionReason reason = ConversionReason::UserRequest;
-  bool explicit_call = true;  ///< called by name (clone(), contiguous(), ...)
-  std::int64_t bytes = 0;     ///< bytes the conversion will write
+  bool explicit_call = true;     ///< called by name (clone(), contiguous(), ...)
+  std::int64_t bytes = 0;        ///< bytes the conversion will write
+  std::int64_t bytes_read = -1;  ///< bytes it reads; -1: as many as it writes (a pack)
   TensorDescription source;
   TensorDescription destination;
   std::source_location where;              ///< the user's call site
   std::optional<ConversionPolicy> policy;  ///< per-call override
   std::string_view operation;              ///< the API that converts, e.g. "make_writable"
   std::string_view fix;                    ///< for refusals: the explicit call that makes it legal
+  /// What else the trace should say (a colour standard, a GStreamer element);
+  /// must outlive the conversion's record() call.
+  std::string_view detail;
 };
 
 /// What a conversion that ran cost.
@@ -95,7 +99,8 @@ Status run_through_gate(const CopyRequest& request, F&& copy) {
   const auto ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
-  gate.record(request, policy, CopyOutcome{request.bytes, request.bytes, ns});
+  const std::int64_t read = request.bytes_read >= 0 ? request.bytes_read : request.bytes;
+  gate.record(request, policy, CopyOutcome{read, request.bytes, ns});
   return {};
 }
 

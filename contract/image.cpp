@@ -68,6 +68,80 @@ std::optional<PixelFormat> parse_pixel_format(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+std::string_view to_string(YuvMatrix m) noexcept {
+  switch (m) {
+    case YuvMatrix::Unknown:
+      return "unknown";
+    case YuvMatrix::BT601:
+      return "bt601";
+    case YuvMatrix::BT709:
+      return "bt709";
+    case YuvMatrix::BT2020:
+      return "bt2020";
+  }
+  return "?";
+}
+
+std::string_view to_string(ColorRange r) noexcept {
+  switch (r) {
+    case ColorRange::Unknown:
+      return "unknown";
+    case ColorRange::Limited:
+      return "limited";
+    case ColorRange::Full:
+      return "full";
+  }
+  return "?";
+}
+
+std::string to_string(Colorimetry c) {
+  if (c.matrix == YuvMatrix::Unknown && c.range == ColorRange::Unknown) return "unknown";
+  std::string out(to_string(c.matrix));
+  if (c.range == ColorRange::Unknown) return out + " (range unknown)";
+  out += ' ';
+  out += to_string(c.range);
+  return out;
+}
+
+std::optional<Colorimetry> parse_colorimetry(std::string_view text) noexcept {
+  if (text == "sdtv") return kBT601Limited;
+  if (text == "jpeg") return Colorimetry{YuvMatrix::BT601, ColorRange::Full};
+  ColorRange range = ColorRange::Limited;
+  for (std::string_view suffix : {"-full", "-limited"}) {
+    if (text.size() > suffix.size() && text.substr(text.size() - suffix.size()) == suffix) {
+      range = suffix == "-full" ? ColorRange::Full : ColorRange::Limited;
+      text.remove_suffix(suffix.size());
+      break;
+    }
+  }
+  for (YuvMatrix m : {YuvMatrix::BT601, YuvMatrix::BT709, YuvMatrix::BT2020}) {
+    if (text == to_string(m)) return Colorimetry{m, range};
+  }
+  return std::nullopt;
+}
+
+Colorimetry default_colorimetry(std::int64_t, std::int64_t height) noexcept {
+  // As gst_video_info_from_caps() (GStreamer 1.22) decides it: by height only.
+  if (height > 576) return kBT709Limited;
+  return kBT601Limited;
+}
+
+Colorimetry resolve_colorimetry(Colorimetry c, std::int64_t width, std::int64_t height) noexcept {
+  const Colorimetry d = default_colorimetry(width, height);
+  if (c.matrix == YuvMatrix::Unknown) c.matrix = d.matrix;
+  if (c.range == ColorRange::Unknown) c.range = d.range;
+  return c;
+}
+
+Colorimetry choose_colorimetry(Colorimetry override_with, Colorimetry frame, std::int64_t width,
+                               std::int64_t height, bool* assumed) noexcept {
+  Colorimetry c = frame;
+  if (override_with.matrix != YuvMatrix::Unknown) c.matrix = override_with.matrix;
+  if (override_with.range != ColorRange::Unknown) c.range = override_with.range;
+  if (assumed != nullptr) *assumed = !c.known();
+  return resolve_colorimetry(c, width, height);
+}
+
 std::string to_string(const ImageSpec& s) {
   std::string out(to_string(s.format));
   out += ' ';
@@ -77,6 +151,10 @@ std::string to_string(const ImageSpec& s) {
   out += " (";
   out += to_string(s.layout == Layout::None ? default_layout(s.format) : s.layout);
   out += ')';
+  if (s.colorimetry != Colorimetry{}) {
+    out += ' ';
+    out += to_string(s.colorimetry);
+  }
   return out;
 }
 

@@ -1,6 +1,6 @@
-// Image vocabulary: PixelFormat, Layout, PlaneRole and ImageSpec, plus the
-// per-format facts (plane count, roles in order, channels, chroma rounding)
-// that factories and validation share.
+// Image vocabulary: PixelFormat, Layout, PlaneRole, Colorimetry and ImageSpec,
+// plus the per-format facts (plane count, roles in order, channels, chroma
+// rounding) that factories and validation share.
 //
 // Threading: all functions are pure and thread-safe.
 #pragma once
@@ -44,12 +44,54 @@ enum class PlaneRole : std::uint8_t {
 
 inline constexpr int kMaxPlanes = 3;
 
+/// The YUV <-> RGB matrix of a frame (ITU-R BT.601, BT.709, BT.2020 non-constant
+/// luminance), or Unknown.
+enum class YuvMatrix : std::uint8_t { Unknown, BT601, BT709, BT2020 };
+
+/// The quantisation range of a YUV frame: Limited (Y 16-235, chroma 16-240, the
+/// broadcast and camera default) or Full (0-255, JPEG), or Unknown.
+enum class ColorRange : std::uint8_t { Unknown, Limited, Full };
+
+/// The colour standard of a YUV frame: which matrix and which range its
+/// samples were encoded with. Each part may be Unknown; a conversion then
+/// resolves it with resolve_colorimetry() and says that it assumed it.
+/// Meaningful for the YUV formats (NV12, NV21, I420, YV12); RGB images leave it
+/// Unknown.
+struct Colorimetry {
+  YuvMatrix matrix = YuvMatrix::Unknown;
+  ColorRange range = ColorRange::Unknown;
+
+  bool known() const noexcept {
+    return matrix != YuvMatrix::Unknown && range != ColorRange::Unknown;
+  }
+  friend bool operator==(const Colorimetry&, const Colorimetry&) = default;
+};
+
+inline constexpr Colorimetry kBT601Limited{YuvMatrix::BT601, ColorRange::Limited};
+inline constexpr Colorimetry kBT709Limited{YuvMatrix::BT709, ColorRange::Limited};
+inline constexpr Colorimetry kBT2020Limited{YuvMatrix::BT2020, ColorRange::Limited};
+
+/// GStreamer's default for a YUV frame whose caps name no colorimetry (what
+/// gst_video_info_from_caps() fills in, GStreamer 1.22): BT.709 above 576 rows,
+/// BT.601 up to 576 rows (SD); always limited range.
+Colorimetry default_colorimetry(std::int64_t width, std::int64_t height) noexcept;
+
+/// `c` with each Unknown part taken from default_colorimetry(width, height).
+Colorimetry resolve_colorimetry(Colorimetry c, std::int64_t width, std::int64_t height) noexcept;
+
+/// What an Unknown part is taken as: the explicit override when known, else
+/// the frame's own part, else GStreamer's default for the frame size.
+/// `assumed` is set when any part came from the default.
+Colorimetry choose_colorimetry(Colorimetry override_with, Colorimetry frame, std::int64_t width,
+                               std::int64_t height, bool* assumed = nullptr) noexcept;
+
 /// What a tensor is, as an image. Width and height are in pixels.
 struct ImageSpec {
   PixelFormat format = PixelFormat::None;
   std::int64_t width = 0;
   std::int64_t height = 0;
   Layout layout = Layout::None;  ///< None = the format's default
+  Colorimetry colorimetry{};     ///< YUV formats: the colour standard (Unknown if not known)
 
   friend bool operator==(const ImageSpec&, const ImageSpec&) = default;
 };
@@ -58,7 +100,17 @@ std::string_view to_string(PixelFormat f) noexcept;
 std::string_view to_string(Layout l) noexcept;
 std::string_view to_string(PlaneRole r) noexcept;
 std::optional<PixelFormat> parse_pixel_format(std::string_view name) noexcept;
-/// "NV12 1920x1080 (HW)".
+/// "bt601", "bt709", "bt2020", "unknown".
+std::string_view to_string(YuvMatrix m) noexcept;
+/// "limited", "full", "unknown".
+std::string_view to_string(ColorRange r) noexcept;
+/// "bt709 limited", "bt601 full", "bt709 (range unknown)", "unknown".
+std::string to_string(Colorimetry c);
+/// Parses "bt601", "bt709", "bt2020" (limited range), each with a "-full" or
+/// "-limited" suffix, and GStreamer's names "bt601" / "bt709" / "bt2020" /
+/// "sdtv" / "jpeg" (bt601 full). std::nullopt for anything else.
+std::optional<Colorimetry> parse_colorimetry(std::string_view text) noexcept;
+/// "NV12 1920x1080 (HW)"; with a known colorimetry "NV12 1920x1080 (HW) bt709 limited".
 std::string to_string(const ImageSpec& s);
 
 /// True for NV12, NV21, I420, YV12: formats stored as role-tagged planes.

@@ -197,6 +197,9 @@ class NeatTensor {
   Result<NeatTensor> as_image(ImageSpec spec) const;
   /// The same bytes without image semantics (interleaved images only).
   Result<NeatTensor> as_dense() const;
+  /// The same frame stating the colour standard its YUV samples were encoded
+  /// with (metadata only). Images only; FailedPrecondition for dense tensors.
+  Result<NeatTensor> with_colorimetry(Colorimetry colorimetry) const;
 
   // ---- mutability -------------------------------------------------------------
 

@@ -118,6 +118,7 @@ Result<NeatTensor> NeatTensor::copy_packed(const CopyRequest& base_request,
     o.zero_fill = false;
     o.allocator = allocator;
     NEAT_ASSIGN_OR_RETURN(dst, allocate_image(image_.format, image_.width, image_.height, o));
+    dst.image_.colorimetry = image_.colorimetry;
   } else {
     AllocOptions o;
     o.zero_fill = false;

@@ -454,7 +454,19 @@ Result<NeatTensor> NeatTensor::as_image(ImageSpec spec) const {
     return invalid_argument(where() + ": the shape must be " + expected.to_string() + " for " +
                             neat::to_string(spec));
   }
-  t.image_ = ImageSpec{spec.format, spec.width, spec.height, layout};
+  t.image_ = ImageSpec{spec.format, spec.width, spec.height, layout, spec.colorimetry};
+  return t;
+}
+
+Result<NeatTensor> NeatTensor::with_colorimetry(Colorimetry colorimetry) const {
+  if (!defined()) return failed_precondition("with_colorimetry: the tensor is undefined");
+  if (!is_image()) {
+    return failed_precondition("with_colorimetry(" + neat::to_string(colorimetry) + ") of " +
+                               to_string() +
+                               ": only images carry a colour standard; attach a spec first");
+  }
+  NeatTensor t = *this;
+  t.image_.colorimetry = colorimetry;
   return t;
 }
 

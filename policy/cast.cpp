@@ -243,8 +243,11 @@ Result<NeatTensor> convert_dtype(const NeatTensor& src, DType to, ConvertOptions
   NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
                         NeatTensor::allocate(to, src.shape(), destination_alloc(options)));
   const ConversionSpec spec{
-      ConversionKind::Convert, ConversionReason::DType, "convert_dtype",
-      "convert the tensor explicitly with convert_dtype() before this consumer"};
+      ConversionKind::Convert,
+      ConversionReason::DType,
+      "convert_dtype",
+      "convert the tensor explicitly with convert_dtype() before this consumer",
+      {}};
   return run_conversion(src, std::move(dst), spec, options, where,
                         [&](const Mapping& in, const Mapping& out) -> Status {
                           with_type(src.dtype(), [&](auto s) {

@@ -4,17 +4,14 @@
 #include <opencv2/imgproc.hpp>
 #include <string>
 
+#include "neat/policy/yuv_matrix.hpp"
 #include "neat/storage/cv_mat.hpp"
 
 namespace neat {
 
 namespace {
 
-// BT.601 limited range, fixed point with 20 fractional bits: the constants
-// OpenCV's YUV420 converters use, so results are bit-identical.
-constexpr int kCY = 1220542, kCUB = 2116026, kCUG = -409993, kCVG = -852492, kCVR = 1673527;
-constexpr int kShift = 20;
-constexpr int kHalf = 1 << (kShift - 1);
+constexpr int kHalf = 1 << (kYuvShift - 1);
 
 inline std::uint8_t sat8(int v) noexcept {
   return static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
@@ -29,10 +26,14 @@ struct YuvSource {
   std::int64_t uv_step;  // 2 for interleaved chroma (NV12/NV21), 1 for planar
 };
 
-// Rows [r0, r1) of a 4:2:0 frame to packed RGB/BGR (dcn 3).
-void yuv420_to_rgb_rows(const YuvSource& s, std::int64_t width, std::int64_t r0, std::int64_t r1,
-                        std::uint8_t* dst, std::int64_t dst_stride, bool bgr) {
+// Rows [r0, r1) of a 4:2:0 frame to packed RGB/BGR (dcn 3) with the
+// coefficients of `k`. Chroma is upsampled by replication (each 2x2 block of
+// pixels shares its U and V sample), as OpenCV and libyuv do; with BT.601
+// limited this is bit-exact with cv::cvtColor.
+void yuv420_to_rgb_rows(const YuvSource& s, const YuvToRgb& k, std::int64_t width, std::int64_t r0,
+                        std::int64_t r1, std::uint8_t* dst, std::int64_t dst_stride, bool bgr) {
   const int ri = bgr ? 2 : 0, bi = bgr ? 0 : 2;
+  const int kCY = k.y, kCVR = k.r_v, kCVG = k.g_v, kCUG = k.g_u, kCUB = k.b_u, y0 = k.y_offset;
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::uint8_t* yr = s.y + r * s.y_stride;
     const std::uint8_t* ur = s.u + (r / 2) * s.uv_stride;
@@ -45,12 +46,12 @@ void yuv420_to_rgb_rows(const YuvSource& s, std::int64_t width, std::int64_t r0,
       const int guv = kHalf + kCVG * vv + kCUG * uu;
       const int buv = kHalf + kCUB * uu;
       const std::int64_t n = x + 1 < width ? 2 : 1;
-      for (std::int64_t k = 0; k < n; ++k) {
-        const int yy = std::max(0, int(yr[x + k]) - 16) * kCY;
-        std::uint8_t* px = d + (x + k) * 3;
-        px[ri] = sat8((yy + ruv) >> kShift);
-        px[1] = sat8((yy + guv) >> kShift);
-        px[bi] = sat8((yy + buv) >> kShift);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const int yy = std::max(0, int(yr[x + i]) - y0) * kCY;
+        std::uint8_t* px = d + (x + i) * 3;
+        px[ri] = sat8((yy + ruv) >> kYuvShift);
+        px[1] = sat8((yy + guv) >> kYuvShift);
+        px[bi] = sat8((yy + buv) >> kYuvShift);
       }
     }
   }
@@ -156,6 +157,11 @@ bool color_conversion_supported(PixelFormat from, PixelFormat to) noexcept {
 
 Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertOptions options,
                                  std::source_location where) {
+  return convert_color(src, to, Colorimetry{}, options, where);
+}
+
+Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, Colorimetry assume,
+                                 ConvertOptions options, std::source_location where) {
   if (!src.defined()) return failed_precondition("convert_color: the tensor is undefined");
   const PixelFormat from = src.pixel_format();
   if (!src.is_image()) {
@@ -179,9 +185,19 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertO
   const std::int64_t w = src.image().width, h = src.image().height;
   NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
                         NeatTensor::allocate_image(to, w, h, destination_image_alloc(options)));
-  const ConversionSpec spec{
-      ConversionKind::Convert, ConversionReason::PixelFormat, "convert_color",
-      "convert the frame explicitly with convert_color() before this consumer"};
+  ConversionSpec spec{ConversionKind::Convert,
+                      ConversionReason::PixelFormat,
+                      "convert_color",
+                      "convert the frame explicitly with convert_color() before this consumer",
+                      {}};
+  bool assumed = false;
+  const Colorimetry standard = choose_colorimetry(assume, src.image().colorimetry, w, h, &assumed);
+  const YuvToRgb& coefficients = yuv_to_rgb(standard);
+  // OpenCV's YUV 4:2:0 converters implement BT.601 limited range only.
+  const bool opencv_standard = standard == kBT601Limited;
+  if (is_planar(from) && to != PixelFormat::GRAY8) {
+    spec.detail = colorimetry_detail(standard, assumed);
+  }
 
   return run_conversion(
       src, std::move(dst), spec, options, where,
@@ -208,7 +224,7 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertO
           }
           const bool bgr = to == PixelFormat::BGR;
           const bool even = w % 2 == 0 && h % 2 == 0;
-          if (even && (from == PixelFormat::NV12 || from == PixelFormat::NV21)) {
+          if (opencv_standard && even && (from == PixelFormat::NV12 || from == PixelFormat::NV21)) {
             const PlaneRole c = from == PixelFormat::NV12 ? PlaneRole::UV : PlaneRole::VU;
             NEAT_ASSIGN_OR_RETURN(cv::Mat ym, plane_header(in, PlaneRole::Y));
             NEAT_ASSIGN_OR_RETURN(cv::Mat cm, plane_header(in, c));
@@ -219,7 +235,7 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertO
                 "convert_color", [&] { cv::cvtColorTwoPlane(ym, cm, out_mat, code); }));
             return check_in_place();
           }
-          if (even && src.is_contiguous() &&
+          if (opencv_standard && even && src.is_contiguous() &&
               (from == PixelFormat::I420 || from == PixelFormat::YV12)) {
             // Canonical I420: Y, then U, then V packed back to back: OpenCV's layout.
             NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
@@ -259,7 +275,8 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertO
                 row.u = reinterpret_cast<const std::uint8_t*>(u) + (r / 2) * ul.row_stride;
                 row.v = reinterpret_cast<const std::uint8_t*>(v) + (r / 2) * vl.row_stride;
                 row.uv_step = 1;
-                yuv420_to_rgb_rows(row, w, 0, 1, out_mat.ptr(static_cast<int>(r)), 0, bgr);
+                yuv420_to_rgb_rows(row, coefficients, w, 0, 1, out_mat.ptr(static_cast<int>(r)), 0,
+                                   bgr);
               }
               return {};
             }
@@ -271,7 +288,7 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertO
           auto* d = out_mat.data;
           const auto ds = static_cast<std::int64_t>(out_mat.step[0]);
           parallel_rows((h + 1) / 2, options.threads, [&](std::int64_t b, std::int64_t e) {
-            yuv420_to_rgb_rows(s, w, 2 * b, std::min(h, 2 * e), d, ds, bgr);
+            yuv420_to_rgb_rows(s, coefficients, w, 2 * b, std::min(h, 2 * e), d, ds, bgr);
           });
           return {};
         }

@@ -2,11 +2,18 @@
 // offsets, planes in one storage or several, odd sizes) to RGB, BGR or GRAY8;
 // RGB <-> BGR; RGBA/BGRA <-> RGB/BGR; interleaved -> GRAY8; GRAY8 -> RGB/BGR.
 //
-// YUV is BT.601 limited range, bit-exact with OpenCV's COLOR_YUV2RGB_*.
-// OpenCV does the work when it can take the layout as it is (cvtColorTwoPlane
-// takes padded NV12; cvtColor takes row-padded interleaved images and
-// canonical I420); otherwise NeatTensor's own kernels run on the strided
-// planes directly. Nothing is staged or packed first.
+// YUV -> RGB follows the frame's colour standard (ImageSpec::colorimetry:
+// BT.601, BT.709 or BT.2020, limited or full range; see yuv_matrix.hpp for the
+// formulas). A part the frame does not state is taken from the `assume`
+// argument, else from GStreamer's default for the frame size (BT.709 above
+// 576 rows, BT.601 otherwise, limited range), and the event says it was
+// assumed. Chroma is upsampled by replication (each 2x2 block shares one
+// U, V pair). BT.601 limited is bit-exact with OpenCV's COLOR_YUV2RGB_*, and
+// OpenCV does that work when it can take the layout as it is
+// (cvtColorTwoPlane takes padded NV12; cvtColor takes canonical I420); every
+// other standard and layout runs NeatTensor's own kernel on the strided planes
+// directly. Nothing is staged or packed first. YUV -> GRAY8 is the Y plane as
+// stored.
 //
 // Every call is an explicit `convert` (reason pixel_format) through the copy
 // gate. Threading: independent calls may run concurrently.
@@ -22,6 +29,12 @@ namespace neat {
 /// A new interleaved HWC image (GRAY8: [H, W, 1]) in `to`. When `src` is
 /// already in `to`, returns `src` itself (no copy, no event).
 Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertOptions options = {},
+                                 std::source_location where = std::source_location::current());
+
+/// As above, with the colour standard to convert a YUV frame with: each known
+/// part of `assume` overrides the frame's own.
+Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, Colorimetry assume,
+                                 ConvertOptions options = {},
                                  std::source_location where = std::source_location::current());
 
 /// True when convert_color(src-format -> to) is supported.

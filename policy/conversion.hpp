@@ -37,6 +37,7 @@ struct ConversionSpec {
   ConversionReason reason = ConversionReason::PixelFormat;
   std::string_view operation;  ///< the API name, e.g. "convert_color"
   std::string_view fix;        ///< for implicit refusals: the explicit call to make
+  std::string_view detail;     ///< for the trace (e.g. the colour standard); static or outliving
 };
 
 /// Runs `kernel(const Mapping& in, const Mapping& out) -> Status` through the
@@ -95,12 +96,14 @@ Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const C
   request.reason = spec.reason;
   request.explicit_call = !options.implicit;
   request.bytes = dst.nbytes();
+  request.bytes_read = src.nbytes();
   request.source = src.description();
   request.destination = dst.description();
   request.where = where;
   request.policy = options.policy;
   request.operation = options.requested_by.empty() ? spec.operation : options.requested_by;
   request.fix = spec.fix;
+  request.detail = spec.detail;
   NEAT_ASSIGN_OR_RETURN(NeatTensor out, std::move(dst).make_writable());
   {
     NEAT_ASSIGN_OR_RETURN(Mapping in, src.map(MapMode::Read));

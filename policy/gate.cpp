@@ -91,6 +91,7 @@ void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,
   e.source = request.source;
   e.destination = request.destination;
   e.operation = request.operation;
+  e.detail = request.detail;
   e.where = request.where;
   e.graph = c.graph;
   e.stage = c.stage;

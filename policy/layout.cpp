@@ -85,8 +85,11 @@ Result<NeatTensor> convert_layout(const NeatTensor& src, Direction dir, ConvertO
     NEAT_ASSIGN_OR_RETURN(dst, dst.as_image(spec));
   }
   const ConversionSpec spec{
-      ConversionKind::Convert, ConversionReason::Layout, op,
-      "convert the layout explicitly with to_chw() / to_hwc() before this consumer"};
+      ConversionKind::Convert,
+      ConversionReason::Layout,
+      op,
+      "convert the layout explicitly with to_chw() / to_hwc() before this consumer",
+      {}};
   return run_conversion(
       src, std::move(dst), spec, options, where,
       [&](const Mapping& in, const Mapping& out) -> Status {

@@ -173,8 +173,11 @@ Result<NeatTensor> normalize(NeatTensor src, const NormalizeParams& p, ConvertOp
   const Dims out_shape = chw ? Dims{g.c, g.h, g.w} : Dims{g.h, g.w, g.c};
   NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
                         NeatTensor::allocate(p.out_dtype, out_shape, destination_alloc(options)));
-  ConversionSpec spec{ConversionKind::Convert, ConversionReason::Normalize, "normalize",
-                      "normalize explicitly with normalize() before this consumer"};
+  ConversionSpec spec{ConversionKind::Convert,
+                      ConversionReason::Normalize,
+                      "normalize",
+                      "normalize explicitly with normalize() before this consumer",
+                      {}};
   ConvertOptions opts = options;
   if (p.donation == Donation::MustDonate) {
     // The caller required in-place; this is a refused donation (Strict: an error).

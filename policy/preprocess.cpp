@@ -7,17 +7,11 @@
 #include <vector>
 
 #include "neat/policy/cast.hpp"
+#include "neat/policy/yuv_matrix.hpp"
 
 namespace neat {
 
 namespace {
-
-// BT.601 limited range (OpenCV's YUV420 fixed-point constants, as floats).
-constexpr float kCY = 1220542.0f / 1048576.0f;
-constexpr float kCUB = 2116026.0f / 1048576.0f;
-constexpr float kCUG = -409993.0f / 1048576.0f;
-constexpr float kCVG = -852492.0f / 1048576.0f;
-constexpr float kCVR = 1673527.0f / 1048576.0f;
 
 struct Planes {
   const std::uint8_t* y;
@@ -107,6 +101,7 @@ inline void put(std::byte* plane, std::int64_t i, float v) noexcept {
 struct Affine {  // out_c = rgb[map[c]] * a[c] + b[c]
   int map[3];
   float a[3], b[3];
+  const YuvToRgb* yuv;  // the colour standard's coefficients
 };
 
 // Blends two resampled rows vertically, converts YUV to RGB, clamps,
@@ -126,14 +121,15 @@ struct Rgb {
 // One pixel of blend_and_finish, scalar: blend two resampled rows at fy,
 // convert YUV to RGB and clamp to [0, 255].
 inline Rgb blended_rgb(const float* ya, const float* yb, const float* ua, const float* ub,
-                       const float* va, const float* vb, float fy, std::int64_t x) noexcept {
+                       const float* va, const float* vb, float fy, std::int64_t x,
+                       const YuvToRgb& k) noexcept {
   const float y = ya[x] + (yb[x] - ya[x]) * fy;
   const float u = ua[x] + (ub[x] - ua[x]) * fy - 128.0f;
   const float v = va[x] + (vb[x] - va[x]) * fy - 128.0f;
-  const float ym = y - 16.0f;
-  const float yy = (ym > 0.0f ? ym : 0.0f) * kCY;
-  return {clamp_to(yy + kCVR * v, 255.0f), clamp_to(yy + kCVG * v + kCUG * u, 255.0f),
-          clamp_to(yy + kCUB * u, 255.0f)};
+  const float ym = y - static_cast<float>(k.y_offset);
+  const float yy = (ym > 0.0f ? ym : 0.0f) * k.fy;
+  return {clamp_to(yy + k.frv * v, 255.0f), clamp_to(yy + k.fgv * v + k.fgu * u, 255.0f),
+          clamp_to(yy + k.fbu * u, 255.0f)};
 }
 
 template <class O>
@@ -145,6 +141,9 @@ void blend_and_finish(const float* __restrict ya, const float* __restrict yb,
   // Output plane c holds rgb[k.map[c]]: R is plane 0 (RGB order) or 2 (BGR); G is plane 1.
   const int ri = k.map[0] == 0 ? 0 : 2, bi = 2 - ri;
   const float ra = k.a[ri], rb = k.b[ri], ga = k.a[1], gb = k.b[1], ba = k.a[bi], bb = k.b[bi];
+  const YuvToRgb& m = *k.yuv;
+  const float kCY = m.fy, kCVR = m.frv, kCVG = m.fgv, kCUG = m.fgu, kCUB = m.fbu;
+  const float y_off = static_cast<float>(m.y_offset);
   if constexpr (std::is_same_v<O, float>) {
     float* __restrict rp = reinterpret_cast<float*>(planes[ri]) + row_start;
     float* __restrict gp = reinterpret_cast<float*>(planes[1]) + row_start;
@@ -170,21 +169,21 @@ void blend_and_finish(const float* __restrict ya, const float* __restrict yb,
       const v4 y = ya4 + (load(yb + x) - ya4) * vfy;
       const v4 u = ua4 + (load(ub + x) - ua4) * vfy - 128.0f;
       const v4 v = va4 + (load(vb + x) - va4) * vfy - 128.0f;
-      const v4 ym = y - 16.0f;
+      const v4 ym = y - y_off;
       const v4 yy = (ym > zero ? ym : zero) * kCY;
       store(rp + x, clamp4(yy + kCVR * v) * ra + rb);
       store(gp + x, clamp4(yy + kCVG * v + kCUG * u) * ga + gb);
       store(bp + x, clamp4(yy + kCUB * u) * ba + bb);
     }
     for (; x < w; ++x) {
-      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x);
+      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x, m);
       rp[x] = c.r * ra + rb;
       gp[x] = c.g * ga + gb;
       bp[x] = c.b * ba + bb;
     }
   } else {
     for (std::int64_t x = 0; x < w; ++x) {
-      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x);
+      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x, m);
       put<O>(planes[ri], row_start + x, c.r * ra + rb);
       put<O>(planes[1], row_start + x, c.g * ga + gb);
       put<O>(planes[bi], row_start + x, c.b * ba + bb);
@@ -193,14 +192,14 @@ void blend_and_finish(const float* __restrict ya, const float* __restrict yb,
 }
 
 // Nearest: the integer formula of convert_color, so values equal the chain's.
-inline void yuv_to_rgb8(int y, int u, int v, float* rgb) {
-  constexpr int cy = 1220542, cub = 2116026, cug = -409993, cvg = -852492, cvr = 1673527;
-  const int yy = std::max(0, y - 16) * cy;
+inline void yuv_to_rgb8(int y, int u, int v, const YuvToRgb& k, float* rgb) {
+  const int yy = std::max(0, y - k.y_offset) * k.y;
   const int uu = u - 128, vv = v - 128;
-  auto sat = [](int x) { return static_cast<float>(std::clamp(x >> 20, 0, 255)); };
-  rgb[0] = sat(yy + (1 << 19) + cvr * vv);
-  rgb[1] = sat(yy + (1 << 19) + cvg * vv + cug * uu);
-  rgb[2] = sat(yy + (1 << 19) + cub * uu);
+  constexpr int half = 1 << (kYuvShift - 1);
+  auto sat = [](int x) { return static_cast<float>(std::clamp(x >> kYuvShift, 0, 255)); };
+  rgb[0] = sat(yy + half + k.r_v * vv);
+  rgb[1] = sat(yy + half + k.g_v * vv + k.g_u * uu);
+  rgb[2] = sat(yy + half + k.b_u * uu);
 }
 
 }  // namespace
@@ -246,9 +245,16 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
   const Dims shape = p.batch_dim ? Dims{1, 3, p.height, p.width} : Dims{3, p.height, p.width};
   NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
                         NeatTensor::allocate(p.out_dtype, shape, destination_alloc(options)));
-  const ConversionSpec spec{
-      ConversionKind::Convert, ConversionReason::Normalize, "preprocess",
-      "preprocess the frame explicitly with preprocess() before this consumer"};
+  ConversionSpec spec{ConversionKind::Convert,
+                      ConversionReason::Normalize,
+                      "preprocess",
+                      "preprocess the frame explicitly with preprocess() before this consumer",
+                      {}};
+  bool assumed = false;
+  const Colorimetry standard =
+      choose_colorimetry(p.colorimetry, frame.image().colorimetry, sw, sh, &assumed);
+  k.yuv = &yuv_to_rgb(standard);
+  spec.detail = colorimetry_detail(standard, assumed);
 
   return run_conversion(
       frame, std::move(dst), spec, options, where,
@@ -321,7 +327,7 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
               for (std::int64_t x = 0; x < ow; ++x) {
                 const auto u = static_cast<std::size_t>(x);
                 float rgb[3];
-                yuv_to_rgb8(ya[t.x0[u]], ua[t.c0[u]], va[t.c0[u]], rgb);
+                yuv_to_rgb8(ya[t.x0[u]], ua[t.c0[u]], va[t.c0[u]], *k.yuv, rgb);
                 for (int c = 0; c < 3; ++c) {
                   const float val = rgb[k.map[c]] * k.a[c] + k.b[c];
                   if (p.out_dtype == DType::F32) {

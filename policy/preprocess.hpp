@@ -5,7 +5,10 @@
 // (convert_color + resize + convert_dtype + normalize) goes through.
 //
 // Accuracy against the unfused chain (tested, see docs/conversions.md):
-//  * Nearest: identical source pixels and the same integer BT.601 formula:
+// YUV -> RGB follows the frame's colour standard (or params.colorimetry), with
+// the coefficients of yuv_matrix.hpp, like convert_color().
+//
+//  * Nearest: identical source pixels and the same integer formula:
 //    equal up to float rounding of the normalization (< 1e-5 after /255).
 //  * Bilinear: samples Y, U and V at the source position (OpenCV's
 //    INTER_LINEAR mapping; chroma on the full-resolution grid) and converts
@@ -38,6 +41,10 @@ struct PreprocessParams {
   std::array<float, 3> std{1.f, 1.f, 1.f};
   DType out_dtype = DType::F32;  ///< F32, F16 or BF16
   bool batch_dim = false;        ///< [1, 3, H, W] instead of [3, H, W]
+  /// The colour standard to decode the frame with: each known part overrides
+  /// the frame's own; what neither states is GStreamer's default for the frame
+  /// size (and the event says it was assumed). See convert_color().
+  Colorimetry colorimetry{};
 };
 
 /// The model input for `frame`.

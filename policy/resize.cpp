@@ -70,13 +70,17 @@ Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_
   if (src.is_image()) {
     ImageAllocOptions o = destination_image_alloc(options, src.layout());
     NEAT_ASSIGN_OR_RETURN(dst, NeatTensor::allocate_image(src.pixel_format(), width, height, o));
+    NEAT_ASSIGN_OR_RETURN(dst, dst.with_colorimetry(src.image().colorimetry));
   } else {
     Dims shape = src.rank() == 2 ? Dims{height, width} : Dims{height, width, channels};
     NEAT_ASSIGN_OR_RETURN(dst,
                           NeatTensor::allocate(src.dtype(), shape, destination_alloc(options)));
   }
-  const ConversionSpec spec{ConversionKind::Convert, ConversionReason::Resize, "resize",
-                            "resize the image explicitly with resize() before this consumer"};
+  const ConversionSpec spec{ConversionKind::Convert,
+                            ConversionReason::Resize,
+                            "resize",
+                            "resize the image explicitly with resize() before this consumer",
+                            {}};
   return run_conversion(
       src, std::move(dst), spec, options, where,
       [&](const Mapping& in, const Mapping& out) -> Status {

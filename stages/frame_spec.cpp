@@ -30,6 +30,7 @@ std::string FrameSpec::to_string() const {
     if (layout != default_layout(format) && layout != Layout::None) {
       out += " " + std::string(neat::to_string(layout));
     }
+    if (colorimetry != Colorimetry{}) out += " " + neat::to_string(colorimetry);
   } else {
     out = std::string(neat::to_string(dtype)) + " " + shape.to_string();
     if (layout != Layout::None) out += " " + std::string(neat::to_string(layout));
@@ -47,6 +48,7 @@ FrameSpec FrameSpec::of(const NeatTensor& t) {
   if (t.is_image()) {
     s.width = t.image().width;
     s.height = t.image().height;
+    s.colorimetry = t.image().colorimetry;
   }
   s.shape = t.shape();
   s.device = t.device();

@@ -23,11 +23,12 @@ struct FrameSpec {
   Dims shape;  ///< dense tensors (and the pixel array of interleaved images)
   Device device = kCpu;
   bool contiguous = true;
+  Colorimetry colorimetry{};  ///< YUV images: the colour standard, as far as known
 
   bool is_image() const noexcept { return format != PixelFormat::None; }
   /// Bytes of one frame's elements (planes included).
   std::int64_t bytes() const noexcept;
-  /// "NV12 1920x1080 cpu:0", "f32 [3, 640, 640] CHW cpu:0".
+  /// "NV12 1920x1080 bt709 limited cpu:0", "f32 [3, 640, 640] CHW cpu:0".
   std::string to_string() const;
   /// The spec of an existing tensor.
   static FrameSpec of(const NeatTensor& tensor);

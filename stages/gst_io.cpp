@@ -83,6 +83,7 @@ Result<FrameSpec> spec_from_caps(GstCaps* caps, std::string_view what) {
   if (!format.ok()) return format.error().with_context(what);
   FrameSpec s =
       FrameSpec::image(*format, GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info));
+  if (is_planar(*format)) s.colorimetry = gst_caps_colorimetry(caps);  // what each frame carries
   // Padded rows (e.g. I420 at width 1918) make the frames non-contiguous.
   for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&info); ++p) {
     const std::int64_t packed = static_cast<std::int64_t>(GST_VIDEO_INFO_COMP_WIDTH(&info, p)) *
@@ -233,7 +234,8 @@ class GstAppsrcSink final : public Sink {
     if (src_ == nullptr)
       return invalid_argument("gst sink: \"" + description_ + "\" has no appsrc");
     NEAT_ASSIGN_OR_RETURN(GstCaps * caps,
-                          gst_caps_for(ImageSpec{input.format, input.width, input.height},
+                          gst_caps_for(ImageSpec{input.format, input.width, input.height,
+                                                 Layout::None, input.colorimetry},
                                        options_.fps_n, options_.fps_d));
     g_object_set(src_, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE, "max-buffers",
                  kAppsrcQueue, nullptr);

@@ -133,6 +133,54 @@ class GstMemoryStorage final : public Storage {
 };
 
 // Layout of one plane as GStreamer states it (offset from the buffer start).
+// The parts of GStreamer's colorimetry the contract carries. Matrices it does
+// not implement (FCC, SMPTE 240M, RGB) are Unknown.
+Colorimetry colorimetry_of(const GstVideoColorimetry& c) noexcept {
+  Colorimetry out;
+  switch (c.matrix) {
+    case GST_VIDEO_COLOR_MATRIX_BT601:
+      out.matrix = YuvMatrix::BT601;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_BT709:
+      out.matrix = YuvMatrix::BT709;
+      break;
+    case GST_VIDEO_COLOR_MATRIX_BT2020:
+      out.matrix = YuvMatrix::BT2020;
+      break;
+    default:
+      break;
+  }
+  if (c.range == GST_VIDEO_COLOR_RANGE_0_255) out.range = ColorRange::Full;
+  if (c.range == GST_VIDEO_COLOR_RANGE_16_235) out.range = ColorRange::Limited;
+  return out;
+}
+
+// The colorimetry of video/x-raw caps (as gst_video_info_from_caps() reads it,
+// defaults included). A source's samples share one caps object, so the last
+// answer is kept per thread with a reference on its caps (the pointer cannot
+// be reused for other caps while the reference is held): the wrap parses caps
+// once per caps change, not per frame.
+Colorimetry caps_colorimetry(GstCaps* caps) {
+  struct Cache {
+    GstCaps* caps = nullptr;
+    Colorimetry value;
+    ~Cache() {
+      if (caps != nullptr) gst_caps_unref(caps);
+    }
+  };
+  thread_local Cache cache;
+  if (caps == nullptr) return {};
+  if (caps == cache.caps) return cache.value;
+  GstVideoInfo info;
+  gst_video_info_init(&info);
+  Colorimetry value;
+  if (gst_video_info_from_caps(&info, caps)) value = colorimetry_of(info.colorimetry);
+  if (cache.caps != nullptr) gst_caps_unref(cache.caps);
+  cache.caps = gst_caps_ref(caps);
+  cache.value = value;
+  return value;
+}
+
 struct GstPlane {
   std::int64_t offset = 0;
   std::int64_t stride = 0;
@@ -172,8 +220,19 @@ Result<int> gst_video_format(PixelFormat format) {
   return invalid_argument(std::string(to_string(format)) + " has no GStreamer video format");
 }
 
+namespace {
+Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstTransfer transfer,
+                               Colorimetry colorimetry);
+}  // namespace
+
 Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
                                    GstTransfer transfer) {
+  return wrap_buffer(buffer, info, transfer, colorimetry_of(info.colorimetry));
+}
+
+namespace {
+Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstTransfer transfer,
+                               Colorimetry colorimetry) {
   if (buffer == nullptr || !GST_IS_BUFFER(buffer)) {
     return invalid_argument("wrap_gst_buffer: not a GstBuffer (null or wrong type)");
   }
@@ -286,7 +345,7 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
     auto t = NeatTensor::compose_planes(
         format, width, height, std::span(specs.data(), static_cast<std::size_t>(n_planes)));
     if (!t.ok()) return std::move(t).error().with_context(what());
-    return t;
+    return t->with_colorimetry(colorimetry);
   }
   const std::int64_t c = channels(format);
   Dims shape, strides;
@@ -301,6 +360,7 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
   if (!t.ok()) return std::move(t).error().with_context(what());
   return t->as_image(ImageSpec{format, width, height, c == 1 ? Layout::HW : Layout::HWC});
 }
+}  // namespace
 
 Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstCaps* caps, GstTransfer transfer) {
   auto release = [&] {
@@ -335,12 +395,14 @@ Result<NeatTensor> wrap_gst_sample(GstSample* sample) {
   if (gst_buffer_get_video_meta(buffer) != nullptr) {
     // The meta states format, size, offsets and strides: parsing the caps
     // would only repeat it (and costs more than the rest of the wrap).
+    // The colour standard is only in the caps (cached per caps object).
     static const GstVideoInfo unused = [] {
       GstVideoInfo i;
       gst_video_info_init(&i);
       return i;
     }();
-    return wrap_gst_buffer(buffer, unused, GstTransfer::None);
+    return wrap_buffer(buffer, unused, GstTransfer::None,
+                       caps_colorimetry(gst_sample_get_caps(sample)));
   }
   return wrap_gst_buffer(buffer, gst_sample_get_caps(sample), GstTransfer::None);
 }
@@ -500,11 +562,34 @@ Result<GstCaps*> gst_caps_for(const ImageSpec& image, int fps_n, int fps_d) {
     return invalid_argument("gst_caps_for: framerate " + std::to_string(fps_n) + "/" +
                             std::to_string(fps_d) + " is not valid");
   }
-  return gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING,
-                             gst_video_format_to_string(static_cast<GstVideoFormat>(f)), "width",
-                             G_TYPE_INT, static_cast<int>(image.width), "height", G_TYPE_INT,
-                             static_cast<int>(image.height), "framerate", GST_TYPE_FRACTION, fps_n,
-                             fps_d, nullptr);
+  GstCaps* caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING,
+                                      gst_video_format_to_string(static_cast<GstVideoFormat>(f)),
+                                      "width", G_TYPE_INT, static_cast<int>(image.width), "height",
+                                      G_TYPE_INT, static_cast<int>(image.height), "framerate",
+                                      GST_TYPE_FRACTION, fps_n, fps_d, nullptr);
+  // A YUV frame states its colour standard, so downstream converts it right; an
+  // unknown one is left out and GStreamer applies the same default we would.
+  if (is_planar(image.format) && image.colorimetry != Colorimetry{}) {
+    const Colorimetry c = resolve_colorimetry(image.colorimetry, image.width, image.height);
+    GstVideoColorimetry gc{};
+    const char* base = c.matrix == YuvMatrix::BT709    ? GST_VIDEO_COLORIMETRY_BT709
+                       : c.matrix == YuvMatrix::BT2020 ? GST_VIDEO_COLORIMETRY_BT2020
+                                                       : GST_VIDEO_COLORIMETRY_BT601;
+    if (gst_video_colorimetry_from_string(&gc, base)) {
+      gc.range =
+          c.range == ColorRange::Full ? GST_VIDEO_COLOR_RANGE_0_255 : GST_VIDEO_COLOR_RANGE_16_235;
+      if (gchar* text = gst_video_colorimetry_to_string(&gc); text != nullptr) {
+        gst_caps_set_simple(caps, "colorimetry", G_TYPE_STRING, text, nullptr);
+        g_free(text);
+      }
+    }
+  }
+  return caps;
+}
+
+Colorimetry gst_caps_colorimetry(const GstCaps* caps) {
+  if (caps == nullptr || !GST_IS_CAPS(caps) || !ensure_gstreamer().ok()) return {};
+  return caps_colorimetry(const_cast<GstCaps*>(caps));  // NOLINT: only referenced
 }
 
 GstStorageStats gst_storage_stats() noexcept {

@@ -44,7 +44,9 @@ enum class GstTransfer : std::uint8_t {
 };
 
 /// A frame over a buffer whose video layout `info` describes (GstVideoMeta,
-/// when the buffer has one, overrides the strides and offsets). Formats:
+/// when the buffer has one, overrides the strides and offsets). YUV frames
+/// carry the colorimetry of `info` (matrix BT.601 / BT.709 / BT.2020 and range;
+/// other matrices are Unknown). Formats:
 /// GRAY8, RGB, BGR, RGBA, BGRA, NV12, NV21, I420, YV12; others are
 /// Unimplemented, naming the fix (videoconvert to one of them). A plane that
 /// spans two GstMemory blocks, or lies outside the buffer, is refused.
@@ -66,8 +68,13 @@ Result<NeatTensor> wrap_gst_sample(GstSample* sample);
 Result<GstBuffer*> to_gst_buffer(NeatTensor tensor);
 
 /// video/x-raw caps (transfer full) for an image tensor's format and size,
-/// with framerate fps_n/fps_d.
+/// with framerate fps_n/fps_d; YUV formats with a known colorimetry state it
+/// ("colorimetry=bt709", range included).
 Result<GstCaps*> gst_caps_for(const ImageSpec& image, int fps_n = 0, int fps_d = 1);
+
+/// The colorimetry YUV frames wrapped with these caps carry (GStreamer's
+/// defaults filled in when the caps name none; Unknown for non-video caps).
+Colorimetry gst_caps_colorimetry(const GstCaps* caps);
 
 /// The pixel format of a GstVideoFormat value (Unimplemented for others).
 Result<PixelFormat> pixel_format_from_gst(int gst_video_format);

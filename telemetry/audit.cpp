@@ -84,6 +84,7 @@ Result<AuditRecord> record_of(const json& j, const std::string& where) {
   NEAT_ASSIGN_OR_RETURN(r.edge, str("edge", false));
   NEAT_ASSIGN_OR_RETURN(r.operation, str("operation", false));
   NEAT_ASSIGN_OR_RETURN(r.file, str("file", false));
+  NEAT_ASSIGN_OR_RETURN(r.detail, str("detail", false));
   return r;
 }
 
@@ -212,6 +213,7 @@ AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {
     std::string where =
         r.file.empty() ? std::string("(unknown)") : r.file + ":" + std::to_string(r.line);
     if (!r.operation.empty()) where += " (" + r.operation + ")";
+    if (!r.detail.empty()) where += " [" + r.detail + "]";
     AuditCallSite& s = a.sites[where];
     s.where = where;
     s.count += 1;

@@ -34,6 +34,7 @@ struct AuditRecord {
   std::int64_t thread = 0;
   std::int64_t frame = -1;
   std::string graph, stage, edge, operation, file;
+  std::string detail;  ///< e.g. the colour standard or the GStreamer element (may be empty)
   std::int64_t line = 0;
 };
 
@@ -43,7 +44,7 @@ Result<std::vector<AuditRecord>> read_trace(std::istream& in, std::string_view n
 Result<std::vector<AuditRecord>> read_trace_file(const std::string& path);
 
 struct AuditCallSite {
-  std::string where;  ///< "file:line (operation)"
+  std::string where;  ///< "file:line (operation) [detail]"
   std::uint64_t count = 0;
   std::int64_t bytes = 0;
 };

@@ -7,6 +7,7 @@ namespace neat {
 OwnedEvent::OwnedEvent(const ConversionEvent& e)
     : event(e),
       operation(e.operation),
+      detail(e.detail),
       file(e.where.file_name()),
       function(e.where.function_name()),
       graph(e.graph),
@@ -19,6 +20,7 @@ OwnedEvent::OwnedEvent(const ConversionEvent& e)
 OwnedEvent::OwnedEvent(const OwnedEvent& o)
     : event(o.event),
       operation(o.operation),
+      detail(o.detail),
       file(o.file),
       function(o.function),
       graph(o.graph),
@@ -32,6 +34,7 @@ OwnedEvent& OwnedEvent::operator=(const OwnedEvent& o) {
   if (this != &o) {
     event = o.event;
     operation = o.operation;
+    detail = o.detail;
     file = o.file;
     function = o.function;
     graph = o.graph;
@@ -45,6 +48,7 @@ OwnedEvent& OwnedEvent::operator=(const OwnedEvent& o) {
 
 void OwnedEvent::rebind() noexcept {
   event.operation = operation;
+  event.detail = detail;
   event.graph = graph;
   event.stage = stage;
   event.edge = edge;
@@ -63,6 +67,11 @@ std::string to_string(const ConversionEvent& e) {
   if (!e.operation.empty()) {
     out += " in ";
     out += e.operation;
+  }
+  if (!e.detail.empty()) {
+    out += " [";
+    out += e.detail;
+    out += ']';
   }
   out += " at ";
   out += e.where.file_name();

@@ -32,6 +32,7 @@ struct ConversionEvent {
   TensorDescription source;
   TensorDescription destination;
   std::string_view operation;  ///< "clone", "contiguous", "make_writable", ...
+  std::string_view detail;     ///< e.g. "yuv bt709 limited (from the frame)"; may be empty
   std::source_location where;
   std::string_view graph;
   std::string_view stage;
@@ -42,7 +43,7 @@ struct ConversionEvent {
 /// An event with its strings copied, for sinks that keep events.
 struct OwnedEvent {
   ConversionEvent event;  ///< string_views below point into this object's strings
-  std::string operation, file, function, graph, stage, edge;
+  std::string operation, detail, file, function, graph, stage, edge;
   int line = 0;
 
   explicit OwnedEvent(const ConversionEvent& e);

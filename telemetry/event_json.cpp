@@ -123,7 +123,7 @@ struct Writer {
 // Upper bound of the encoded size of a description and of an event.
 constexpr std::size_t kDescriptionBound = 400;
 std::size_t bound(const ConversionEvent& e, const CallSiteCache::Entry* cached) noexcept {
-  std::size_t strings = e.graph.size() + e.stage.size() + e.edge.size();
+  std::size_t strings = e.graph.size() + e.stage.size() + e.edge.size() + e.detail.size();
   std::size_t site = 0;
   if (cached != nullptr) {  // the call site's encoding is known: no strlen
     site = cached->encoded.size();
@@ -192,6 +192,10 @@ void encode(Writer& w, const ConversionEvent& e, CallSiteCache* cache) {
   encode_description(w, e.source, cache);
   w.lit(",\"dst\":");
   encode_description(w, e.destination, cache);
+  if (!e.detail.empty()) {
+    w.lit(",\"detail\":");
+    w.str(e.detail);
+  }
   if (cache == nullptr) {
     encode_call_site(w, e);
   } else {

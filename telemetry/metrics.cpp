@@ -1,5 +1,6 @@
 #include "neat/telemetry/metrics.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -145,6 +146,102 @@ LabeledMetrics& labeled_metrics() noexcept {
 
 std::string prometheus_text() {
   return labeled_metrics().prometheus_text();
+}
+
+MetricsSnapshot LabeledMetrics::snapshot() const {
+  MetricsSnapshot s;
+  std::lock_guard lock(mutex_);
+  s.rows.reserve(cells_.size() + refused_.size());
+  for (const auto& [k, c] : cells_) {
+    s.rows.push_back(MetricsRow{k.kind, k.reason, k.policy, k.explicit_call, k.stage, k.edge,
+                                c.count, c.bytes, c.seconds, 0});
+  }
+  for (const auto& [k, n] : refused_) {
+    MetricsRow r{k.kind, k.reason, k.policy, k.explicit_call, k.stage, k.edge, 0, 0, 0, n};
+    s.rows.push_back(std::move(r));
+  }
+  return s;
+}
+
+namespace {
+auto row_key(const MetricsRow& r) {
+  return std::tie(r.edge, r.stage, r.kind, r.reason, r.explicit_call, r.policy);
+}
+}  // namespace
+
+MetricsSnapshot MetricsSnapshot::since(const MetricsSnapshot& earlier) const {
+  MetricsSnapshot out;
+  for (const MetricsRow& r : rows) {
+    MetricsRow d = r;
+    for (const MetricsRow& e : earlier.rows) {
+      if (row_key(e) == row_key(r) && (e.refused > 0) == (r.refused > 0)) {
+        d.count -= std::min(d.count, e.count);
+        d.bytes -= std::min(d.bytes, e.bytes);
+        d.seconds -= e.seconds;
+        d.refused -= std::min(d.refused, e.refused);
+      }
+    }
+    if (d.count > 0 || d.refused > 0) out.rows.push_back(std::move(d));
+  }
+  std::sort(out.rows.begin(), out.rows.end(),
+            [](const MetricsRow& a, const MetricsRow& b) { return row_key(a) < row_key(b); });
+  return out;
+}
+
+std::uint64_t MetricsSnapshot::conversions() const noexcept {
+  std::uint64_t n = 0;
+  for (const MetricsRow& r : rows)
+    n += r.count;
+  return n;
+}
+
+std::uint64_t MetricsSnapshot::bytes() const noexcept {
+  std::uint64_t n = 0;
+  for (const MetricsRow& r : rows)
+    n += r.bytes;
+  return n;
+}
+
+std::string format_metrics_table(const MetricsSnapshot& snapshot) {
+  auto human = [](double b) {
+    char buf[32];
+    if (b >= 1024.0 * 1024 * 1024) {
+      std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+    } else if (b >= 1024.0 * 1024) {
+      std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
+    } else if (b >= 1024) {
+      std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.0f B", b);
+    }
+    return std::string(buf);
+  };
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-24s %-16s %-8s %-9s %-17s %-16s %7s %11s %11s\n", "EDGE",
+                "STAGE", "WHO", "KIND", "REASON", "POLICY", "COUNT", "BYTES", "EACH");
+  out += buf;
+  for (const MetricsRow& r : snapshot.rows) {
+    const std::string edge = r.edge.empty() ? "(none)" : r.edge;
+    const std::string stage = r.stage.empty() ? "(none)" : r.stage;
+    const bool refused = r.refused > 0;
+    std::snprintf(buf, sizeof buf, "%-24s %-16s %-8s %-9s %-17s %-16s %7llu %11s %11s\n",
+                  edge.c_str(), stage.c_str(), r.explicit_call ? "explicit" : "implicit",
+                  std::string(to_string(r.kind)).c_str(), std::string(to_string(r.reason)).c_str(),
+                  refused ? "REFUSED" : std::string(to_string(r.policy)).c_str(),
+                  static_cast<unsigned long long>(refused ? r.refused : r.count),
+                  refused ? "-" : human(static_cast<double>(r.bytes)).c_str(),
+                  refused || r.count == 0
+                      ? "-"
+                      : human(static_cast<double>(r.bytes) / static_cast<double>(r.count)).c_str());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "total: %llu conversions, %llu bytes (%s)\n",
+                static_cast<unsigned long long>(snapshot.conversions()),
+                static_cast<unsigned long long>(snapshot.bytes()),
+                human(static_cast<double>(snapshot.bytes())).c_str());
+  out += buf;
+  return out;
 }
 
 }  // namespace neat

@@ -17,10 +17,39 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "neat/contract/conversion.hpp"
 
 namespace neat {
+
+/// One label set of the conversion metrics, read back in-process.
+struct MetricsRow {
+  ConversionKind kind = ConversionKind::Pack;
+  ConversionReason reason = ConversionReason::UserRequest;
+  ConversionPolicy policy = ConversionPolicy::Strict;
+  bool explicit_call = true;
+  std::string stage, edge;
+  std::uint64_t count = 0;  ///< conversions that ran
+  std::uint64_t bytes = 0;  ///< bytes they wrote
+  double seconds = 0;
+  std::uint64_t refused = 0;  ///< refusals (policy, budgets) with these labels
+};
+
+/// Every conversion the metrics have counted, whatever the policy (silent ones
+/// included), as rows sorted by edge, stage, kind, reason. `since` removes an
+/// earlier snapshot (rows that did not change are dropped): what happened in between.
+struct MetricsSnapshot {
+  std::vector<MetricsRow> rows;
+  MetricsSnapshot since(const MetricsSnapshot& earlier) const;
+  std::uint64_t conversions() const noexcept;
+  std::uint64_t bytes() const noexcept;
+};
+
+/// The end-of-run accounting table: per edge and stage, every conversion with
+/// explicit/implicit, kind, reason, the policy it ran under, count, bytes and
+/// bytes per conversion, then a total line "total: N conversions, B bytes".
+std::string format_metrics_table(const MetricsSnapshot& snapshot);
 
 class LabeledMetrics {
  public:
@@ -34,6 +63,8 @@ class LabeledMetrics {
                       std::string_view edge);
   /// The Prometheus text exposition format (version 0.0.4).
   std::string prometheus_text() const;
+  /// Every label set counted so far (refusals have policy Strict, explicit false).
+  MetricsSnapshot snapshot() const;
   void clear();
 
  private:

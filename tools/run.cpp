@@ -129,6 +129,7 @@ int run_pipeline(const RunOptions& options) {
   struct sigaction old_sa {};
   ::sigaction(SIGINT, &sa, &old_sa);
 
+  const MetricsSnapshot metrics_before = labeled_metrics().snapshot();
   const auto t0 = std::chrono::steady_clock::now();
   if (Status st = graph->start(); !st.ok()) {
     std::fprintf(stderr, "neat run: %s\n", st.error().message().c_str());
@@ -200,11 +201,24 @@ int run_pipeline(const RunOptions& options) {
       std::fprintf(stderr, "neat run: %s\n", st.error().message().c_str());
     }
   }
+  // Every conversion of the run, whatever the policy: the counters see silent
+  // ones too, the trace does not.
+  const MetricsSnapshot run_metrics = labeled_metrics().snapshot().since(metrics_before);
+  std::printf("== copies per edge (every conversion of this run, policy %s)\n",
+              std::string(to_string(graph->plan().policy)).c_str());
+  std::fputs(format_metrics_table(run_metrics).c_str(), stdout);
   auto records = read_trace_file(trace);
-  std::printf("== copies per edge (neat audit of this run%s)\n",
-              temporary ? "" : (", trace: " + trace).c_str());
+  std::printf("== where they come from (neat audit of this run's trace%s)\n",
+              temporary ? "" : (": " + trace).c_str());
   if (records.ok()) {
-    std::fputs(format_audit_table(audit(*records)).c_str(), stdout);
+    const AuditReport traced = audit(*records);
+    std::fputs(format_audit_table(traced).c_str(), stdout);
+    if (traced.conversions < run_metrics.conversions()) {
+      std::printf(
+          "  (%llu conversion(s) ran untraced: AllowSilent only counts them; run with "
+          "--policy trace to see where they come from)\n",
+          static_cast<unsigned long long>(run_metrics.conversions() - traced.conversions));
+    }
   } else {
     std::printf("  (trace unreadable: %s)\n", records.error().message().c_str());
   }

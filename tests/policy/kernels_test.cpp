@@ -36,8 +36,8 @@ std::vector<float> floats(const NeatTensor& t) {
 }
 
 // A camera-like frame: smooth gradients, a few hard-edged shapes, converted
-// by OpenCV to I420 and interleaved to NV12 (so chroma is subsampled as a
-// camera's is).
+// by OpenCV to I420 (BT.601 limited) and interleaved to NV12 (so chroma is
+// subsampled as a camera's is).
 NeatTensor camera_like_nv12(int w, int h, cv::Mat* rgb_out = nullptr) {
   cv::Mat rgb(h, w, CV_8UC3);
   for (int y = 0; y < h; ++y) {
@@ -65,7 +65,8 @@ NeatTensor camera_like_nv12(int w, int h, cv::Mat* rgb_out = nullptr) {
     uv[2 * i] = static_cast<std::byte>(u[i]);
     uv[2 * i + 1] = static_cast<std::byte>(v[i]);
   }
-  return *std::move(wr);
+  // OpenCV's RGB2YUV_I420 encodes BT.601 limited range: say so.
+  return *std::move(wr)->with_colorimetry(kBT601Limited);
 }
 
 // The unfused OpenCV chain: cvtColor + resize + convertTo + (x - mean) / std + split.

@@ -27,7 +27,10 @@ TEST(GstGraph, DefaultSourceThroughPreprocessIntoAnAppsink) {
   NEAT_ASSERT_OK(b.connect("pre", "out"));
   auto g = b.build();
   NEAT_ASSERT_OK(g);
-  EXPECT_EQ(g->plan().nodes[0].output, FrameSpec::image(PixelFormat::NV12, 1920, 1080));
+  // The caps name no colorimetry: GStreamer's default for HD, which the frames carry.
+  FrameSpec expected = FrameSpec::image(PixelFormat::NV12, 1920, 1080);
+  expected.colorimetry = kBT709Limited;
+  EXPECT_EQ(g->plan().nodes[0].output, expected);
   NEAT_ASSERT_OK(g->start());
   int n = 0;
   while (auto f = out->pull(10s)) {
