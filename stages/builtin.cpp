@@ -57,9 +57,18 @@ FrameSpec resized(const FrameSpec& in, std::int64_t w, std::int64_t h, bool cont
   return out;
 }
 
+// "yuv bt709 limited" or "yuv bt709 limited, assumed: GStreamer's default for
+// the size": the standard a YUV input of `in` is decoded with.
+std::string standard_text(const FrameSpec& in, Colorimetry override_with) {
+  bool assumed = false;
+  const Colorimetry c =
+      choose_colorimetry(override_with, in.colorimetry, in.width, in.height, &assumed);
+  return "yuv " + to_string(c) + (assumed ? ", assumed: GStreamer's default for the size" : "");
+}
+
 class ConvertStage final : public Stage {
  public:
-  explicit ConvertStage(PixelFormat to) : to_(to) {}
+  ConvertStage(PixelFormat to, Colorimetry assume) : to_(to), assume_(assume) {}
   std::string_view kind() const noexcept override { return "convert"; }
   Accepts accepts() const override {
     Accepts a;
@@ -74,17 +83,23 @@ class ConvertStage final : public Stage {
       return unimplemented("convert: converting into " + std::string(to_string(to_)) +
                            " is not supported (targets: GRAY8, RGB, BGR, RGBA, BGRA)");
     }
+    if (is_planar(in.format) && to_ != PixelFormat::GRAY8) standard_ = standard_text(in, assume_);
     return FrameSpec::image(to_, in.width, in.height);
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     if (frame.pixel_format() == to_) return frame;
-    return convert_color(frame, to_, options_for(ctx));
+    return convert_color(frame, to_, assume_, options_for(ctx));
   }
-  std::string describe() const override { return "convert format=" + std::string(to_string(to_)); }
+  std::string describe() const override {
+    return "convert format=" + std::string(to_string(to_)) +
+           (standard_.empty() ? "" : " (" + standard_ + ")");
+  }
   bool may_forward_input(const FrameSpec& in) const override { return in.format == to_; }
 
  private:
   PixelFormat to_;
+  Colorimetry assume_;
+  mutable std::string standard_;  // set by output_spec() at build(), for explain
 };
 
 class ResizeStage final : public Stage {
@@ -298,6 +313,7 @@ class PreprocessStage final : public Stage {
     out.layout = Layout::CHW;
     out.shape = p_.batch_dim ? Dims{1, 3, p_.height, p_.width} : Dims{3, p_.height, p_.width};
     out.device = in.device;
+    standard_ = standard_text(in, p_.colorimetry);
     return out;
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
@@ -306,11 +322,13 @@ class PreprocessStage final : public Stage {
   bool may_forward_input(const FrameSpec&) const override { return false; }  // always a new buffer
   std::string describe() const override {
     return "preprocess size=" + size_text(p_.width, p_.height) + " -> " +
-           std::string(to_string(p_.out_dtype)) + " CHW (fused)";
+           std::string(to_string(p_.out_dtype)) + " CHW (fused" +
+           (standard_.empty() ? "" : ", " + standard_) + ")";
   }
 
  private:
   PreprocessParams p_;
+  mutable std::string standard_;  // set by output_spec() at build(), for explain
 };
 
 class InspectStage final : public Stage {
@@ -330,8 +348,8 @@ class InspectStage final : public Stage {
 
 }  // namespace
 
-std::unique_ptr<Stage> convert_stage(PixelFormat to) {
-  return std::make_unique<ConvertStage>(to);
+std::unique_ptr<Stage> convert_stage(PixelFormat to, Colorimetry assume) {
+  return std::make_unique<ConvertStage>(to, assume);
 }
 std::unique_ptr<Stage> resize_stage(std::int64_t w, std::int64_t h, Interpolation i) {
   return std::make_unique<ResizeStage>(w, h, i);

@@ -20,7 +20,9 @@
 namespace neat {
 
 /// convert_color() to `to` (NV12/NV21/I420/YV12 -> RGB/BGR/GRAY8, RGB <-> BGR, ...).
-std::unique_ptr<Stage> convert_stage(PixelFormat to);
+/// `assume`: the colour standard to decode YUV frames with; each known part
+/// overrides the frame's own (see convert_color()).
+std::unique_ptr<Stage> convert_stage(PixelFormat to, Colorimetry assume = {});
 /// resize() of images (interleaved, CHW or planar) to width x height.
 std::unique_ptr<Stage> resize_stage(std::int64_t width, std::int64_t height,
                                     Interpolation interpolation = Interpolation::Bilinear);

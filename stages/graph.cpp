@@ -115,6 +115,14 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
     c.reason = ConversionReason::PixelFormat;
     c.to_format = target;
     c.what = std::string(to_string(out.format)) + " -> " + std::string(to_string(target));
+    if (is_planar(out.format) && target != PixelFormat::GRAY8) {
+      // Which colour standard the conversion will decode with, and whether it is assumed.
+      bool assumed = false;
+      const Colorimetry cm =
+          choose_colorimetry({}, out.colorimetry, out.width, out.height, &assumed);
+      c.what += " (yuv " + to_string(cm) +
+                (assumed ? ", assumed: GStreamer's default for the size)" : ")");
+    }
     c.fix = "insert `convert format=" + std::string(to_string(target)) + "` " + before;
     out = FrameSpec::image(target, out.width, out.height);
     c.bytes_per_frame = out.bytes();
@@ -894,8 +902,8 @@ Result<Graph> GraphBuilder::build() {
     np.name = d.name;
     np.kind = d.kind;
     if (d.kind == NodeKind::Source) {
-      np.description = d.source->describe();
       auto s = d.source->prepare();
+      np.description = d.source->describe();  // after prepare(): what it negotiated
       if (!s.ok()) {
         problems.push_back("source '" + d.name + "': " + s.error().message());
       } else {
@@ -905,7 +913,6 @@ Result<Graph> GraphBuilder::build() {
     } else {
       const auto& edge = b.edges[static_cast<std::size_t>(in_edge[i])];
       const int producer = b.find(edge.from);
-      np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
       np.policy = d.options.policy;
       if (spec_ok[static_cast<std::size_t>(producer)]) {
         EdgePlan ep;
@@ -947,6 +954,9 @@ Result<Graph> GraphBuilder::build() {
         edge_index[static_cast<std::size_t>(in_edge[i])] = static_cast<int>(plan.edges.size());
         plan.edges.push_back(std::move(ep));
       }
+      // After output_spec() / prepare(): stages may name what they decided (e.g. a colour
+      // standard).
+      np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
     }
     np.output = spec[i];
     plan.nodes.push_back(std::move(np));

@@ -237,6 +237,16 @@ Result<PixelFormat> format_named(Props& p, const std::string& key, PixelFormat f
                                 {"YV12", PixelFormat::YV12}});
 }
 
+// colorimetry=bt601|bt709|bt2020[-full|-limited]: the standard to decode YUV with.
+Result<Colorimetry> colorimetry_named(Props& p) {
+  auto v = p.take("colorimetry");
+  if (!v) return Colorimetry{};
+  if (auto c = parse_colorimetry(*v)) return *c;
+  return p.fail("colorimetry=" + *v +
+                " is not one of: bt601, bt709, bt2020 (limited range), each with -full or "
+                "-limited (e.g. bt709-full)");
+}
+
 Result<DType> dtype_named(Props& p, const std::string& key, DType fallback) {
   return p.choice<DType>(key, fallback,
                          {{"u8", DType::U8},
@@ -378,7 +388,8 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
         return p.fail("'convert' needs format=FORMAT (e.g. RGB)");
       }
       NEAT_ASSIGN_OR_RETURN(PixelFormat f, format_named(p, "format", PixelFormat::RGB));
-      stage = convert_stage(f);
+      NEAT_ASSIGN_OR_RETURN(Colorimetry c, colorimetry_named(p));
+      stage = convert_stage(f, c);
     } else if (n == "resize") {
       NEAT_ASSIGN_OR_RETURN(auto size, p.size("size", true));
       NEAT_ASSIGN_OR_RETURN(Interpolation interp, interp_named(p));
@@ -427,6 +438,7 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
                                                                     {{"rgb", PixelFormat::RGB},
                                                                      {"bgr", PixelFormat::BGR}}));
       NEAT_ASSIGN_OR_RETURN(pp.interpolation, interp_named(p));
+      NEAT_ASSIGN_OR_RETURN(pp.colorimetry, colorimetry_named(p));
       stage = preprocess_stage(pp);
     } else if (n == "inspect") {
       stage = inspect_stage();
