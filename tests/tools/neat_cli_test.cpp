@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -121,6 +122,73 @@ TEST(NeatCliRun, RunsAPipelineAndPrintsThroughputAccountingAndAudit) {
   const std::string prom((std::istreambuf_iterator<char>(m)), {});
   EXPECT_NE(prom.find("neat_conversions_total{"), std::string::npos) << prom;
   std::filesystem::remove(metrics);
+}
+
+// The number after `prefix` on the line that holds it (0 when absent).
+double number_after(const std::string& text, const std::string& prefix) {
+  const auto at = text.find(prefix);
+  if (at == std::string::npos) return 0;
+  return std::stod(text.substr(at + prefix.size()));
+}
+
+// Sums a Prometheus counter over all its label sets.
+double prom_sum(const std::string& prom, const std::string& metric) {
+  double total = 0;
+  std::istringstream in(prom);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(metric + "{", 0) == 0) total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
+// One run, four views of its conversions: the end-of-run table, the JSON
+// Lines trace read by `neat audit`, the Chrome trace read by `neat audit`,
+// and the Prometheus file. Every conversion is in each, with the same totals.
+TEST(NeatCliRun, EveryConversionIsInAllFourViewsWithTheSameTotals) {
+  const std::string jsonl = write("views.jsonl", ""), chrome = write("views.trace.json", "");
+  const std::string prom_path = write("views.prom", "");
+  // An implicit NV12 -> RGB on the edge, an explicit layout change in the stage.
+  const CliRun r = run(
+      "run 'synthetic format=NV12 size=64x48 frames=7 ! layout to=chw ! appsink' --policy trace "
+      "--quiet --trace " + jsonl + " --chrome " + chrome + " --metrics " + prom_path);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const double table_count = number_after(r.out, "total: ");
+  const double table_bytes = number_after(r.out, " conversions, ");
+  EXPECT_EQ(table_count, 14) << r.out;  // 7 frames x (implicit convert + explicit layout)
+  EXPECT_EQ(table_bytes, 14 * 64 * 48 * 3) << r.out;
+  EXPECT_NE(r.out.find("implicit convert   pixel_format"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("explicit convert   layout"), std::string::npos) << r.out;
+  for (const std::string& trace : {jsonl, chrome}) {
+    const CliRun a = run("audit --format json " + trace);
+    ASSERT_EQ(a.status, 0) << a.out;
+    EXPECT_EQ(number_after(a.out, "\"conversions\":"), table_count) << trace << a.out;
+    EXPECT_EQ(number_after(a.out, "\"bytes\":"), table_bytes) << trace << a.out;
+  }
+  std::ifstream m(prom_path);
+  const std::string prom((std::istreambuf_iterator<char>(m)), {});
+  // The process's counters are cumulative; this process ran only this graph.
+  EXPECT_EQ(prom_sum(prom, "neat_conversions_total"), table_count) << prom;
+  EXPECT_EQ(prom_sum(prom, "neat_conversion_bytes_total"), table_bytes) << prom;
+  for (const std::string& f : {jsonl, chrome, prom_path})
+    std::filesystem::remove(f);
+}
+
+// Under AllowSilent the trace has no implicit events, but the end-of-run table
+// still lists them (and says which were implicit).
+TEST(NeatCliRun, TheSilentPolicyReportStillListsEveryConversion) {
+  const CliRun r = run(
+      "run 'synthetic format=NV12 size=64x48 frames=5 ! layout to=chw ! appsink' --policy silent "
+      "--quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("implicit convert   pixel_format      allow_silent           5"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(number_after(r.out, "total: "), 10) << r.out;
+  EXPECT_NE(r.out.find("5 conversion(s) ran untraced"), std::string::npos) << r.out;
+  // Call sites are relative to the source tree, never the build machine's paths.
+  EXPECT_NE(r.out.find("stages/builtin.cpp:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("/stages/builtin.cpp"), std::string::npos) << r.out;
 }
 
 TEST(NeatCliRun, TheDefaultPipelineRunsWithAFrameLimit) {
