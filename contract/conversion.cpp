@@ -8,9 +8,9 @@ namespace {
 constexpr std::array<std::string_view, kConversionKindCount> kKinds = {
     "reinterpret", "view", "pack", "convert", "transfer"};
 constexpr std::array<std::string_view, kConversionReasonCount> kReasons = {
-    "user_request", "stride_mismatch",       "not_writable", "donation_refused",
-    "dtype",        "pixel_format",          "layout",       "device",
-    "alignment",    "non_contiguous_export", "resize",       "normalize"};
+    "user_request", "stride_mismatch", "not_writable", "donation_refused", "dtype",
+    "pixel_format", "layout",          "device",       "alignment",        "non_contiguous_export",
+    "resize",       "normalize",       "decode",       "encode",           "frame_rate"};
 constexpr std::array<std::string_view, kConversionPolicyCount> kPolicies = {
     "strict", "allow_with_trace", "allow_silent"};
 

@@ -34,8 +34,11 @@ enum class ConversionReason : std::uint8_t {
   NonContiguousExport,  ///< an export format (DLPack, GstBuffer) needs other strides
   Resize,               ///< a different image size is required
   Normalize,            ///< values are rescaled (mean / std) into a new buffer
+  Decode,               ///< compressed frames decoded (a GStreamer decoder)
+  Encode,               ///< frames encoded (a GStreamer encoder)
+  FrameRate,            ///< frames duplicated or dropped to another rate (videorate)
 };
-inline constexpr int kConversionReasonCount = 12;
+inline constexpr int kConversionReasonCount = 15;
 
 enum class ConversionPolicy : std::uint8_t {
   Strict,          ///< refuse implicit conversions (the default)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "neat/contract/copy_gate.hpp"
 #include "neat/contract/neat_tensor.hpp"
 
 namespace neat {
@@ -35,6 +36,20 @@ struct FrameSpec {
   /// An image spec in the format's default layout, contiguous, on the CPU.
   static FrameSpec image(PixelFormat format, std::int64_t width, std::int64_t height);
   friend bool operator==(const FrameSpec&, const FrameSpec&) = default;
+};
+
+/// A conversion a source or sink performs inside itself on every frame (a
+/// GStreamer element that converts, scales, decodes or encodes): named in
+/// explain() and recorded once per frame as a conversion event of the node.
+struct InnerConversion {
+  std::string element;  ///< "videoconvert0"
+  std::string what;     ///< "I420 640x480 -> NV12 640x480", "decode image/jpeg -> I420 640x480"
+  ConversionKind kind = ConversionKind::Convert;
+  ConversionReason reason = ConversionReason::PixelFormat;
+  bool explicit_call = true;  ///< written by the user; false: inserted by the library
+  std::int64_t bytes_read = 0;
+  std::int64_t bytes_written = 0;   ///< per frame
+  TensorDescription input, output;  ///< the frames it takes and gives (raw video)
 };
 
 /// What a stage (or sink) takes. An empty list accepts anything.

@@ -206,6 +206,15 @@ std::int64_t GraphPlan::edge_bytes_per_frame() const noexcept {
   return b;
 }
 
+std::int64_t GraphPlan::inner_bytes_per_frame() const noexcept {
+  std::int64_t b = 0;
+  for (const auto& n : nodes) {
+    for (const auto& c : n.inside)
+      b += c.bytes_written;
+  }
+  return b;
+}
+
 std::string GraphPlan::explain() const {
   std::string out = "graph '" + graph + "' (policy " + std::string(to_string(policy)) + ")\n";
   out += "nodes:\n";
@@ -222,6 +231,14 @@ std::string GraphPlan::explain() const {
     if (n.policy) line += "  (policy " + std::string(to_string(*n.policy)) + ")";
     if (n.kind == NodeKind::Stage) line += "  [pool " + std::to_string(n.pool_buffers) + "]";
     out += line + "\n";
+    for (const auto& c : n.inside) {
+      out += "      inside: " + c.element + " " + std::string(to_string(c.kind)) + " (" +
+             std::string(to_string(c.reason)) + ") " + c.what + ": " + bytes_text(c.bytes_written) +
+             " per frame, " +
+             (c.explicit_call ? "explicit (in the description)"
+                              : "implicit (inserted by NeatTensor)") +
+             "\n";
+    }
   }
   out += "edges:\n";
   for (const auto& e : edges) {
@@ -246,6 +263,9 @@ std::string GraphPlan::explain() const {
     }
   }
   out += "expected bytes copied per frame on edges: " + bytes_text(edge_bytes_per_frame()) + "\n";
+  if (const std::int64_t inner = inner_bytes_per_frame(); inner > 0) {
+    out += "expected bytes converted per frame inside GStreamer: " + bytes_text(inner) + "\n";
+  }
   return out;
 }
 
@@ -902,8 +922,14 @@ Result<Graph> GraphBuilder::build() {
     np.name = d.name;
     np.kind = d.kind;
     if (d.kind == NodeKind::Source) {
-      auto s = d.source->prepare();
+      Result<FrameSpec> s = FrameSpec{};
+      {
+        // Conversions a source inserts on the user's behalf are ruled by the graph's policy.
+        ScopedPolicy graph_policy(plan.policy);
+        s = d.source->prepare();
+      }
       np.description = d.source->describe();  // after prepare(): what it negotiated
+      if (s.ok()) np.inside = d.source->inner_conversions();
       if (!s.ok()) {
         problems.push_back("source '" + d.name + "': " + s.error().message());
       } else {
@@ -954,9 +980,10 @@ Result<Graph> GraphBuilder::build() {
         edge_index[static_cast<std::size_t>(in_edge[i])] = static_cast<int>(plan.edges.size());
         plan.edges.push_back(std::move(ep));
       }
-      // After output_spec() / prepare(): stages may name what they decided (e.g. a colour
-      // standard).
+      // After output_spec() / prepare(): stages may name what they decided (e.g. a
+      // colour standard), sinks what their pipeline negotiated.
       np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
+      if (d.kind == NodeKind::Sink) np.inside = d.sink->inner_conversions();
     }
     np.output = spec[i];
     plan.nodes.push_back(std::move(np));

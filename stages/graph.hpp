@@ -86,6 +86,8 @@ struct NodePlan {
   /// (in its hands, in the queues downstream, passed along by stages that
   /// may forward their input, and held by sinks).
   int pool_buffers = 0;
+  /// Sources and sinks: conversions inside the node on every frame (GStreamer elements).
+  std::vector<InnerConversion> inside;
 };
 
 struct EdgePlan {
@@ -111,6 +113,8 @@ struct GraphPlan {
   std::vector<EdgePlan> edges;
   /// Bytes the edges copy per frame (conversions + copy-on-write).
   std::int64_t edge_bytes_per_frame() const noexcept;
+  /// Bytes the nodes' inner conversions (GStreamer elements) write per frame.
+  std::int64_t inner_bytes_per_frame() const noexcept;
   /// The plan as text: nodes, edges, conversions, policies, bytes per frame.
   std::string explain() const;
 };

@@ -2,11 +2,17 @@
 
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
+#include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
+#include <gst/video/gstvideodecoder.h>
+#include <gst/video/gstvideoencoder.h>
 #include <gst/video/video.h>
 
+#include <algorithm>
 #include <mutex>
 
+#include "neat/contract/copy_gate.hpp"
+#include "neat/policy/policy.hpp"
 #include "neat/storage/gstreamer.hpp"
 
 namespace neat {
@@ -93,6 +99,175 @@ Result<FrameSpec> spec_from_caps(GstCaps* caps, std::string_view what) {
   return s;
 }
 
+// "NV12 1920x1080" for raw video caps, the media type otherwise ("image/jpeg").
+std::string caps_text(GstCaps* caps, GstVideoInfo* info, bool* raw) {
+  *raw = false;
+  if (caps == nullptr) return "?";
+  gst_video_info_init(info);
+  if (gst_video_info_from_caps(info, caps) &&
+      GST_VIDEO_INFO_FORMAT(info) != GST_VIDEO_FORMAT_ENCODED) {
+    *raw = true;
+    return std::string(gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(info))) + " " +
+           std::to_string(GST_VIDEO_INFO_WIDTH(info)) + "x" +
+           std::to_string(GST_VIDEO_INFO_HEIGHT(info));
+  }
+  const GstStructure* s = gst_caps_get_size(caps) > 0 ? gst_caps_get_structure(caps, 0) : nullptr;
+  return s != nullptr ? gst_structure_get_name(s) : "?";
+}
+
+GstCaps* pad_caps(GstElement* e, const char* pad_name) {
+  GstPad* pad = gst_element_get_static_pad(e, pad_name);
+  if (pad == nullptr) return nullptr;
+  GstCaps* caps = gst_pad_get_current_caps(pad);
+  gst_object_unref(pad);
+  return caps;
+}
+
+TensorDescription spec_of(const GstVideoInfo& info) {
+  TensorDescription d;
+  auto f = pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&info));
+  d.format = f.ok() ? *f : PixelFormat::None;
+  d.storage = StorageKind::GStreamer;
+  d.rank = 2;
+  d.shape = {GST_VIDEO_INFO_HEIGHT(&info), GST_VIDEO_INFO_WIDTH(&info), 0, 0};
+  return d;
+}
+
+// Waits until every transform has negotiated output caps (or `limit`
+// passes): a pipeline fed by an appsrc negotiates when it starts playing.
+void wait_for_negotiation(GstElement* pipeline, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    bool all = true;
+    GstIterator* it = gst_bin_iterate_recurse(GST_BIN(pipeline));
+    GValue v = G_VALUE_INIT;
+    while (all && gst_iterator_next(it, &v) == GST_ITERATOR_OK) {
+      auto* e = GST_ELEMENT(g_value_get_object(&v));
+      if (GST_IS_BASE_TRANSFORM(e)) {
+        GstCaps* c = pad_caps(e, "src");
+        if (c == nullptr) all = false;
+        if (c != nullptr) gst_caps_unref(c);
+      }
+      g_value_reset(&v);
+    }
+    g_value_unset(&v);
+    gst_iterator_free(it);
+    if (all) return;
+    g_usleep(5000);
+  }
+}
+
+// The elements of a negotiated pipeline that transform frames.
+std::vector<InnerConversion> converting_elements(GstElement* pipeline, GstElement* skip,
+                                                 const std::vector<std::string>& implicit) {
+  std::vector<InnerConversion> out;
+  if (!GST_IS_BIN(pipeline)) return out;
+  GstIterator* it = gst_bin_iterate_recurse(GST_BIN(pipeline));
+  GValue v = G_VALUE_INIT;
+  while (gst_iterator_next(it, &v) == GST_ITERATOR_OK) {
+    auto* e = GST_ELEMENT(g_value_get_object(&v));
+    const bool decoder = GST_IS_VIDEO_DECODER(e) != 0, encoder = GST_IS_VIDEO_ENCODER(e) != 0;
+    const bool transform =
+        GST_IS_BASE_TRANSFORM(e) && !gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(e));
+    GstCaps* in = pad_caps(e, "sink");
+    GstCaps* out_caps = pad_caps(e, "src");
+    // A transform whose output caps equal its input (capsfilter, identity,
+    // videorate keeping the rate) hands frames through.
+    const bool same_caps =
+        in != nullptr && out_caps != nullptr && gst_caps_is_equal(in, out_caps) != 0;
+    if (e != skip && (decoder || encoder || (transform && !same_caps))) {
+      InnerConversion c;
+      c.element = GST_OBJECT_NAME(e);
+      c.explicit_call = std::find(implicit.begin(), implicit.end(), c.element) == implicit.end();
+      GstVideoInfo vi, vo;
+      bool raw_in = false, raw_out = false;
+      const std::string a = caps_text(in, &vi, &raw_in), b = caps_text(out_caps, &vo, &raw_out);
+      if (raw_in) c.bytes_read = static_cast<std::int64_t>(GST_VIDEO_INFO_SIZE(&vi));
+      if (raw_out) c.bytes_written = static_cast<std::int64_t>(GST_VIDEO_INFO_SIZE(&vo));
+      c.what = (decoder ? "decode " : encoder ? "encode " : "") + a + " -> " + b;
+      if (decoder) {
+        c.reason = ConversionReason::Decode;
+      } else if (encoder) {
+        c.reason = ConversionReason::Encode;
+      } else if (raw_in && raw_out && GST_VIDEO_INFO_FORMAT(&vi) == GST_VIDEO_INFO_FORMAT(&vo)) {
+        const bool same_size = GST_VIDEO_INFO_WIDTH(&vi) == GST_VIDEO_INFO_WIDTH(&vo) &&
+                               GST_VIDEO_INFO_HEIGHT(&vi) == GST_VIDEO_INFO_HEIGHT(&vo);
+        c.reason = same_size ? (GST_VIDEO_INFO_FPS_N(&vi) * GST_VIDEO_INFO_FPS_D(&vo) !=
+                                        GST_VIDEO_INFO_FPS_N(&vo) * GST_VIDEO_INFO_FPS_D(&vi)
+                                    ? ConversionReason::FrameRate
+                                    : ConversionReason::PixelFormat)
+                             : ConversionReason::Resize;
+      }
+      if (raw_in) c.input = spec_of(vi);
+      if (raw_out) c.output = spec_of(vo);
+      out.push_back(std::move(c));
+    }
+    if (in != nullptr) gst_caps_unref(in);
+    if (out_caps != nullptr) gst_caps_unref(out_caps);
+    g_value_reset(&v);
+  }
+  g_value_unset(&v);
+  gst_iterator_free(it);
+  return out;
+}
+
+// The converting elements of one negotiated pipeline and the gate requests
+// that account for them: planned once (an implicit element must pass the
+// policy then), recorded once per frame. The requests' strings live here.
+class ElementAccounting {
+ public:
+  Status plan(GstElement* pipeline, GstElement* skip, std::string_view node,
+              const std::vector<std::string>& implicit, const std::string& fix) {
+    conversions_ = converting_elements(pipeline, skip, implicit);
+    fix_ = fix;
+    details_.clear();
+    requests_.clear();
+    details_.reserve(conversions_.size());
+    requests_.reserve(conversions_.size());
+    const ConversionPolicy policy = effective_policy();
+    for (const InnerConversion& c : conversions_) {
+      details_.push_back("GStreamer element " + c.element + ": " + c.what);
+      CopyRequest r;
+      r.kind = c.kind;
+      r.reason = c.reason;
+      r.explicit_call = c.explicit_call;
+      r.bytes = c.bytes_written;
+      r.bytes_read = c.bytes_read;
+      r.operation = node;
+      r.detail = details_.back();
+      r.fix = fix_;
+      r.policy = policy;
+      r.source = c.input;
+      r.destination = c.output;
+      r.where = std::source_location::current();
+      requests_.push_back(r);
+      if (!c.explicit_call) {
+        auto admitted = copy_gate().admit(requests_.back());
+        if (!admitted.ok()) {
+          return admitted.error().with_context(std::string(node) + ": " + c.element + " converts " +
+                                               c.what + " on every frame");
+        }
+      }
+    }
+    return {};
+  }
+  // One event per converting element, for the frame being handed over.
+  Status record() const {
+    for (const CopyRequest& r : requests_) {
+      NEAT_ASSIGN_OR_RETURN(ConversionPolicy p, copy_gate().admit(r));
+      copy_gate().record(r, p, CopyOutcome{r.bytes_read, r.bytes, 0});
+    }
+    return {};
+  }
+  const std::vector<InnerConversion>& conversions() const noexcept { return conversions_; }
+
+ private:
+  std::vector<InnerConversion> conversions_;
+  std::string fix_;
+  std::vector<std::string> details_;  // reserved up front: requests_ point into it
+  std::vector<CopyRequest> requests_;
+};
+
 class GstSource final : public Source {
  public:
   GstSource(std::string description, GstSourceOptions options)
@@ -143,7 +318,15 @@ class GstSource final : public Source {
       gst_sample_unref(first_);  // the preroll sample comes again as the first frame
       first_ = nullptr;
     }
+    if (spec_.ok()) {
+      NEAT_RETURN_IF_ERROR(elements_.plan(pipeline_, sink_, "gst source",
+                                          options_.implicit_elements, options_.implicit_fix));
+    }
     return spec_;
+  }
+
+  std::vector<InnerConversion> inner_conversions() const override {
+    return elements_.conversions();
   }
 
   Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override {
@@ -162,6 +345,7 @@ class GstSource final : public Source {
         auto t = wrap_gst_sample(s);
         gst_sample_unref(s);
         if (!t.ok()) return t.error().with_context("gst source");
+        NEAT_RETURN_IF_ERROR(elements_.record());
         return std::optional<NeatTensor>(std::move(*t));
       }
       if (std::string e = bus_error(pipeline_); !e.empty()) {
@@ -196,6 +380,7 @@ class GstSource final : public Source {
   Result<FrameSpec> spec_ = FrameSpec{};
   bool playing_ = false;
   bool empty_ = false;
+  ElementAccounting elements_;
 };
 
 class GstAppsrcSink final : public Sink {
@@ -244,7 +429,17 @@ class GstAppsrcSink final : public Sink {
       return failed_precondition("gst sink \"" + description_ +
                                  "\" cannot start: " + bus_error(pipeline_, 100 * GST_MSECOND));
     }
-    return {};
+    // appsrc negotiates its caps on PLAYING, before the first buffer: wait
+    // (bounded) until every element has its output caps, then see which convert.
+    wait_for_negotiation(pipeline_, std::chrono::seconds(2));
+    if (std::string e = bus_error(pipeline_); !e.empty()) {
+      return failed_precondition("gst sink \"" + description_ + "\" failed: " + e);
+    }
+    return elements_.plan(pipeline_, src_, "gst sink", {}, {});
+  }
+
+  std::vector<InnerConversion> inner_conversions() const override {
+    return elements_.conversions();
   }
 
   Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override {
@@ -255,6 +450,10 @@ class GstAppsrcSink final : public Sink {
           GST_SECOND, static_cast<guint64>(options_.fps_d), static_cast<guint64>(options_.fps_n));
       GST_BUFFER_PTS(buffer) = static_cast<GstClockTime>(frame_number) * duration;
       GST_BUFFER_DURATION(buffer) = duration;
+    }
+    if (Status st = elements_.record(); !st.ok()) {
+      gst_buffer_unref(buffer);
+      return st.error();
     }
     const GstFlowReturn r = gst_app_src_push_buffer(GST_APP_SRC(src_), buffer);
     if (r == GST_FLOW_FLUSHING && aborted_.load()) return SinkOutcome::Stopped;
@@ -300,6 +499,7 @@ class GstAppsrcSink final : public Sink {
   GstElement* pipeline_ = nullptr;
   GstElement* src_ = nullptr;
   std::atomic<bool> aborted_{false};
+  ElementAccounting elements_;
 };
 
 }  // namespace

@@ -11,6 +11,12 @@
 // not start with an appsrc gets "appsrc ! " prepended. Errors carry
 // GStreamer's own text (a missing element, a bad URI, a caps mismatch).
 //
+// Once a source has prerolled, every element of its pipeline that transforms
+// frames (a GstBaseTransform not in passthrough for the negotiated caps:
+// converters, scalers, rate changers; and video decoders and encoders) is
+// listed by inner_conversions() (explain() shows it) and recorded on every
+// frame as a conversion event of the source node, naming the element.
+//
 // Ownership: the graph owns the source; sinks are shared.
 // Threading: called from the graph's threads.
 #pragma once
@@ -18,6 +24,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "neat/stages/sink.hpp"
 #include "neat/stages/source.hpp"
@@ -30,6 +37,13 @@ std::string default_gst_source_description(std::int64_t frames = 300);
 struct GstSourceOptions {
   int max_buffers = 4;  ///< appsink queue: GStreamer waits when the graph is behind
   std::chrono::milliseconds preroll_timeout = std::chrono::seconds(20);
+  /// Names of elements NeatTensor inserted into the description on the user's
+  /// behalf (e.g. the `file` source's videoconvert for format=): their
+  /// conversions are implicit, ruled by the policy (refused under Strict at
+  /// prepare() unless in passthrough). Every other converting element is explicit.
+  std::vector<std::string> implicit_elements;
+  /// Shown in the refusal of an implicit element: how to do without it.
+  std::string implicit_fix;
 };
 std::unique_ptr<Source> gst_source(std::string description, GstSourceOptions options = {});
 

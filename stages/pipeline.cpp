@@ -326,15 +326,28 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
       } else if (el.name == "file") {
         auto location = p.take("location");
         if (!location) return p.fail("'file' needs location=PATH");
-        NEAT_ASSIGN_OR_RETURN(PixelFormat f, format_named(p, "format", PixelFormat::NV12));
+        NEAT_ASSIGN_OR_RETURN(PixelFormat f, format_named(p, "format", PixelFormat::None));
         std::string escaped;
         for (char c : *location) {
           if (c == '"' || c == '\\') escaped += '\\';
           escaped += c;
         }
-        source = gst_source(
-            "filesrc location=\"" + escaped +
-            "\" ! decodebin ! videoconvert ! video/x-raw,format=" + std::string(to_string(f)));
+        // The decoder's own format is handed over as it is. format= asks for
+        // another one: NeatTensor inserts a videoconvert, an implicit
+        // conversion ruled by the policy (refused under Strict unless the
+        // decoder already gives that format).
+        std::string description = "filesrc location=\"" + escaped + "\" ! decodebin";
+        GstSourceOptions so;
+        if (f != PixelFormat::None) {
+          description +=
+              " ! videoconvert name=file_convert ! video/x-raw,format=" + std::string(to_string(f));
+          so.implicit_elements = {"file_convert"};
+          so.implicit_fix =
+              "drop format= to take the decoder's own format and convert in the graph "
+              "(e.g. `convert format=RGB`, traced), or write the conversion yourself in a "
+              "gst:\"...\" description";
+        }
+        source = gst_source(std::move(description), std::move(so));
       } else if (el.name == "synthetic") {
         NEAT_ASSIGN_OR_RETURN(PixelFormat f, format_named(p, "format", PixelFormat::NV12));
         NEAT_ASSIGN_OR_RETURN(auto size, p.size("size", false));

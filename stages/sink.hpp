@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "neat/contract/neat_tensor.hpp"
 #include "neat/stages/frame_spec.hpp"
@@ -42,6 +43,8 @@ class Sink {
   /// application is working on). The graph sizes the upstream buffer pools
   /// from it. Called by build(), after prepare().
   virtual int max_frames_held() const { return 1; }
+  /// After prepare(): what the sink converts inside itself on every frame.
+  virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
 };
 
 }  // namespace neat

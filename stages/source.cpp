@@ -67,6 +67,9 @@ class SharedSource final : public Source {
   }
   void close() override { s_->close(); }
   std::string describe() const override { return s_->describe(); }
+  std::vector<InnerConversion> inner_conversions() const override {
+    return s_->inner_conversions();
+  }
 
  private:
   std::shared_ptr<Source> s_;

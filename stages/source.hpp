@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "neat/contract/neat_tensor.hpp"
 #include "neat/stages/frame_spec.hpp"
@@ -36,6 +37,8 @@ class Source {
   /// Releases what prepare() took. Called once the graph stops.
   virtual void close() {}
   virtual std::string describe() const { return std::string(kind()); }
+  /// After prepare(): what the source converts inside itself on every frame.
+  virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
 };
 
 /// `frames` generated frames of `spec` (an image or a dense tensor) from a

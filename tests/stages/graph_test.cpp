@@ -90,8 +90,8 @@ TEST_F(GraphTest, StrictBuildListsEveryOffendingEdgeWithKindBytesAndFix) {
   const std::string& m = g.error().message();
   EXPECT_EQ(g.error().code(), ErrorCode::FailedPrecondition);
   EXPECT_NE(m.find("2 problems"), std::string::npos) << m;
-  EXPECT_NE(m.find("edge 'cam->det_a' needs an implicit convert (pixel_format) NV12 -> RGB, 9.0 "
-                   "KiB per frame"),
+  EXPECT_NE(m.find("edge 'cam->det_a' needs an implicit convert (pixel_format) NV12 -> RGB (yuv "
+                   "bt601 limited, assumed: GStreamer's default for the size), 9.0 KiB per frame"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("edge 'cam->det_b'"), std::string::npos) << m;
