@@ -576,6 +576,7 @@ struct Graph::Impl {
     ScopedContext scope(cx);
     std::int64_t frame = 0;
     while (!stop.load(std::memory_order_relaxed)) {
+      scope.set_frame(frame);  // what the source records while producing it (GStreamer elements)
       auto next = guarded([&] { return node.source->next(stop); }, "next()");
       if (!next.ok()) {
         fail(node, next.error());

@@ -80,8 +80,9 @@ Result<FrameSpec> spec_from_caps(GstCaps* caps, std::string_view what) {
     gchar* text = caps != nullptr ? gst_caps_to_string(caps) : nullptr;
     std::string m = std::string(what) + ": the appsink receives \"" +
                     (text != nullptr ? text : "no caps") +
-                    "\", not raw video; end the description with e.g. \"! videoconvert ! "
-                    "video/x-raw,format=NV12\"";
+                    "\", not raw video; the source must give video frames (a compressed "
+                    "stream needs a decoder in the description, e.g. \"! decodebin\": decoders "
+                    "hand over NV12 or I420, which the graph's own stages convert)";
     g_free(text);
     return invalid_argument(std::move(m));
   }

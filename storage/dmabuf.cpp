@@ -349,7 +349,7 @@ Result<NeatTensor> import_dmabuf_image(const DmaBufImage& image, DmaBufImportOpt
         NeatTensor::compose_planes(format, image.width, image.height,
                                    std::span(specs.data(), static_cast<std::size_t>(expected)));
     if (!t.ok()) return std::move(t).error().with_context(what);
-    return t;
+    return t->with_colorimetry(image.colorimetry);
   }
   const std::int64_t c = channels(format);
   Dims shape, strides;
@@ -382,6 +382,7 @@ Result<DmaBufExport> export_dmabuf_image(const NeatTensor& image) {
   out.image.fourcc = fourcc;
   out.image.width = image.image().width;
   out.image.height = image.image().height;
+  out.image.colorimetry = image.image().colorimetry;
   auto fd_of = [&](const Storage& s) -> Result<int> {
     if (s.native_fd() < 0) {
       return failed_precondition(

@@ -59,6 +59,9 @@ struct DmaBufImage {
   std::int64_t height = 0;
   int plane_count = 0;
   std::array<DmaBufPlane, kMaxPlanes> planes{};
+  /// YUV frames: the colour standard (V4L2 / KMS / Wayland state it apart from
+  /// the fourcc); imported frames carry it, exports fill it in.
+  Colorimetry colorimetry{};
 };
 
 /// An exported frame: the description plus owned duplicates of its fds

@@ -208,9 +208,11 @@ Result<PixelFormat> pixel_format_from_gst(int gst_video_format) {
   }
   return unimplemented("GStreamer format " +
                        gst_format_name(static_cast<GstVideoFormat>(gst_video_format)) +
-                       " has no NeatTensor pixel format; convert it first in the pipeline, e.g. "
-                       "\"! videoconvert ! video/x-raw,format=NV12\" (supported: GRAY8, RGB, BGR, "
-                       "RGBA, BGRA, NV12, NV21, I420, YV12)");
+                       " has no NeatTensor pixel format (supported: GRAY8, RGB, BGR, RGBA, BGRA, "
+                       "NV12, NV21, I420, YV12): have GStreamer hand over one of them, e.g. "
+                       "\"! videoconvert ! video/x-raw,format=I420\" (a conversion `neat explain` "
+                       "lists and every frame records); from there the graph's own `convert` and "
+                       "`preprocess` stages do the rest");
 }
 
 Result<int> gst_video_format(PixelFormat format) {
