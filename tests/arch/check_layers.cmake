@@ -15,7 +15,8 @@ set(allowed_stages    contract storage telemetry policy stages)
 set(problems "")
 
 foreach(layer contract storage telemetry policy stages)
-  file(GLOB files ${SOURCE_DIR}/${layer}/*.hpp ${SOURCE_DIR}/${layer}/*.cpp)
+  # Every file of the layer, subfolders included (storage/internal/, ...).
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${layer}/*.hpp ${SOURCE_DIR}/${layer}/*.cpp)
   foreach(f IN LISTS files)
     file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
     file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include")
