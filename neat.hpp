@@ -1,5 +1,9 @@
-// The NeatTensor umbrella header: everything a pipeline user needs, in one
-// include. Installed as <neat/neat.hpp>.
+// The NeatTensor umbrella header: the whole public API in one include:
+// tensors and their contract, the storage backends, the copy gate with its
+// policies and rules, telemetry (events, counters, metrics, exporters, audit),
+// the conversion kernels, and stage graphs with their stages, sources, sinks
+// and pipeline syntax. Installed as <neat/neat.hpp>. (Each header also stands
+// alone, for builds that want less.)
 #pragma once
 
 #include "neat/contract/allocator.hpp"
@@ -14,9 +18,28 @@
 #include "neat/contract/mapping.hpp"
 #include "neat/contract/neat_tensor.hpp"
 #include "neat/contract/storage.hpp"
+#include "neat/policy/cast.hpp"
+#include "neat/policy/color.hpp"
+#include "neat/policy/conversion.hpp"
 #include "neat/policy/gate.hpp"
 #include "neat/policy/implicit.hpp"
+#include "neat/policy/layout.hpp"
+#include "neat/policy/normalize.hpp"
 #include "neat/policy/policy.hpp"
+#include "neat/policy/preprocess.hpp"
+#include "neat/policy/resize.hpp"
+#include "neat/policy/rules.hpp"
+#include "neat/policy/yuv_matrix.hpp"
+#include "neat/stages/appsink.hpp"
+#include "neat/stages/builtin.hpp"
+#include "neat/stages/frame_spec.hpp"
+#include "neat/stages/graph.hpp"
+#include "neat/stages/gst_io.hpp"
+#include "neat/stages/pipeline.hpp"
+#include "neat/stages/queue.hpp"
+#include "neat/stages/sink.hpp"
+#include "neat/stages/source.hpp"
+#include "neat/stages/stage.hpp"
 #include "neat/storage/auto_allocator.hpp"
 #include "neat/storage/cv_mat.hpp"
 #include "neat/storage/dlpack.hpp"
@@ -27,7 +50,12 @@
 #include "neat/storage/gstreamer.hpp"
 #include "neat/storage/heap.hpp"
 #include "neat/storage/shm.hpp"
+#include "neat/telemetry/audit.hpp"
+#include "neat/telemetry/chrome_trace_sink.hpp"
 #include "neat/telemetry/context.hpp"
 #include "neat/telemetry/counters.hpp"
 #include "neat/telemetry/event.hpp"
+#include "neat/telemetry/event_json.hpp"
+#include "neat/telemetry/jsonl_sink.hpp"
+#include "neat/telemetry/metrics.hpp"
 #include "neat/telemetry/sink.hpp"

@@ -1,4 +1,4 @@
-// The conversion vocabulary of CONTRACT.md section 3 and 4: what kind of
+// The conversion vocabulary of the contract (docs/contract.md): what kind of
 // operation produced a tensor (reinterpret, view, pack, convert, transfer),
 // why a copy happened (a typed reason), the policies that rule implicit
 // copies, and the donation modes of operations that write.

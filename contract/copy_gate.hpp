@@ -4,7 +4,8 @@
 // on the policy layer; the policy layer implements it (neat/policy/gate.hpp)
 // and provides default_copy_gate().
 //
-// Explicit conversions (called by name) are always admitted and always
+// Explicit conversions (called by name) are admitted under every policy
+// (only a copy budget or rule with a Fail action refuses them) and always
 // recorded; implicit ones are admitted or refused by the policy in force.
 //
 // Threading: copy_gate() and set_copy_gate() are thread-safe; gate

@@ -502,7 +502,7 @@ Result<NeatTensor> NeatTensor::make_writable(WritableOptions options,
 
 // ---- explicit copies -----------------------------------------------------------
 
-Result<NeatTensor> NeatTensor::clone(CopyOptions options, std::source_location where) const {
+Result<NeatTensor> NeatTensor::clone(ConversionOptions options, std::source_location where) const {
   if (!defined()) return failed_precondition("clone: the tensor is undefined");
   CopyRequest request;
   request.kind = ConversionKind::Pack;
@@ -516,7 +516,8 @@ Result<NeatTensor> NeatTensor::clone(CopyOptions options, std::source_location w
   return copy_packed(request, options.allocator);
 }
 
-Result<NeatTensor> NeatTensor::contiguous(CopyOptions options, std::source_location where) const {
+Result<NeatTensor> NeatTensor::contiguous(ConversionOptions options,
+                                          std::source_location where) const {
   if (!defined()) return failed_precondition("contiguous: the tensor is undefined");
   if (is_contiguous() && !is_broadcast()) return *this;
   CopyRequest request;
@@ -532,16 +533,16 @@ Result<NeatTensor> NeatTensor::contiguous(CopyOptions options, std::source_locat
   return copy_packed(request, options.allocator);
 }
 
-Result<NeatTensor> NeatTensor::cpu(CopyOptions options, std::source_location where) const {
+Result<NeatTensor> NeatTensor::cpu(ConversionOptions options, std::source_location where) const {
   return download(!options.implicit, options, where);
 }
 
-Result<NeatTensor> NeatTensor::to_cpu_if_needed(CopyOptions options,
+Result<NeatTensor> NeatTensor::to_cpu_if_needed(ConversionOptions options,
                                                 std::source_location where) const {
   return download(false, options, where);
 }
 
-Result<NeatTensor> NeatTensor::download(bool explicit_call, const CopyOptions& options,
+Result<NeatTensor> NeatTensor::download(bool explicit_call, const ConversionOptions& options,
                                         std::source_location where) const {
   if (!defined()) return failed_precondition("cpu: the tensor is undefined");
   std::int64_t bytes = 0;

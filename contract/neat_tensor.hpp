@@ -73,18 +73,25 @@ struct ImageAllocOptions {
   StorageAllocator* allocator = nullptr;
 };
 
-/// Options of clone() and contiguous().
-struct CopyOptions {
+/// Who asks for a copy or conversion, under which policy, explicit or
+/// implicit, into which allocator: the one options struct of every operation
+/// that copies (clone(), contiguous(), cpu(), the conversion kernels, and the
+/// stages that run them on a graph's edges).
+struct ConversionOptions {
   std::optional<ConversionPolicy> policy;  ///< per-call override
-  StorageAllocator* allocator = nullptr;
-  /// Set by consumers (stages, exports) that pack on the user's behalf: the
-  /// pack is then implicit and ruled by the policy (refused under Strict).
+  StorageAllocator* allocator = nullptr;   ///< nullptr: default_allocator()
+  /// Set by consumers (stages, sinks, exports, a graph's edges) that convert
+  /// on the user's behalf: the conversion is then implicit and ruled by the
+  /// policy (refused under Strict).
   bool implicit = false;
   std::string_view requested_by;  ///< the consumer, for traces and errors
-  std::string_view fix;           ///< the explicit call that would avoid it
-  /// Why the consumer needs the copy (default: StrideMismatch for contiguous(),
+  std::string_view fix;           ///< the explicit call or stage that would avoid it
+  /// Why the consumer needs a pack (default: StrideMismatch for contiguous(),
   /// UserRequest for clone(), Device for cpu()).
   std::optional<ConversionReason> reason;
+  /// Worker threads for kernels that split rows (1: the calling thread only),
+  /// capped by OpenCV's thread setting (cv::setNumThreads, OPENCV_FOR_THREADS_NUM).
+  int threads = 1;
 };
 
 struct WritableOptions {
@@ -217,13 +224,13 @@ class NeatTensor {
   /// (never copies) otherwise.
   Result<Mapping> map(MapMode mode = MapMode::Read);
 
-  // ---- explicit copies: always run, always recorded ----------------------------
+  // ---- explicit copies: run under every policy, always recorded ------------------
 
   /// A deep copy into fresh, packed storage (planes packed in one storage).
-  Result<NeatTensor> clone(CopyOptions options = {},
+  Result<NeatTensor> clone(ConversionOptions options = {},
                            std::source_location where = std::source_location::current()) const;
   /// This tensor when already contiguous (no copy, no event); otherwise a pack.
-  Result<NeatTensor> contiguous(CopyOptions options = {},
+  Result<NeatTensor> contiguous(ConversionOptions options = {},
                                 std::source_location where = std::source_location::current()) const;
 
   // ---- device transfers (through the gate, kind Transfer, reason Device) ------
@@ -231,12 +238,13 @@ class NeatTensor {
   /// This tensor in host memory: itself when it is already there (no copy, no
   /// event); otherwise a download of every device storage into fresh host
   /// storage with the same layout, an explicit transfer.
-  Result<NeatTensor> cpu(CopyOptions options = {},
+  Result<NeatTensor> cpu(ConversionOptions options = {},
                          std::source_location where = std::source_location::current()) const;
   /// As cpu(), for consumers that need host bytes: the download is implicit,
   /// so the policy rules it (refused under Strict, with cpu() as the fix).
   Result<NeatTensor> to_cpu_if_needed(
-      CopyOptions options = {}, std::source_location where = std::source_location::current()) const;
+      ConversionOptions options = {},
+      std::source_location where = std::source_location::current()) const;
 
  private:
   friend class Mapping;
@@ -256,7 +264,7 @@ class NeatTensor {
   Result<Mapping> map_impl(MapMode mode, bool allow_write) const;
   bool held_alone() const noexcept;
   Result<NeatTensor> copy_packed(const CopyRequest& request, StorageAllocator* allocator) const;
-  Result<NeatTensor> download(bool explicit_call, const CopyOptions& options,
+  Result<NeatTensor> download(bool explicit_call, const ConversionOptions& options,
                               std::source_location where) const;
 
   DType dtype_ = DType::U8;

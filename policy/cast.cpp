@@ -228,7 +228,7 @@ void with_type(DType t, F&& f) {
 
 }  // namespace
 
-Result<NeatTensor> convert_dtype(const NeatTensor& src, DType to, ConvertOptions options,
+Result<NeatTensor> convert_dtype(const NeatTensor& src, DType to, ConversionOptions options,
                                  std::source_location where) {
   if (!src.defined()) return failed_precondition("convert_dtype: the tensor is undefined");
   if (src.is_composite()) {

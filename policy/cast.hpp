@@ -25,7 +25,7 @@ namespace neat {
 /// A contiguous tensor of `to` holding `src`'s values (same shape). When
 /// src is already `to`, returns src itself (no copy, no event). The image
 /// spec is kept only for U8 -> U8 (i.e. never changed).
-Result<NeatTensor> convert_dtype(const NeatTensor& src, DType to, ConvertOptions options = {},
+Result<NeatTensor> convert_dtype(const NeatTensor& src, DType to, ConversionOptions options = {},
                                  std::source_location where = std::source_location::current());
 
 /// Scalar conversions with the rounding above.

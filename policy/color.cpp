@@ -155,13 +155,13 @@ bool color_conversion_supported(PixelFormat from, PixelFormat to) noexcept {
   return interleaved_code(from, to) >= 0;
 }
 
-Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertOptions options,
+Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConversionOptions options,
                                  std::source_location where) {
   return convert_color(src, to, Colorimetry{}, options, where);
 }
 
 Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, Colorimetry assume,
-                                 ConvertOptions options, std::source_location where) {
+                                 ConversionOptions options, std::source_location where) {
   if (!src.defined()) return failed_precondition("convert_color: the tensor is undefined");
   const PixelFormat from = src.pixel_format();
   if (!src.is_image()) {

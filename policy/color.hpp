@@ -28,13 +28,14 @@ namespace neat {
 
 /// A new interleaved HWC image (GRAY8: [H, W, 1]) in `to`. When `src` is
 /// already in `to`, returns `src` itself (no copy, no event).
-Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, ConvertOptions options = {},
+Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to,
+                                 ConversionOptions options = {},
                                  std::source_location where = std::source_location::current());
 
 /// As above, with the colour standard to convert a YUV frame with: each known
 /// part of `assume` overrides the frame's own.
 Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, Colorimetry assume,
-                                 ConvertOptions options = {},
+                                 ConversionOptions options = {},
                                  std::source_location where = std::source_location::current());
 
 /// True when convert_color(src-format -> to) is supported.

@@ -1,5 +1,6 @@
 // The common shape of every conversion kernel (color, dtype, layout, resize,
-// normalize, preprocess): ConvertOptions, and run_conversion(), which takes a
+// normalize, preprocess): ConversionOptions (contract/neat_tensor.hpp), and
+// run_conversion(), which takes a
 // source, a freshly allocated destination and a kernel, and runs the kernel
 // through the copy gate (admit under the policy, time, record) with both
 // tensors mapped. Kernels written on top of it cannot copy without the gate
@@ -19,18 +20,6 @@
 
 namespace neat {
 
-struct ConvertOptions {
-  std::optional<ConversionPolicy> policy;  ///< per-call override
-  StorageAllocator* allocator = nullptr;   ///< nullptr: default_allocator()
-  /// Set by consumers (stages, sinks) that convert on the user's behalf: the
-  /// conversion is then implicit and ruled by the policy (refused under Strict).
-  bool implicit = false;
-  std::string_view requested_by;  ///< the consumer, for traces and errors
-  /// Worker threads for kernels that split rows (1: the calling thread only),
-  /// capped by OpenCV's thread setting (cv::setNumThreads, OPENCV_FOR_THREADS_NUM).
-  int threads = 1;
-};
-
 /// What a conversion is, for the gate and the trace.
 struct ConversionSpec {
   ConversionKind kind = ConversionKind::Convert;
@@ -45,14 +34,14 @@ struct ConversionSpec {
 /// (writable while the caller holds it alone) or the refusal / kernel error.
 template <class Kernel>
 Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const ConversionSpec& spec,
-                                  const ConvertOptions& options, std::source_location where,
+                                  const ConversionOptions& options, std::source_location where,
                                   Kernel&& kernel);
 
 /// Allocation options for a kernel's destination (not zero-filled: kernels write every byte).
-inline AllocOptions destination_alloc(const ConvertOptions& o) {
+inline AllocOptions destination_alloc(const ConversionOptions& o) {
   return AllocOptions{false, o.allocator};
 }
-inline ImageAllocOptions destination_image_alloc(const ConvertOptions& o,
+inline ImageAllocOptions destination_image_alloc(const ConversionOptions& o,
                                                  Layout layout = Layout::None) {
   ImageAllocOptions a;
   a.zero_fill = false;
@@ -89,7 +78,7 @@ void parallel_rows(std::int64_t rows, int threads, F&& f) {
 
 template <class Kernel>
 Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const ConversionSpec& spec,
-                                  const ConvertOptions& options, std::source_location where,
+                                  const ConversionOptions& options, std::source_location where,
                                   Kernel&& kernel) {
   CopyRequest request;
   request.kind = spec.kind;

@@ -15,20 +15,16 @@
 
 namespace neat {
 
-struct ImplicitOptions {
-  std::string_view consumer;  ///< who needs it, e.g. "stage 'detector' input"
-  std::optional<ConversionPolicy> policy;
-  StorageAllocator* allocator = nullptr;
-};
-
 /// True when `t` is dense-or-planar contiguous and not broadcast: the fast
 /// check consumers run per frame.
 inline bool satisfies_contiguous(const NeatTensor& t) noexcept {
   return t.is_contiguous() && !t.is_broadcast();
 }
 
-/// `t` itself when contiguous; else an implicit pack ruled by the policy.
-Result<NeatTensor> accept_contiguous(NeatTensor t, ImplicitOptions options = {},
+/// `t` itself when contiguous; else an implicit pack ruled by the policy
+/// (options.implicit is set; options.requested_by names the consumer, e.g.
+/// "stage 'detector' input").
+Result<NeatTensor> accept_contiguous(NeatTensor t, ConversionOptions options = {},
                                      std::source_location where = std::source_location::current());
 
 }  // namespace neat

@@ -40,7 +40,7 @@ void gather(std::byte* dst, const std::byte* src, std::int64_t rows, std::int64_
 
 enum class Direction { ToChw, ToHwc };
 
-Result<NeatTensor> convert_layout(const NeatTensor& src, Direction dir, ConvertOptions options,
+Result<NeatTensor> convert_layout(const NeatTensor& src, Direction dir, ConversionOptions options,
                                   std::source_location where) {
   const char* op = dir == Direction::ToChw ? "to_chw" : "to_hwc";
   if (!src.defined()) return failed_precondition(std::string(op) + ": the tensor is undefined");
@@ -118,12 +118,12 @@ Result<NeatTensor> convert_layout(const NeatTensor& src, Direction dir, ConvertO
 
 }  // namespace
 
-Result<NeatTensor> to_chw(const NeatTensor& src, ConvertOptions options,
+Result<NeatTensor> to_chw(const NeatTensor& src, ConversionOptions options,
                           std::source_location where) {
   return convert_layout(src, Direction::ToChw, options, where);
 }
 
-Result<NeatTensor> to_hwc(const NeatTensor& src, ConvertOptions options,
+Result<NeatTensor> to_hwc(const NeatTensor& src, ConversionOptions options,
                           std::source_location where) {
   return convert_layout(src, Direction::ToHwc, options, where);
 }

@@ -18,10 +18,10 @@ namespace neat {
 
 /// [H, W, C] -> [C, H, W] (and [N, H, W, C] -> [N, C, H, W]). An image keeps
 /// its format with layout CHW. A tensor already CHW is returned as is.
-Result<NeatTensor> to_chw(const NeatTensor& src, ConvertOptions options = {},
+Result<NeatTensor> to_chw(const NeatTensor& src, ConversionOptions options = {},
                           std::source_location where = std::source_location::current());
 /// [C, H, W] -> [H, W, C] (and [N, C, H, W] -> [N, H, W, C]).
-Result<NeatTensor> to_hwc(const NeatTensor& src, ConvertOptions options = {},
+Result<NeatTensor> to_hwc(const NeatTensor& src, ConversionOptions options = {},
                           std::source_location where = std::source_location::current());
 
 }  // namespace neat

@@ -95,7 +95,7 @@ void with_output(DType t, F&& f) {
 
 }  // namespace
 
-Result<NeatTensor> normalize(NeatTensor src, const NormalizeParams& p, ConvertOptions options,
+Result<NeatTensor> normalize(NeatTensor src, const NormalizeParams& p, ConversionOptions options,
                              std::source_location where) {
   if (!src.defined()) return failed_precondition("normalize: the tensor is undefined");
   if (src.is_composite()) {
@@ -178,7 +178,7 @@ Result<NeatTensor> normalize(NeatTensor src, const NormalizeParams& p, ConvertOp
                       "normalize",
                       "normalize explicitly with normalize() before this consumer",
                       {}};
-  ConvertOptions opts = options;
+  ConversionOptions opts = options;
   if (p.donation == Donation::MustDonate) {
     // The caller required in-place; this is a refused donation (Strict: an error).
     spec.reason = ConversionReason::DonationRefused;

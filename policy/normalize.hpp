@@ -36,7 +36,7 @@ struct NormalizeParams {
 
 /// The normalized tensor ([C, H, W] or [H, W, C]; rank-2 input gives C = 1).
 Result<NeatTensor> normalize(NeatTensor src, const NormalizeParams& params,
-                             ConvertOptions options = {},
+                             ConversionOptions options = {},
                              std::source_location where = std::source_location::current());
 
 }  // namespace neat

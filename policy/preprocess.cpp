@@ -205,7 +205,7 @@ inline void yuv_to_rgb8(int y, int u, int v, const YuvToRgb& k, float* rgb) {
 }  // namespace
 
 Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p,
-                              ConvertOptions options, std::source_location where) {
+                              ConversionOptions options, std::source_location where) {
   if (!frame.defined()) return failed_precondition("preprocess: the tensor is undefined");
   if (!frame.is_composite()) {
     return invalid_argument(

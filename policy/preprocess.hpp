@@ -19,7 +19,7 @@
 //    each before interpolating).
 //
 // An explicit `convert` (reason normalize, operation "preprocess") through
-// the gate. Threading: rows are split over ConvertOptions::threads.
+// the gate. Threading: rows are split over ConversionOptions::threads.
 #pragma once
 
 #include <array>
@@ -49,7 +49,7 @@ struct PreprocessParams {
 
 /// The model input for `frame`.
 Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& params,
-                              ConvertOptions options = {},
+                              ConversionOptions options = {},
                               std::source_location where = std::source_location::current());
 
 }  // namespace neat

@@ -33,7 +33,7 @@ Status resize_mat(const cv::Mat& in, cv::Mat& out, Interpolation interp) {
 }  // namespace
 
 Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_t height,
-                          Interpolation interpolation, ConvertOptions options,
+                          Interpolation interpolation, ConversionOptions options,
                           std::source_location where) {
   if (!src.defined()) return failed_precondition("resize: the tensor is undefined");
   auto what = [&] { return "resize to " + std::to_string(width) + "x" + std::to_string(height); };
@@ -126,7 +126,7 @@ Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_
 Result<NeatTensor> crop_resize(const NeatTensor& src, std::int64_t x, std::int64_t y,
                                std::int64_t w, std::int64_t h, std::int64_t out_width,
                                std::int64_t out_height, Interpolation interpolation,
-                               ConvertOptions options, std::source_location where) {
+                               ConversionOptions options, std::source_location where) {
   if (!src.defined()) return failed_precondition("crop_resize: the tensor is undefined");
   NeatTensor region;
   if (src.is_image()) {
@@ -139,7 +139,7 @@ Result<NeatTensor> crop_resize(const NeatTensor& src, std::int64_t x, std::int64
                         resize(region, out_width, out_height, interpolation, options, where));
   if (out.identity() == src.identity()) {
     // Same size as the crop: resize returned the view; the caller asked for a new image.
-    CopyOptions copy;
+    ConversionOptions copy;
     copy.policy = options.policy;
     copy.allocator = options.allocator;
     return region.clone(copy, where);

@@ -22,7 +22,7 @@ enum class Interpolation : std::uint8_t { Nearest, Bilinear };
 /// A new image / tensor of width x height. Same size: returns src (no copy).
 Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_t height,
                           Interpolation interpolation = Interpolation::Bilinear,
-                          ConvertOptions options = {},
+                          ConversionOptions options = {},
                           std::source_location where = std::source_location::current());
 
 /// Pixels [x, x+w) x [y, y+h) of `src`, resized to out_width x out_height.
@@ -31,7 +31,7 @@ Result<NeatTensor> crop_resize(const NeatTensor& src, std::int64_t x, std::int64
                                std::int64_t w, std::int64_t h, std::int64_t out_width,
                                std::int64_t out_height,
                                Interpolation interpolation = Interpolation::Bilinear,
-                               ConvertOptions options = {},
+                               ConversionOptions options = {},
                                std::source_location where = std::source_location::current());
 
 }  // namespace neat

@@ -28,11 +28,8 @@ std::vector<PixelFormat> dense_or_interleaved() {
           PixelFormat::BGR,  PixelFormat::RGBA,  PixelFormat::BGRA};
 }
 
-ConvertOptions options_for(const StageContext& ctx) {
-  ConvertOptions o;
-  o.allocator = ctx.allocator;
-  o.threads = kernel_threads();
-  return o;
+ConversionOptions options_for(const StageContext& ctx) {
+  return ctx.conversion_options(kernel_threads());
 }
 
 std::string size_text(std::int64_t w, std::int64_t h) {
@@ -331,6 +328,50 @@ class PreprocessStage final : public Stage {
   mutable std::string standard_;  // set by output_spec() at build(), for explain
 };
 
+class PackStage final : public Stage {
+ public:
+  std::string_view kind() const noexcept override { return "pack"; }
+  Accepts accepts() const override { return Accepts::anything(); }
+  Result<FrameSpec> output_spec(const FrameSpec& in) const override {
+    FrameSpec out = in;
+    out.contiguous = true;
+    return out;
+  }
+  Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
+    if (frame.is_contiguous()) return frame;
+    return frame.contiguous(options_for(ctx));
+  }
+  bool may_forward_input(const FrameSpec& in) const override { return in.contiguous; }
+};
+
+class TransferStage final : public Stage {
+ public:
+  explicit TransferStage(Device to) : to_(to) {}
+  std::string_view kind() const noexcept override { return "transfer"; }
+  Accepts accepts() const override {
+    Accepts a = Accepts::anything();
+    a.devices = {DeviceType::Cpu, DeviceType::Gl};
+    return a;
+  }
+  Result<FrameSpec> output_spec(const FrameSpec& in) const override {
+    if (to_.type != DeviceType::Cpu) {
+      return unimplemented("transfer: only to the CPU (device=cpu); upload to " + to_string(to_) +
+                           " with to_device()");
+    }
+    FrameSpec out = in;
+    out.device = to_;
+    return out;
+  }
+  Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
+    return frame.to_cpu_if_needed(options_for(ctx));
+  }
+  std::string describe() const override { return "transfer device=" + to_string(to_); }
+  bool may_forward_input(const FrameSpec& in) const override { return in.device == to_; }
+
+ private:
+  Device to_;
+};
+
 class InspectStage final : public Stage {
  public:
   explicit InspectStage(std::function<void(const NeatTensorRef&)> look) : look_(std::move(look)) {}
@@ -368,6 +409,12 @@ std::unique_ptr<Stage> layout_stage(Layout to) {
 }
 std::unique_ptr<Stage> preprocess_stage(PreprocessParams params) {
   return std::make_unique<PreprocessStage>(params);
+}
+std::unique_ptr<Stage> pack_stage() {
+  return std::make_unique<PackStage>();
+}
+std::unique_ptr<Stage> transfer_stage(Device to) {
+  return std::make_unique<TransferStage>(to);
 }
 std::unique_ptr<Stage> inspect_stage(std::function<void(const NeatTensorRef&)> look) {
   return std::make_unique<InspectStage>(std::move(look));

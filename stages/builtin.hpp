@@ -1,6 +1,8 @@
 // The built-in stages over the conversion kernels: pixel-format convert,
-// resize, crop (a view), normalize, cast, layout, the fused preprocess, and
-// inspect (a passthrough that can look at every frame). Each declares what it
+// resize, crop (a view), normalize, cast, layout, pack, transfer, the fused
+// preprocess, and inspect (a passthrough that can look at every frame). The
+// graph plans an edge's implicit conversions as these same stages (convert,
+// cast, layout, pack, transfer), run with StageContext::implicit set. Each declares what it
 // accepts and what it produces, so build() can check a graph before a frame
 // flows; each writes its outputs into its own pooled allocator.
 //
@@ -39,6 +41,11 @@ std::unique_ptr<Stage> cast_stage(DType to);
 std::unique_ptr<Stage> layout_stage(Layout to);
 /// preprocess(): NV12/NV21/I420/YV12 -> resized, normalized planar RGB/BGR in one pass.
 std::unique_ptr<Stage> preprocess_stage(PreprocessParams params);
+/// contiguous(): packs strided frames; contiguous ones pass through untouched.
+std::unique_ptr<Stage> pack_stage();
+/// to_cpu_if_needed(): frames on another device are transferred to `to` (the
+/// CPU; other targets are refused at build()); CPU frames pass through.
+std::unique_ptr<Stage> transfer_stage(Device to = kCpu);
 /// Hands every frame on unchanged; calls `look` (if any) with a borrowed view first.
 std::unique_ptr<Stage> inspect_stage(std::function<void(const NeatTensorRef&)> look = {});
 

@@ -8,10 +8,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "neat/policy/cast.hpp"
 #include "neat/policy/color.hpp"
-#include "neat/policy/layout.hpp"
 #include "neat/policy/policy.hpp"
+#include "neat/stages/builtin.hpp"
 #include "neat/stages/queue.hpp"
 #include "neat/storage/heap.hpp"
 #include "neat/telemetry/context.hpp"
@@ -64,27 +63,38 @@ bool contains(const std::vector<T>& v, const T& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// The conversions an edge needs so that frames of `in` satisfy `accepts`,
-// and what the consumer then receives. An error when no conversion exists.
+// The conversions an edge needs so that frames of `in` satisfy `accepts`, as
+// the built-in stages that perform them, and what the consumer then receives
+// (each stage's own output_spec() says so: one rule per conversion, in the
+// stage). An error when no conversion leads there.
 Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, const Accepts& a,
                                                         std::string_view consumer, FrameSpec& out) {
   std::vector<PlannedConversion> list;
   out = in;
   const std::string before = "before '" + std::string(consumer) + "'";
+  // Appends `stage` as the next conversion: its output becomes `out`.
+  auto add = [&](ConversionKind kind, ConversionReason reason, std::string what,
+                 std::unique_ptr<Stage> stage) -> Status {
+    PlannedConversion c;
+    c.fix = "insert `" + stage->describe() + "` " + before;  // its pipeline syntax, as planned
+    NEAT_ASSIGN_OR_RETURN(FrameSpec next, stage->output_spec(out));
+    c.kind = kind;
+    c.reason = reason;
+    c.what = std::move(what);
+    c.bytes_per_frame = next.bytes();
+    c.stage = std::move(stage);
+    out = std::move(next);
+    list.push_back(std::move(c));
+    return {};
+  };
   if (!a.devices.empty() && !contains(a.devices, out.device.type)) {
     if (!contains(a.devices, DeviceType::Cpu)) {
       return unimplemented("'" + std::string(consumer) + "' takes frames on " +
                            std::string(to_string(a.devices.front())) +
                            " only; add a transfer stage");
     }
-    PlannedConversion c;
-    c.kind = ConversionKind::Transfer;
-    c.reason = ConversionReason::Device;
-    c.bytes_per_frame = out.bytes();
-    c.what = to_string(out.device) + " -> cpu:0";
-    c.fix = "insert `transfer device=cpu` " + before;
-    out.device = kCpu;
-    list.push_back(std::move(c));
+    NEAT_RETURN_IF_ERROR(add(ConversionKind::Transfer, ConversionReason::Device,
+                             to_string(out.device) + " -> cpu:0", transfer_stage(kCpu)));
   }
   if (!a.formats.empty() && !contains(a.formats, out.format)) {
     PixelFormat target = PixelFormat::None;
@@ -110,23 +120,17 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
                            ", but receives " + in.to_string() +
                            " and no pixel-format conversion leads there");
     }
-    PlannedConversion c;
-    c.kind = ConversionKind::Convert;
-    c.reason = ConversionReason::PixelFormat;
-    c.to_format = target;
-    c.what = std::string(to_string(out.format)) + " -> " + std::string(to_string(target));
+    std::string what = std::string(to_string(out.format)) + " -> " + std::string(to_string(target));
     if (is_planar(out.format) && target != PixelFormat::GRAY8) {
       // Which colour standard the conversion will decode with, and whether it is assumed.
       bool assumed = false;
       const Colorimetry cm =
           choose_colorimetry({}, out.colorimetry, out.width, out.height, &assumed);
-      c.what += " (yuv " + to_string(cm) +
-                (assumed ? ", assumed: GStreamer's default for the size)" : ")");
+      what += " (yuv " + to_string(cm) +
+              (assumed ? ", assumed: GStreamer's default for the size)" : ")");
     }
-    c.fix = "insert `convert format=" + std::string(to_string(target)) + "` " + before;
-    out = FrameSpec::image(target, out.width, out.height);
-    c.bytes_per_frame = out.bytes();
-    list.push_back(std::move(c));
+    NEAT_RETURN_IF_ERROR(add(ConversionKind::Convert, ConversionReason::PixelFormat,
+                             std::move(what), convert_stage(target)));
   }
   if (!a.dtypes.empty() && !contains(a.dtypes, out.dtype)) {
     if (is_planar(out.format)) {
@@ -135,17 +139,10 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
                            " (convert it to an interleaved format first)");
     }
     const DType target = a.dtypes.front();
-    PlannedConversion c;
-    c.kind = ConversionKind::Convert;
-    c.reason = ConversionReason::DType;
-    c.to_dtype = target;
-    c.what = std::string(to_string(out.dtype)) + " -> " + std::string(to_string(target));
-    c.fix = "insert `cast dtype=" + std::string(to_string(target)) + "` " + before;
-    out.dtype = target;
-    out.format = PixelFormat::None;  // convert_dtype gives a dense tensor
-    out.contiguous = true;
-    c.bytes_per_frame = out.bytes();
-    list.push_back(std::move(c));
+    NEAT_RETURN_IF_ERROR(
+        add(ConversionKind::Convert, ConversionReason::DType,
+            std::string(to_string(out.dtype)) + " -> " + std::string(to_string(target)),
+            cast_stage(target)));
   }
   if (!a.layouts.empty() && !contains(a.layouts, out.layout)) {
     const Layout target = a.layouts.front();
@@ -155,34 +152,16 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
                            std::string(to_string(target)) + ", but receives " + in.to_string() +
                            " and no layout conversion leads there");
     }
-    PlannedConversion c;
-    c.kind = ConversionKind::Convert;
-    c.reason = ConversionReason::Layout;
-    c.to_layout = target;
-    c.what = std::string(to_string(out.layout == Layout::None ? Layout::HWC : out.layout)) +
-             " -> " + std::string(to_string(target));
-    c.fix = "insert `layout to=" + std::string(to_string(target)) + "` " + before;
-    const auto n = out.shape.size();
-    const Dims s = out.shape;
-    if (target == Layout::CHW) {
-      out.shape[n - 3] = s[n - 1], out.shape[n - 2] = s[n - 3], out.shape[n - 1] = s[n - 2];
-    } else {
-      out.shape[n - 3] = s[n - 2], out.shape[n - 2] = s[n - 1], out.shape[n - 1] = s[n - 3];
-    }
-    out.layout = target;
-    out.contiguous = true;
-    c.bytes_per_frame = out.bytes();
-    list.push_back(std::move(c));
+    NEAT_RETURN_IF_ERROR(
+        add(ConversionKind::Convert, ConversionReason::Layout,
+            std::string(to_string(out.layout == Layout::None ? Layout::HWC : out.layout)) + " -> " +
+                std::string(to_string(target)),
+            layout_stage(target)));
   }
   if (a.contiguous && !out.contiguous) {
-    PlannedConversion c;
-    c.kind = ConversionKind::Pack;
-    c.reason = ConversionReason::StrideMismatch;
-    c.what = "pack";
-    c.fix = "insert `pack` " + before + " (or have the producer emit packed frames)";
-    out.contiguous = true;
-    c.bytes_per_frame = out.bytes();
-    list.push_back(std::move(c));
+    NEAT_RETURN_IF_ERROR(
+        add(ConversionKind::Pack, ConversionReason::StrideMismatch, "pack", pack_stage()));
+    list.back().fix += " (or have the producer emit packed frames)";
   }
   return list;
 }
@@ -329,11 +308,26 @@ struct EdgeRt {
   BoundedQueue<Item> queue;
   std::shared_ptr<HeapPool> pool;
   std::atomic<std::uint64_t> frames{0};
-  EdgeRt(EdgePlan p, std::size_t capacity)
+  /// One context per planned conversion: its stage runs implicitly, under the
+  /// edge's policy, into the edge's pool.
+  std::vector<StageContext> contexts;
+  EdgeRt(EdgePlan p, std::size_t capacity, std::string_view graph)
       : plan(std::move(p)),
         requested_by("edge '" + plan.name + "'"),
         queue(capacity),
-        pool(HeapPool::create(pool_config(plan.pool_buffers))) {}
+        pool(HeapPool::create(pool_config(plan.pool_buffers))) {
+    for (const PlannedConversion& c : plan.conversions) {
+      StageContext ctx;
+      ctx.graph = graph;
+      ctx.stage = plan.to;
+      ctx.allocator = pool.get();
+      ctx.implicit = true;
+      ctx.policy = plan.policy;
+      ctx.requested_by = requested_by;
+      ctx.fix = c.fix;
+      contexts.push_back(ctx);
+    }
+  }
 };
 
 struct NodeRt {
@@ -524,47 +518,13 @@ struct Graph::Impl {
       edges[static_cast<std::size_t>(e)]->queue.close();
   }
 
-  // The edge's planned conversions, implicit (ruled by the edge's policy).
-  Result<NeatTensor> convert(EdgeRt& e, NeatTensor t) {
-    for (const auto& c : e.plan.conversions) {
-      ConvertOptions o;
-      o.policy = e.plan.policy;
-      o.allocator = e.pool.get();
-      o.implicit = true;
-      o.requested_by = e.requested_by;
-      switch (c.reason) {
-        case ConversionReason::Device: {
-          CopyOptions co;
-          co.policy = e.plan.policy;
-          co.allocator = e.pool.get();
-          co.requested_by = e.requested_by;
-          co.fix = c.fix;
-          NEAT_ASSIGN_OR_RETURN(t, t.to_cpu_if_needed(co));
-          break;
-        }
-        case ConversionReason::PixelFormat: {
-          NEAT_ASSIGN_OR_RETURN(t, convert_color(t, c.to_format, o));
-          break;
-        }
-        case ConversionReason::DType: {
-          NEAT_ASSIGN_OR_RETURN(t, convert_dtype(t, c.to_dtype, o));
-          break;
-        }
-        case ConversionReason::Layout: {
-          NEAT_ASSIGN_OR_RETURN(t, c.to_layout == Layout::CHW ? to_chw(t, o) : to_hwc(t, o));
-          break;
-        }
-        default: {
-          CopyOptions co;
-          co.policy = e.plan.policy;
-          co.allocator = e.pool.get();
-          co.implicit = true;
-          co.requested_by = e.requested_by;
-          co.fix = c.fix;
-          NEAT_ASSIGN_OR_RETURN(t, t.contiguous(co));
-          break;
-        }
-      }
+  // The edge's planned conversions: their stages, run implicitly (ruled by
+  // the edge's policy).
+  Result<NeatTensor> convert(EdgeRt& e, NeatTensor t, std::int64_t frame) {
+    for (std::size_t i = 0; i < e.plan.conversions.size(); ++i) {
+      StageContext& ctx = e.contexts[i];
+      ctx.frame = frame;
+      NEAT_ASSIGN_OR_RETURN(t, e.plan.conversions[i].stage->process(std::move(t), ctx));
     }
     return t;
   }
@@ -624,7 +584,7 @@ struct Graph::Impl {
     while (pop(node, item)) {
       scope.set_frame(item.frame);
       sc.frame = item.frame;
-      auto input = convert(in, std::move(item.tensor));
+      auto input = convert(in, std::move(item.tensor), item.frame);
       if (!input.ok()) {
         drop(kStageError);
         fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
@@ -659,7 +619,7 @@ struct Graph::Impl {
     bool ended = true;
     while (pop(node, item)) {
       scope.set_frame(item.frame);
-      auto input = convert(in, std::move(item.tensor));
+      auto input = convert(in, std::move(item.tensor), item.frame);
       if (!input.ok()) {
         drop(kStageError);
         fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
@@ -1008,7 +968,7 @@ Result<Graph> GraphBuilder::build() {
   }
   // Runtime structures, in plan order.
   for (const EdgePlan& ep : plan.edges) {
-    impl->edges.push_back(std::make_unique<EdgeRt>(ep, ep.capacity));
+    impl->edges.push_back(std::make_unique<EdgeRt>(ep, ep.capacity, impl->plan.graph));
   }
   impl->nodes.reserve(order.size());
   for (std::size_t k = 0; k < order.size(); ++k) {

@@ -33,7 +33,7 @@
 // Conversions carry the graph, stage, edge and frame number in their events.
 //
 // Ownership: a Graph owns its stages and sources, and shares its sinks.
-// Threading: start()/stop()/wait() from one controlling thread; stats() from any.
+// Threading: start()/stop()/wait() from one controlling thread; frames() from any.
 #pragma once
 
 #include <chrono>
@@ -61,16 +61,17 @@ struct EdgeOptions {
   std::size_t capacity = 4;  ///< frames the edge queue holds
 };
 
-/// One conversion an edge performs on every frame.
+/// One conversion an edge performs on every frame: the built-in stage that
+/// does it (the one the user would insert by hand: convert, cast, layout,
+/// pack, transfer), which the graph runs on the edge as an implicit
+/// conversion ruled by the edge's policy.
 struct PlannedConversion {
   ConversionKind kind = ConversionKind::Pack;
   ConversionReason reason = ConversionReason::StrideMismatch;
   std::int64_t bytes_per_frame = 0;  ///< bytes it writes per frame
   std::string what;                  ///< "NV12 -> RGB", "u8 -> f32", "pack"
   std::string fix;                   ///< the stage or call that makes it unnecessary
-  PixelFormat to_format = PixelFormat::None;
-  DType to_dtype = DType::U8;
-  Layout to_layout = Layout::None;
+  std::shared_ptr<Stage> stage;      ///< the stage that performs it
 };
 
 enum class NodeKind : std::uint8_t { Source, Stage, Sink };

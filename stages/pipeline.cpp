@@ -278,7 +278,7 @@ Result<std::optional<ConversionPolicy>> policy_named(Props& p) {
 }
 
 constexpr const char* kStageNames =
-    "convert, resize, crop, normalize, cast, layout, preprocess, inspect";
+    "convert, resize, crop, normalize, cast, layout, pack, transfer, preprocess, inspect";
 
 }  // namespace
 
@@ -453,6 +453,12 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
       NEAT_ASSIGN_OR_RETURN(pp.interpolation, interp_named(p));
       NEAT_ASSIGN_OR_RETURN(pp.colorimetry, colorimetry_named(p));
       stage = preprocess_stage(pp);
+    } else if (n == "pack") {
+      stage = pack_stage();
+    } else if (n == "transfer") {
+      NEAT_ASSIGN_OR_RETURN(int d, p.choice<int>("device", 0, {{"cpu", 0}}));
+      (void)d;  // only the CPU is a target today
+      stage = transfer_stage(kCpu);
     } else if (n == "inspect") {
       stage = inspect_stage();
     } else if (n == "gst" || n == "appsink") {

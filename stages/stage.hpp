@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,27 @@ struct StageContext {
   /// The stage's own pooled allocator: outputs allocated here are recycled
   /// once downstream releases them (steady state allocates nothing).
   StorageAllocator* allocator = nullptr;
+  /// Set when the graph runs the stage on an edge on the user's behalf (one
+  /// of the implicit conversions its plan lists): the stage's conversions are
+  /// then implicit, ruled by `policy`, attributed to `requested_by`, with
+  /// `fix` in a refusal.
+  bool implicit = false;
+  std::optional<ConversionPolicy> policy;
+  std::string_view requested_by;
+  std::string_view fix;
+
+  /// What a stage passes to the kernels it calls: this context's allocator,
+  /// policy and implicit/explicit standing, and `threads` row workers.
+  ConversionOptions conversion_options(int threads = 1) const {
+    ConversionOptions o;
+    o.policy = policy;
+    o.allocator = allocator;
+    o.implicit = implicit;
+    o.requested_by = requested_by;
+    o.fix = fix;
+    o.threads = threads;
+    return o;
+  }
 };
 
 class Stage {

@@ -116,7 +116,7 @@ Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExpor
   }
   NeatTensor tensor = input;
   if (!divisible) {
-    CopyOptions copy;
+    ConversionOptions copy;
     copy.policy = options.policy;
     copy.implicit = true;
     copy.requested_by = "to_dlpack";

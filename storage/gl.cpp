@@ -344,7 +344,7 @@ GlStats gl_stats() noexcept {
 namespace {
 
 Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlContext>& ctx,
-                          const CopyOptions& options, std::source_location where) {
+                          const ConversionOptions& options, std::source_location where) {
   const std::string what = "to_device(" + to_string(ctx->device()) + ") of " + tensor.to_string();
   std::array<PlaneUpload, kMaxPlanes> planes{};
   int n = 0;
@@ -487,7 +487,7 @@ Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlCont
 
 }  // namespace
 
-Result<NeatTensor> to_device(const NeatTensor& tensor, Device device, CopyOptions options,
+Result<NeatTensor> to_device(const NeatTensor& tensor, Device device, ConversionOptions options,
                              std::source_location where) {
   if (!tensor.defined()) return failed_precondition("to_device: the tensor is undefined");
   if (tensor.device() == device) return tensor;

@@ -82,7 +82,8 @@ unsigned gl_texture(const NeatTensor& tensor, int storage = 0) noexcept;
 /// explicit transfers unless options.implicit. Uploads need pixels packed
 /// within rows (padded rows are fine); otherwise FailedPrecondition naming
 /// contiguous().
-Result<NeatTensor> to_device(const NeatTensor& tensor, Device device, CopyOptions options = {},
+Result<NeatTensor> to_device(const NeatTensor& tensor, Device device,
+                             ConversionOptions options = {},
                              std::source_location where = std::source_location::current());
 
 /// A DMA-BUF frame as GL textures without a copy (EGLImage per plane).

@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     neat::ScopedPolicy strict(neat::ConversionPolicy::Strict);
     neat::ScopedContext ctx(
         {.graph = "demo", .stage = "detector", .edge = "camera->detector", .frame = 0});
-    auto refused = neat::accept_contiguous(*transposed, {.consumer = "stage 'detector' input"});
+    auto refused = neat::accept_contiguous(*transposed, {.requested_by = "stage 'detector' input"});
     std::printf("   Strict: %s\n",
                 refused ? "accepted (unexpected)" : refused.error().message().c_str());
   }
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     neat::ScopedPolicy trace(neat::ConversionPolicy::AllowWithTrace);
     neat::ScopedContext ctx(
         {.graph = "demo", .stage = "detector", .edge = "camera->detector", .frame = 1});
-    auto allowed = neat::accept_contiguous(*transposed, {.consumer = "stage 'detector' input"});
+    auto allowed = neat::accept_contiguous(*transposed, {.requested_by = "stage 'detector' input"});
     if (!allowed) return fail(allowed.error());
     std::printf("   AllowWithTrace: performed and traced (%s)\n", allowed->to_string().c_str());
   }
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
         auto rgb = neat::convert_color(*camera, neat::PixelFormat::RGB);
         if (!rgb) return fail(rgb.error());
         auto mirrored = rgb->transpose(0, 1);
-        auto packed = neat::accept_contiguous(*mirrored, {.consumer = "stage 'overlay' input"});
+        auto packed = neat::accept_contiguous(*mirrored, {.requested_by = "stage 'overlay' input"});
         if (!packed) return fail(packed.error());
       }
     }

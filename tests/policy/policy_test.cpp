@@ -55,7 +55,7 @@ TEST_F(PolicyTest, ImplicitPackRefusedUnderStrictNamesKindPlaceBytesAndFix) {
   auto strided = t->transpose(0, 1);
   ScopedContext ctx({.graph = "cam", .stage = "detector", .edge = "resize->detector", .frame = 3});
   auto r = accept_contiguous(
-      *strided, {.consumer = "stage 'detector' input", .policy = ConversionPolicy::Strict});
+      *strided, {.policy = ConversionPolicy::Strict, .requested_by = "stage 'detector' input"});
   ASSERT_FALSE(r.ok());
   const std::string& m = r.error().message();
   EXPECT_EQ(r.error().code(), ErrorCode::FailedPrecondition);
@@ -73,7 +73,7 @@ TEST_F(PolicyTest, ImplicitPackRefusedUnderStrictNamesKindPlaceBytesAndFix) {
 TEST_F(PolicyTest, ImplicitPackUnderTraceRunsAndRecordsAnEvent) {
   auto t = NeatTensor::allocate(DType::U8, {4, 8});
   ScopedPolicy trace(ConversionPolicy::AllowWithTrace);
-  auto r = accept_contiguous(*t->transpose(0, 1), {.consumer = "sink 'out'"});
+  auto r = accept_contiguous(*t->transpose(0, 1), {.requested_by = "sink 'out'"});
   NEAT_ASSERT_OK(r);
   EXPECT_TRUE(r->is_contiguous());
   auto ev = events();

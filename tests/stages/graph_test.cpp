@@ -504,5 +504,68 @@ TEST_F(GraphTest, StartTwiceAndWaitBeforeStartAreErrors) {
   NEAT_EXPECT_ERROR(g->start(), ErrorCode::FailedPrecondition, "already started");
 }
 
+// One conversion path: an edge's implicit conversions are the built-in stages
+// a user would insert by hand, run implicitly under the edge's policy.
+class GraphEdgeStages : public testing::TelemetryTest {};
+
+TEST_F(GraphEdgeStages, ImplicitConversionsAreTheBuiltInStagesRunUnderTheEdgePolicy) {
+  GraphBuilder b("edge_stages");
+  b.set_policy(ConversionPolicy::AllowWithTrace);
+  b.add_source("cam", synthetic_source(FrameSpec::image(PixelFormat::NV12, 32, 16), 3));
+  b.add_stage("chw",
+              make_stage("chw",
+                         {.dtypes = {DType::F32},
+                          .formats = {PixelFormat::RGB, PixelFormat::None},
+                          .layouts = {Layout::CHW}},
+                         [](NeatTensor t, StageContext&) -> Result<NeatTensor> { return t; }));
+  auto out = AppSink::create();
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "chw"));
+  NEAT_ASSERT_OK(b.connect("chw", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  const auto& conv = g->plan().edges[0].conversions;
+  ASSERT_EQ(conv.size(), 3u);
+  EXPECT_EQ(conv[0].stage->kind(), "convert");
+  EXPECT_EQ(conv[1].stage->kind(), "cast");
+  EXPECT_EQ(conv[2].stage->kind(), "layout");
+  EXPECT_EQ(conv[0].fix, "insert `convert format=RGB` before 'chw'");
+  EXPECT_EQ(conv[2].fix, "insert `layout to=CHW` before 'chw'");
+  EXPECT_EQ(g->plan().edges[0].consumed.shape, (Dims{3, 16, 32}));
+  NEAT_ASSERT_OK(g->run());
+  const auto ev = events();
+  ASSERT_EQ(ev.size(), 9u);  // 3 frames x 3 conversions
+  for (const auto& e : ev) {
+    EXPECT_FALSE(e.event.explicit_call);
+    EXPECT_EQ(e.event.policy, ConversionPolicy::AllowWithTrace);
+    EXPECT_EQ(e.operation, "edge 'cam->chw'");
+    EXPECT_EQ(e.edge, "cam->chw");
+    EXPECT_GE(e.event.frame, 0);
+  }
+}
+
+TEST(GraphEdgeStagesStandalone, PackAndTransferStagesPassThroughWhatIsAlreadyRight) {
+  auto pack = pack_stage();
+  auto t = NeatTensor::allocate(DType::U8, {4, 6});
+  StageContext ctx;
+  auto same = pack->process(*t, ctx);
+  NEAT_ASSERT_OK(same);
+  EXPECT_EQ(same->identity().id(), t->identity().id());
+  auto strided = t->transpose(0, 1);
+  auto packed = pack->process(*strided, ctx);
+  NEAT_ASSERT_OK(packed);
+  EXPECT_TRUE(packed->is_contiguous());
+  EXPECT_NE(packed->identity().id(), t->identity().id());
+  auto spec = pack->output_spec(FrameSpec::of(*strided));
+  NEAT_ASSERT_OK(spec);
+  EXPECT_TRUE(spec->contiguous);
+  auto transfer = transfer_stage(kCpu);
+  auto moved = transfer->process(*t, ctx);
+  NEAT_ASSERT_OK(moved);
+  EXPECT_EQ(moved->identity().id(), t->identity().id());
+  NEAT_EXPECT_ERROR(transfer_stage(Device{DeviceType::Gl, 0})->output_spec(FrameSpec::of(*t)),
+                    ErrorCode::Unimplemented, "only to the CPU");
+}
+
 }  // namespace
 }  // namespace neat

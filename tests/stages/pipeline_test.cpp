@@ -50,7 +50,8 @@ TEST(PipelineDeclare, EveryElementAndItsPropertiesBuild) {
       "synthetic format=NV12 size=64x48 frames=3 ! inspect ! crop x=2 y=2 size=32x32 ! "
       "convert format=RGB ! resize size=16x16 interp=nearest ! layout to=chw policy=trace ! "
       "layout to=hwc name=back ! cast dtype=f32 ! normalize mean=0.5,0.5,0.5 std=0.25,0.25,0.25 "
-      "scale=1 dtype=f16 layout=hwc ! appsink capacity=2 overflow=drop-oldest");
+      "scale=1 dtype=f16 layout=hwc ! pack ! transfer device=cpu ! appsink capacity=2 "
+      "overflow=drop-oldest");
   NEAT_ASSERT_OK(p);
   ASSERT_NE(p->appsink, nullptr);
   EXPECT_EQ(p->appsink->options().capacity, 2u);
@@ -96,6 +97,11 @@ TEST(PipelineDeclare, BadPropertiesAndPlacementsAreTypedErrors) {
       {"default ! inspect name=a ! inspect name=a ! appsink", "two elements are named 'a'"},
       {"default ! appsink capacity=0", "capacity must be positive"},
       {"default ! appsink overflow=spill", "overflow=spill is not one of"},
+      {"default ! transfer device=gl ! appsink", "device=gl is not one of: cpu"},
+      {"default ! pack size=2x2 ! appsink", "'pack' has no property 'size'"},
+      {"default ! convert format=RGB colorimetry=bt.709 ! appsink",
+       "colorimetry=bt.709 is not one of: bt601, bt709, bt2020"},
+      {"default ! preprocess colorimetry=rec709 ! appsink", "colorimetry=rec709 is not one of"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
