@@ -8,8 +8,8 @@
 // ones between are stages. An element is either gst:"<description>" (a
 // GStreamer source ending in an appsink, or, last, a downstream pipeline fed
 // through an appsrc) or a name followed by key=value properties. Values with
-// spaces are quoted ("..." with \" and \\ escapes). See docs/graphs.md for
-// every element and property.
+// spaces are quoted ("..." with \" and \\ escapes). The elements and their
+// properties come from one registry (elements.hpp; `neat elements` prints it).
 //
 // Errors are InvalidArgument and point at the offending token:
 //
@@ -30,27 +30,13 @@
 
 #include "neat/contract/conversion.hpp"
 #include "neat/stages/appsink.hpp"
+#include "neat/stages/elements.hpp"
 #include "neat/stages/graph.hpp"
 
 namespace neat {
 
-struct PipelineElement {
-  std::string name;  ///< "preprocess", or "gst" for gst:"..."
-  std::string gst;   ///< the GStreamer description of gst:"..."
-  std::vector<std::pair<std::string, std::string>> properties;
-  std::size_t offset = 0;  ///< where the element's name starts in the text
-  std::size_t length = 0;
-};
-
 /// Splits and tokenizes; checks quoting and key=value shape only.
 Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text);
-
-struct PipelineOptions {
-  std::string graph_name = "pipeline";
-  std::optional<ConversionPolicy> policy;  ///< the graph's policy
-  /// Frames of the `default` source (videotestsrc num-buffers).
-  std::int64_t default_frames = 300;
-};
 
 struct BuiltPipeline {
   GraphBuilder builder;

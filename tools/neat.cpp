@@ -110,8 +110,28 @@ int main(int argc, char** argv) {
   timeline->add_option("trace", timeline_trace, "JSON Lines or Chrome trace file")->required();
   timeline->add_option("--out", png, "the PNG to write")->required();
   timeline->add_option("--width", width, "image width in pixels")->check(CLI::Range(400, 8000));
+  CLI::App* elements = app.add_subcommand(
+      "elements", "List the pipeline elements, or one element's properties and defaults");
+  std::string element_name;
+  elements->add_option("name", element_name, "an element, e.g. preprocess");
   CLI11_PARSE(app, argc, argv);
   if (run->parsed()) return neat::tools::run_pipeline(ro);
+  if (elements->parsed()) {
+    if (element_name.empty()) {
+      std::fputs(neat::describe_elements().c_str(), stdout);
+      return 0;
+    }
+    const neat::ElementSpec* e = neat::find_pipeline_element(element_name);
+    if (e == nullptr) {
+      std::fprintf(stderr, "neat elements: no element '%s' (elements: %s; %s; %s)\n",
+                   element_name.c_str(), neat::element_names(neat::ElementRole::Source).c_str(),
+                   neat::element_names(neat::ElementRole::Stage).c_str(),
+                   neat::element_names(neat::ElementRole::Sink).c_str());
+      return kMalformed;
+    }
+    std::fputs(neat::describe_element(*e).c_str(), stdout);
+    return 0;
+  }
   if (explain->parsed()) return neat::tools::explain_pipeline(explain_pipeline, explain_policy);
   if (audit->parsed()) return run_audit(path, format, top, fail_on);
   if (timeline->parsed()) {

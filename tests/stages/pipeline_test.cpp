@@ -1,6 +1,7 @@
 // The pipeline text syntax: tokens, quoting, every element's properties, and
 // errors that point at the offending token.
 #include "neat/stages/pipeline.hpp"
+#include "neat/stages/elements.hpp"
 
 #include <gtest/gtest.h>
 
@@ -143,6 +144,76 @@ TEST(BoundedQueue, BlocksWhenFullClosesAndAborts) {
   EXPECT_EQ(left.size(), 1u);
   EXPECT_EQ(r.pop(out, std::chrono::milliseconds(0)), BoundedQueue<int>::PopResult::Aborted);
   EXPECT_EQ(r.pushed(), 1u);
+}
+
+// The registry is the one source of the syntax: every property it declares is
+// one the element's factory reads (declaring one and forgetting it would make
+// the element refuse it), and every element is reachable by name.
+TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
+  auto value = [](const PropertySpec& p) -> std::string {
+    switch (p.type) {
+      case PropertyType::Integer:
+        return "2";
+      case PropertyType::Number:
+        return "0.5";
+      case PropertyType::Numbers3:
+        return "0.5,0.5,0.5";
+      case PropertyType::Size:
+        return "16x16";
+      case PropertyType::Choice:
+        return p.choices.front();
+      case PropertyType::Text:
+        return "x";
+      case PropertyType::Format:
+        return "RGB";
+      case PropertyType::DType:
+        return "f32";
+      case PropertyType::Colorimetry:
+        return "bt709-full";
+    }
+    return "";
+  };
+  int checked = 0;
+  for (const ElementSpec& e : pipeline_elements()) {
+    if (e.name == "gst" || e.name == "file") continue;  // need a description / a real file
+    SCOPED_TRACE(e.name);
+    EXPECT_EQ(find_pipeline_element(e.name), &e);
+    EXPECT_FALSE(e.summary.empty());
+    std::string props;
+    for (const PropertySpec& p : e.properties) {
+      EXPECT_FALSE(p.help.empty()) << p.name;
+      if (p.name == "name") continue;
+      props += " " + p.name + "=" + value(p);
+    }
+    std::string text;
+    if (e.has_role(ElementRole::Source)) {
+      text = e.name + props + " ! appsink";
+    } else if (e.has_role(ElementRole::Stage)) {
+      text = "synthetic ! " + e.name + props + " ! appsink";
+    } else {
+      text = "synthetic ! " + e.name + props;
+    }
+    auto p = declare_pipeline(text);
+    EXPECT_TRUE(p.ok()) << text << ": " << p.error().message();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 13);  // every element but gst and file
+  EXPECT_EQ(find_pipeline_element("resise"), nullptr);
+  EXPECT_EQ(element_names(ElementRole::Sink), "gst:\"...\", appsink");
+  EXPECT_NE(describe_elements().find("preprocess  the fused"), std::string::npos);
+  const std::string resize = describe_element(*find_pipeline_element("resize"));
+  EXPECT_NE(resize.find("size=WIDTHxHEIGHT"), std::string::npos) << resize;
+  EXPECT_NE(resize.find("required"), std::string::npos) << resize;
+  EXPECT_NE(resize.find("interp=bilinear|nearest         default bilinear"), std::string::npos)
+      << resize;
+}
+
+TEST(PipelineElements, AnUnknownPropertyErrorListsWhatTheElementTakes) {
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! resize size=4x4 colour=red ! appsink"),
+                    ErrorCode::InvalidArgument,
+                    "'resize' has no property 'colour' (properties: size, interp, name, policy)");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! appsink policy=strict"), ErrorCode::InvalidArgument,
+                    "'appsink' has no property 'policy'");
 }
 
 }  // namespace

@@ -151,7 +151,8 @@ TEST(NeatCliRun, EveryConversionIsInAllFourViewsWithTheSameTotals) {
   // An implicit NV12 -> RGB on the edge, an explicit layout change in the stage.
   const CliRun r = run(
       "run 'synthetic format=NV12 size=64x48 frames=7 ! layout to=chw ! appsink' --policy trace "
-      "--quiet --trace " + jsonl + " --chrome " + chrome + " --metrics " + prom_path);
+      "--quiet --trace " +
+      jsonl + " --chrome " + chrome + " --metrics " + prom_path);
   ASSERT_EQ(r.status, 0) << r.out;
   const double table_count = number_after(r.out, "total: ");
   const double table_bytes = number_after(r.out, " conversions, ");
@@ -189,6 +190,25 @@ TEST(NeatCliRun, TheSilentPolicyReportStillListsEveryConversion) {
   // Call sites are relative to the source tree, never the build machine's paths.
   EXPECT_NE(r.out.find("stages/builtin.cpp:"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("/stages/builtin.cpp"), std::string::npos) << r.out;
+}
+
+TEST(NeatCliElements, ListsEveryElementAndOneElementsProperties) {
+  const CliRun all = run("elements");
+  EXPECT_EQ(all.status, 0) << all.out;
+  for (const char* name :
+       {"default", "file", "synthetic", "gst", "convert", "resize", "crop", "normalize", "cast",
+        "layout", "pack", "transfer", "preprocess", "inspect", "appsink"}) {
+    EXPECT_NE(all.out.find(std::string("\n  ") + name + " "), std::string::npos) << name;
+  }
+  const CliRun one = run("elements preprocess");
+  EXPECT_EQ(one.status, 0) << one.out;
+  EXPECT_NE(one.out.find("preprocess (stage)"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("colorimetry=bt601|bt709|bt2020[-full]"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("size=WIDTHxHEIGHT               default 640x640"), std::string::npos)
+      << one.out;
+  const CliRun bad = run("elements resise");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("no element 'resise'"), std::string::npos) << bad.out;
 }
 
 TEST(NeatCliRun, TheDefaultPipelineRunsWithAFrameLimit) {

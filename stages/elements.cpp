@@ -1,0 +1,555 @@
+#include "neat/stages/elements.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "neat/stages/builtin.hpp"
+#include "neat/stages/gst_io.hpp"
+
+namespace neat {
+
+Error pipeline_error(std::string_view text, std::size_t offset, std::size_t length,
+                     const std::string& what) {
+  std::string m = "pipeline: " + what + " (column " + std::to_string(offset + 1) + ")\n  ";
+  m += text;
+  m += "\n  ";
+  m.append(offset, ' ');
+  m.append(std::max<std::size_t>(length, 1), '^');
+  return invalid_argument(std::move(m));
+}
+
+std::string_view to_string(ElementRole r) noexcept {
+  switch (r) {
+    case ElementRole::Source:
+      return "source";
+    case ElementRole::Stage:
+      return "stage";
+    case ElementRole::Sink:
+      return "sink";
+  }
+  return "?";
+}
+
+std::string_view to_string(PropertyType t) noexcept {
+  switch (t) {
+    case PropertyType::Integer:
+      return "integer";
+    case PropertyType::Number:
+      return "number";
+    case PropertyType::Numbers3:
+      return "a,b,c";
+    case PropertyType::Size:
+      return "WIDTHxHEIGHT";
+    case PropertyType::Choice:
+      return "choice";
+    case PropertyType::Text:
+      return "text";
+    case PropertyType::Format:
+      return "pixel format";
+    case PropertyType::DType:
+      return "dtype";
+    case PropertyType::Colorimetry:
+      return "bt601|bt709|bt2020[-full]";
+  }
+  return "?";
+}
+
+// ---- ElementArgs ----------------------------------------------------------------
+
+ElementArgs::ElementArgs(std::string_view text, const PipelineElement& element,
+                         const PipelineOptions& options)
+    : text_(text), el_(element), options_(options), used_(element.properties.size(), false) {}
+
+Error ElementArgs::fail(const std::string& what) const {
+  return pipeline_error(text_, el_.offset, el_.length, what);
+}
+
+std::optional<std::string> ElementArgs::take(const std::string& key) {
+  for (std::size_t i = 0; i < el_.properties.size(); ++i) {
+    if (el_.properties[i].first == key && !used_[i]) {
+      used_[i] = true;
+      return el_.properties[i].second;
+    }
+  }
+  return std::nullopt;
+}
+
+bool ElementArgs::has(const std::string& key) const {
+  return std::any_of(el_.properties.begin(), el_.properties.end(),
+                     [&](const auto& kv) { return kv.first == key; });
+}
+
+Status ElementArgs::done() const {
+  for (std::size_t i = 0; i < el_.properties.size(); ++i) {
+    if (!used_[i]) {
+      return fail("'" + el_.name + "' has no property '" + el_.properties[i].first + "'");
+    }
+  }
+  return {};
+}
+
+Result<std::int64_t> ElementArgs::integer(const std::string& key, std::int64_t fallback) {
+  auto v = take(key);
+  if (!v) return fallback;
+  std::int64_t out = 0;
+  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || p != v->data() + v->size()) {
+    return fail(key + "=" + *v + " is not an integer");
+  }
+  return out;
+}
+
+Result<float> ElementArgs::number(const std::string& key, float fallback) {
+  auto v = take(key);
+  if (!v) return fallback;
+  return parse_float(key, *v);
+}
+
+Result<float> ElementArgs::parse_float(const std::string& key, const std::string& v) const {
+  float out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size())
+    return fail(key + "=" + v + " is not a number");
+  return out;
+}
+
+Result<std::array<float, 3>> ElementArgs::numbers3(const std::string& key,
+                                                   std::array<float, 3> fallback) {
+  auto v = take(key);
+  if (!v) return fallback;
+  std::array<float, 3> out{};
+  std::size_t n = 0, start = 0;
+  for (std::size_t i = 0; i <= v->size(); ++i) {
+    if (i == v->size() || (*v)[i] == ',') {
+      if (n == 3) return fail(key + " takes 3 comma-separated numbers");
+      NEAT_ASSIGN_OR_RETURN(out[n], parse_float(key, v->substr(start, i - start)));
+      ++n;
+      start = i + 1;
+    }
+  }
+  if (n != 3) return fail(key + " takes 3 comma-separated numbers");
+  return out;
+}
+
+Result<std::pair<std::int64_t, std::int64_t>> ElementArgs::size(const std::string& key,
+                                                                bool required) {
+  auto v = take(key);
+  if (!v) {
+    if (required) return fail("'" + el_.name + "' needs " + key + "=WIDTHxHEIGHT");
+    return std::pair<std::int64_t, std::int64_t>{0, 0};
+  }
+  const auto x = v->find('x');
+  std::int64_t w = 0, h = 0;
+  if (x != std::string::npos) {
+    auto r1 = std::from_chars(v->data(), v->data() + x, w);
+    auto r2 = std::from_chars(v->data() + x + 1, v->data() + v->size(), h);
+    if (r1.ec == std::errc() && r1.ptr == v->data() + x && r2.ec == std::errc() &&
+        r2.ptr == v->data() + v->size() && w > 0 && h > 0) {
+      return std::pair{w, h};
+    }
+  }
+  return fail(key + "=" + *v + " is not WIDTHxHEIGHT (e.g. 640x640)");
+}
+
+Result<PixelFormat> ElementArgs::format(const std::string& key, PixelFormat fallback) {
+  return choice<PixelFormat>(key, fallback,
+                             {{"GRAY8", PixelFormat::GRAY8},
+                              {"RGB", PixelFormat::RGB},
+                              {"BGR", PixelFormat::BGR},
+                              {"RGBA", PixelFormat::RGBA},
+                              {"BGRA", PixelFormat::BGRA},
+                              {"NV12", PixelFormat::NV12},
+                              {"NV21", PixelFormat::NV21},
+                              {"I420", PixelFormat::I420},
+                              {"YV12", PixelFormat::YV12}});
+}
+
+Result<DType> ElementArgs::dtype(const std::string& key, DType fallback) {
+  return choice<DType>(key, fallback,
+                       {{"u8", DType::U8},
+                        {"i8", DType::I8},
+                        {"u16", DType::U16},
+                        {"i16", DType::I16},
+                        {"u32", DType::U32},
+                        {"i32", DType::I32},
+                        {"i64", DType::I64},
+                        {"f16", DType::F16},
+                        {"bf16", DType::BF16},
+                        {"f32", DType::F32},
+                        {"f64", DType::F64}});
+}
+
+Result<Colorimetry> ElementArgs::colorimetry() {
+  auto v = take("colorimetry");
+  if (!v) return Colorimetry{};
+  if (auto c = parse_colorimetry(*v)) return *c;
+  return fail("colorimetry=" + *v +
+              " is not one of: bt601, bt709, bt2020 (limited range), each with -full or "
+              "-limited (e.g. bt709-full)");
+}
+
+Result<Interpolation> ElementArgs::interpolation() {
+  return choice<Interpolation>(
+      "interp", Interpolation::Bilinear,
+      {{"bilinear", Interpolation::Bilinear}, {"nearest", Interpolation::Nearest}});
+}
+
+Result<std::optional<ConversionPolicy>> ElementArgs::policy() {
+  auto v = choice<int>("policy", -1, {{"strict", 0}, {"trace", 1}, {"silent", 2}});
+  if (!v.ok()) return v.error();
+  if (*v < 0) return std::optional<ConversionPolicy>();
+  static constexpr ConversionPolicy kPolicies[] = {
+      ConversionPolicy::Strict, ConversionPolicy::AllowWithTrace, ConversionPolicy::AllowSilent};
+  return std::optional<ConversionPolicy>(kPolicies[*v]);
+}
+
+// ---- the registry ---------------------------------------------------------------
+
+namespace {
+
+using R = ElementRole;
+using T = PropertyType;
+
+PropertySpec prop(std::string name, PropertyType type, std::string default_value, std::string help,
+                  std::vector<std::string> choices = {}) {
+  PropertySpec p;
+  p.name = std::move(name);
+  p.type = type;
+  p.default_value = std::move(default_value);
+  p.help = std::move(help);
+  p.choices = std::move(choices);
+  return p;
+}
+
+PropertySpec required(std::string name, PropertyType type, std::string placeholder,
+                      std::string help, std::vector<std::string> choices = {}) {
+  PropertySpec p = prop(std::move(name), type, "", std::move(help), std::move(choices));
+  p.required = true;
+  p.placeholder = std::move(placeholder);
+  return p;
+}
+
+const PropertySpec kColorimetry =
+    prop("colorimetry", T::Colorimetry, "",
+         "the colour standard to decode YUV with (default: the frame's own, else GStreamer's "
+         "default for its size)");
+const PropertySpec kInterp =
+    prop("interp", T::Choice, "bilinear", "interpolation", {"bilinear", "nearest"});
+
+BuiltElement source(std::unique_ptr<Source> s) {
+  BuiltElement b;
+  b.source = std::move(s);
+  return b;
+}
+BuiltElement stage(std::unique_ptr<Stage> s) {
+  BuiltElement b;
+  b.stage = std::move(s);
+  return b;
+}
+
+std::vector<ElementSpec> make_registry() {
+  std::vector<ElementSpec> r;
+  // ---- sources
+  r.push_back({"default",
+               {R::Source},
+               "the built-in input: videotestsrc, 1920x1080 NV12",
+               {prop("frames", T::Integer, "300", "frames to produce (videotestsrc num-buffers)")},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(std::int64_t frames,
+                                       a.integer("frames", a.options().default_frames));
+                 if (frames <= 0) return a.fail("frames must be positive");
+                 return source(gst_source(default_gst_source_description(frames)));
+               }});
+  r.push_back(
+      {"file",
+       {R::Source},
+       "a video file through filesrc ! decodebin; frames in the decoder's own format",
+       {required("location", T::Text, "PATH", "the file to read"),
+        prop("format", T::Format, "",
+             "another pixel format: NeatTensor inserts a videoconvert, an implicit conversion "
+             "(refused under Strict unless the decoder already gives it)")},
+       [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+         auto location = a.take("location");
+         NEAT_ASSIGN_OR_RETURN(PixelFormat f, a.format("format", PixelFormat::None));
+         std::string escaped;
+         for (char c : *location) {
+           if (c == '"' || c == '\\') escaped += '\\';
+           escaped += c;
+         }
+         std::string description = "filesrc location=\"" + escaped + "\" ! decodebin";
+         GstSourceOptions so;
+         if (f != PixelFormat::None) {
+           description += " ! videoconvert name=file_convert ! video/x-raw,format=" +
+                          std::string(to_string(f));
+           so.implicit_elements = {"file_convert"};
+           so.implicit_fix =
+               "drop format= to take the decoder's own format and convert in the graph "
+               "(e.g. `convert format=RGB`, traced), or write the conversion yourself in a "
+               "gst:\"...\" description";
+         }
+         return source(gst_source(std::move(description), std::move(so)));
+       }});
+  r.push_back({"synthetic",
+               {R::Source},
+               "generated frames from a pool (tests, benchmarks)",
+               {prop("format", T::Format, "NV12", "pixel format"),
+                prop("size", T::Size, "1920x1080", "frame size"),
+                prop("frames", T::Integer, "300", "frames to produce")},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(PixelFormat f, a.format("format", PixelFormat::NV12));
+                 NEAT_ASSIGN_OR_RETURN(auto size, a.size("size", false));
+                 if (size.first == 0) size = {1920, 1080};
+                 NEAT_ASSIGN_OR_RETURN(std::int64_t frames,
+                                       a.integer("frames", a.options().default_frames));
+                 if (frames <= 0) return a.fail("frames must be positive");
+                 return source(
+                     synthetic_source(FrameSpec::image(f, size.first, size.second), frames));
+               }});
+  r.push_back({"gst",
+               {R::Source, R::Sink},
+               "gst:\"DESCRIPTION\": a GStreamer pipeline (first: ends in an appsink; last: fed "
+               "by an appsrc)",
+               {},
+               [](ElementArgs& a, ElementRole role) -> Result<BuiltElement> {
+                 if (role == ElementRole::Source) return source(gst_source(a.element().gst));
+                 BuiltElement b;
+                 b.sink = gst_appsrc_sink(a.element().gst);
+                 return b;
+               }});
+  // ---- stages
+  r.push_back(
+      {"convert",
+       {R::Stage},
+       "pixel-format conversion (convert_color)",
+       {required("format", T::Format, "FORMAT (e.g. RGB)", "the target format"), kColorimetry},
+       [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+         NEAT_ASSIGN_OR_RETURN(PixelFormat f, a.format("format", PixelFormat::RGB));
+         NEAT_ASSIGN_OR_RETURN(Colorimetry c, a.colorimetry());
+         return stage(convert_stage(f, c));
+       }});
+  r.push_back({"resize",
+               {R::Stage},
+               "resize images (interleaved, CHW or planar)",
+               {required("size", T::Size, "WIDTHxHEIGHT", "output size"), kInterp},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(auto size, a.size("size", true));
+                 NEAT_ASSIGN_OR_RETURN(Interpolation interp, a.interpolation());
+                 return stage(resize_stage(size.first, size.second, interp));
+               }});
+  r.push_back({"crop",
+               {R::Stage},
+               "a crop view (no copy); planar frames start on even coordinates",
+               {prop("x", T::Integer, "0", "left column"), prop("y", T::Integer, "0", "top row"),
+                required("size", T::Size, "WIDTHxHEIGHT", "crop size")},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(std::int64_t x, a.integer("x", 0));
+                 NEAT_ASSIGN_OR_RETURN(std::int64_t y, a.integer("y", 0));
+                 NEAT_ASSIGN_OR_RETURN(auto size, a.size("size", true));
+                 return stage(crop_stage(x, y, size.first, size.second));
+               }});
+  r.push_back(
+      {"normalize",
+       {R::Stage},
+       "(x * scale - mean) / std per channel into f32/f16/bf16, in place when it can",
+       {prop("mean", T::Numbers3, "0,0,0", "per channel, after scale"),
+        prop("std", T::Numbers3, "1,1,1", "per channel"),
+        prop("scale", T::Number, "1/255", "applied first"),
+        prop("dtype", T::Choice, "f32", "output dtype", {"f32", "f16", "bf16"}),
+        prop("layout", T::Choice, "chw", "output layout", {"chw", "hwc"})},
+       [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+         NormalizeParams np;
+         NEAT_ASSIGN_OR_RETURN(np.scale, a.number("scale", 1.0f / 255.0f));
+         NEAT_ASSIGN_OR_RETURN(auto mean, a.numbers3("mean", {0.f, 0.f, 0.f}));
+         NEAT_ASSIGN_OR_RETURN(auto stdv, a.numbers3("std", {1.f, 1.f, 1.f}));
+         for (std::size_t c = 0; c < 3; ++c) {
+           np.mean[c] = mean[c];
+           np.std[c] = stdv[c];
+         }
+         NEAT_ASSIGN_OR_RETURN(
+             np.out_dtype,
+             a.choice<DType>("dtype", DType::F32,
+                             {{"f32", DType::F32}, {"f16", DType::F16}, {"bf16", DType::BF16}}));
+         NEAT_ASSIGN_OR_RETURN(
+             np.out_layout,
+             a.choice<Layout>("layout", Layout::CHW, {{"chw", Layout::CHW}, {"hwc", Layout::HWC}}));
+         return stage(normalize_stage(np));
+       }});
+  r.push_back({"cast",
+               {R::Stage},
+               "element type conversion (convert_dtype)",
+               {required("dtype", T::DType, "DTYPE (e.g. f32)", "the target dtype")},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(DType d, a.dtype("dtype", DType::F32));
+                 return stage(cast_stage(d));
+               }});
+  r.push_back({"layout",
+               {R::Stage},
+               "HWC <-> CHW (to_chw / to_hwc)",
+               {required("to", T::Choice, "chw or to=hwc", "the target layout", {"chw", "hwc"})},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(
+                     Layout l, a.choice<Layout>("to", Layout::None,
+                                                {{"chw", Layout::CHW}, {"hwc", Layout::HWC}}));
+                 return stage(layout_stage(l));
+               }});
+  r.push_back(
+      {"pack",
+       {R::Stage},
+       "make strided frames contiguous (contiguous()); packed frames pass through",
+       {},
+       [](ElementArgs&, ElementRole) -> Result<BuiltElement> { return stage(pack_stage()); }});
+  r.push_back({"transfer",
+               {R::Stage},
+               "bring frames on another device to the CPU (to_cpu_if_needed())",
+               {prop("device", T::Choice, "cpu", "the target device", {"cpu"})},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(int d, a.choice<int>("device", 0, {{"cpu", 0}}));
+                 (void)d;  // only the CPU is a target today
+                 return stage(transfer_stage(kCpu));
+               }});
+  r.push_back(
+      {"preprocess",
+       {R::Stage},
+       "the fused NV12/NV21/I420/YV12 -> resized, normalized CHW model input",
+       {prop("size", T::Size, "640x640", "model input size"),
+        prop("mean", T::Numbers3, "0,0,0", "per channel, after scale"),
+        prop("std", T::Numbers3, "1,1,1", "per channel"),
+        prop("scale", T::Number, "1/255", "applied first"),
+        prop("dtype", T::Choice, "f32", "output dtype", {"f32", "f16", "bf16"}),
+        prop("order", T::Choice, "rgb", "channel order of the output planes", {"rgb", "bgr"}),
+        kInterp, kColorimetry},
+       [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+         PreprocessParams pp;
+         NEAT_ASSIGN_OR_RETURN(auto size, a.size("size", false));
+         if (size.first > 0) pp.width = size.first, pp.height = size.second;
+         NEAT_ASSIGN_OR_RETURN(pp.scale, a.number("scale", pp.scale));
+         NEAT_ASSIGN_OR_RETURN(pp.mean, a.numbers3("mean", pp.mean));
+         NEAT_ASSIGN_OR_RETURN(pp.std, a.numbers3("std", pp.std));
+         NEAT_ASSIGN_OR_RETURN(
+             pp.out_dtype,
+             a.choice<DType>("dtype", DType::F32,
+                             {{"f32", DType::F32}, {"f16", DType::F16}, {"bf16", DType::BF16}}));
+         NEAT_ASSIGN_OR_RETURN(
+             pp.channel_order,
+             a.choice<PixelFormat>("order", PixelFormat::RGB,
+                                   {{"rgb", PixelFormat::RGB}, {"bgr", PixelFormat::BGR}}));
+         NEAT_ASSIGN_OR_RETURN(pp.interpolation, a.interpolation());
+         NEAT_ASSIGN_OR_RETURN(pp.colorimetry, a.colorimetry());
+         return stage(preprocess_stage(pp));
+       }});
+  r.push_back(
+      {"inspect",
+       {R::Stage},
+       "hands every frame on unchanged",
+       {},
+       [](ElementArgs&, ElementRole) -> Result<BuiltElement> { return stage(inspect_stage()); }});
+  // ---- sinks
+  r.push_back({"appsink",
+               {R::Sink},
+               "hands frames to the application (neat run pulls them)",
+               {prop("capacity", T::Integer, "8", "frames it queues"),
+                prop("overflow", T::Choice, "block",
+                     "when full: hold the graph back or drop "
+                     "the oldest frame",
+                     {"block", "drop-oldest"})},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 NEAT_ASSIGN_OR_RETURN(std::int64_t cap, a.integer("capacity", 8));
+                 if (cap <= 0) return a.fail("capacity must be positive");
+                 NEAT_ASSIGN_OR_RETURN(Overflow overflow,
+                                       a.choice<Overflow>("overflow", Overflow::Block,
+                                                          {{"block", Overflow::Block},
+                                                           {"drop-oldest", Overflow::DropOldest}}));
+                 BuiltElement b;
+                 b.appsink = AppSink::create(
+                     {.capacity = static_cast<std::size_t>(cap), .overflow = overflow});
+                 b.sink = b.appsink;
+                 return b;
+               }});
+  // Properties every element takes.
+  for (ElementSpec& e : r) {
+    e.properties.push_back(prop("name", T::Text, "",
+                                "the node's name (default: the element's "
+                                "name, numbered when repeated)"));
+    if (e.has_role(R::Stage)) {
+      e.properties.push_back(prop("policy", T::Choice, "", "the policy of the input edge",
+                                  {"strict", "trace", "silent"}));
+    }
+  }
+  return r;
+}
+
+std::string property_line(const PropertySpec& p) {
+  std::string type(to_string(p.type));
+  if (p.type == T::Choice) {
+    type.clear();
+    for (const std::string& c : p.choices)
+      type += (type.empty() ? "" : "|") + c;
+  }
+  std::string line = "  " + p.name + "=" + type;
+  if (line.size() < 34) line.resize(34, ' ');
+  line += p.required ? "required" : (p.default_value.empty() ? "" : "default " + p.default_value);
+  if (line.size() < 54) line.resize(54, ' ');
+  return line + "  " + p.help + "\n";
+}
+
+}  // namespace
+
+const PropertySpec* ElementSpec::property(std::string_view key) const noexcept {
+  for (const PropertySpec& p : properties) {
+    if (p.name == key) return &p;
+  }
+  return nullptr;
+}
+
+bool ElementSpec::has_role(ElementRole r) const noexcept {
+  return std::find(roles.begin(), roles.end(), r) != roles.end();
+}
+
+const std::vector<ElementSpec>& pipeline_elements() {
+  static const std::vector<ElementSpec> registry = make_registry();
+  return registry;
+}
+
+const ElementSpec* find_pipeline_element(std::string_view name) noexcept {
+  for (const ElementSpec& e : pipeline_elements()) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::string element_names(ElementRole r) {
+  std::string out;
+  for (const ElementSpec& e : pipeline_elements()) {
+    if (!e.has_role(r)) continue;
+    out += (out.empty() ? "" : ", ") + (e.name == "gst" ? std::string("gst:\"...\"") : e.name);
+  }
+  return out;
+}
+
+std::string describe_elements() {
+  std::string out;
+  for (ElementRole r : {R::Source, R::Stage, R::Sink}) {
+    out += r == R::Source ? "Sources (first):\n" : r == R::Stage ? "Stages:\n" : "Sinks (last):\n";
+    for (const ElementSpec& e : pipeline_elements()) {
+      if (!e.has_role(r)) continue;
+      std::string line = "  " + e.name;
+      if (line.size() < 14) line.resize(14, ' ');
+      out += line + e.summary + "\n";
+    }
+  }
+  out += "Details: neat elements NAME\n";
+  return out;
+}
+
+std::string describe_element(const ElementSpec& e) {
+  std::string roles;
+  for (ElementRole r : e.roles)
+    roles += (roles.empty() ? "" : ", ") + std::string(to_string(r));
+  std::string out = e.name + " (" + roles + "): " + e.summary + "\n";
+  out += e.properties.empty() ? "" : "Properties:\n";
+  for (const PropertySpec& p : e.properties)
+    out += property_line(p);
+  return out;
+}
+
+}  // namespace neat
