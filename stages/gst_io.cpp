@@ -178,7 +178,12 @@ std::vector<InnerConversion> converting_elements(GstElement* pipeline, GstElemen
         in != nullptr && out_caps != nullptr && gst_caps_is_equal(in, out_caps) != 0;
     if (e != skip && (decoder || encoder || (transform && !same_caps))) {
       InnerConversion c;
-      c.element = GST_OBJECT_NAME(e);
+      // Under the object's lock: decodebin names the elements it plugs on its
+      // own streaming thread.
+      if (gchar* name = gst_object_get_name(GST_OBJECT(e)); name != nullptr) {
+        c.element = name;
+        g_free(name);
+      }
       c.explicit_call = std::find(implicit.begin(), implicit.end(), c.element) == implicit.end();
       GstVideoInfo vi, vo;
       bool raw_in = false, raw_out = false;
