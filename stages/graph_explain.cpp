@@ -1,0 +1,64 @@
+// GraphPlan::explain(): the plan as text (nodes, edges, conversions,
+// policies, pools, bytes per frame).
+#include "neat/stages/graph.hpp"
+#include "neat/stages/internal/graph_impl.hpp"
+
+namespace neat {
+
+using namespace detail;
+
+std::string GraphPlan::explain() const {
+  std::string out = "graph '" + graph + "' (policy " + std::string(to_string(policy)) + ")\n";
+  out += "nodes:\n";
+  std::size_t width = 0;
+  for (const auto& n : nodes)
+    width = std::max(width, n.name.size());
+  for (const auto& n : nodes) {
+    std::string line = "  [" + std::string(node_kind_text(n.kind)) + "] ";
+    line.resize(11, ' ');
+    std::string name = n.name;
+    name.resize(width, ' ');
+    line += name + "  " + n.description;
+    if (n.kind != NodeKind::Sink) line += "  -> " + n.output.to_string();
+    if (n.policy) line += "  (policy " + std::string(to_string(*n.policy)) + ")";
+    if (n.kind == NodeKind::Stage) line += "  [pool " + std::to_string(n.pool_buffers) + "]";
+    out += line + "\n";
+    for (const auto& c : n.inside) {
+      out += "      inside: " + c.element + " " + std::string(to_string(c.kind)) + " (" +
+             std::string(to_string(c.reason)) + ") " + c.what + ": " + bytes_text(c.bytes_written) +
+             " per frame, " +
+             (c.explicit_call ? "explicit (in the description)"
+                              : "implicit (inserted by NeatTensor)") +
+             "\n";
+    }
+  }
+  out += "edges:\n";
+  for (const auto& e : edges) {
+    out += "  " + e.name + "  [" + e.produced.to_string() + "]  policy " +
+           std::string(to_string(e.policy)) + ", queue " + std::to_string(e.capacity) +
+           (e.conversions.empty() ? "" : ", pool " + std::to_string(e.pool_buffers)) + "\n";
+    if (e.conversions.empty() && !e.copy_on_write) {
+      out += "      hand-over, no copy\n";
+    }
+    for (const auto& c : e.conversions) {
+      out += "      " + std::string(to_string(c.kind)) + " (" + std::string(to_string(c.reason)) +
+             ") " + c.what + ": " + bytes_text(c.bytes_per_frame) + " per frame  [fix: " + c.fix +
+             "]\n";
+    }
+    if (e.copy_on_write) {
+      out += "      copy-on-write: '" + e.to + "' writes frames it shares with " +
+             std::to_string(e.consumers_sharing - 1) +
+             " other consumer(s): " + bytes_text(e.consumed.bytes()) + " per frame\n";
+    } else if (e.consumers_sharing > 1) {
+      out += "      shared read-only with " + std::to_string(e.consumers_sharing - 1) +
+             " other consumer(s)\n";
+    }
+  }
+  out += "expected bytes copied per frame on edges: " + bytes_text(edge_bytes_per_frame()) + "\n";
+  if (const std::int64_t inner = inner_bytes_per_frame(); inner > 0) {
+    out += "expected bytes converted per frame inside GStreamer: " + bytes_text(inner) + "\n";
+  }
+  return out;
+}
+
+}  // namespace neat

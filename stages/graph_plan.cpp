@@ -1,0 +1,415 @@
+// GraphBuilder::build(): checks the whole graph and plans it, as named steps.
+#include "neat/stages/graph.hpp"
+
+#include <map>
+
+#include "neat/policy/color.hpp"
+#include "neat/policy/policy.hpp"
+#include "neat/stages/builtin.hpp"
+#include "neat/stages/internal/graph_impl.hpp"
+
+namespace neat {
+
+using namespace detail;
+
+namespace {
+
+// The conversions an edge needs so that frames of `in` satisfy `accepts`, as
+// the built-in stages that perform them, and what the consumer then receives
+// (each stage's own output_spec() says so: one rule per conversion, in the
+// stage). An error when no conversion leads there.
+Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, const Accepts& a,
+                                                        std::string_view consumer, FrameSpec& out) {
+  std::vector<PlannedConversion> list;
+  out = in;
+  const std::string before = "before '" + std::string(consumer) + "'";
+  // Appends `stage` as the next conversion: its output becomes `out`.
+  auto add = [&](ConversionKind kind, ConversionReason reason, std::string what,
+                 std::unique_ptr<Stage> stage) -> Status {
+    PlannedConversion c;
+    c.fix = "insert `" + stage->describe() + "` " + before;  // its pipeline syntax, as planned
+    NEAT_ASSIGN_OR_RETURN(FrameSpec next, stage->output_spec(out));
+    c.kind = kind;
+    c.reason = reason;
+    c.what = std::move(what);
+    c.bytes_per_frame = next.bytes();
+    c.stage = std::move(stage);
+    out = std::move(next);
+    list.push_back(std::move(c));
+    return {};
+  };
+  if (!a.devices.empty() && !contains(a.devices, out.device.type)) {
+    if (!contains(a.devices, DeviceType::Cpu)) {
+      return unimplemented("'" + std::string(consumer) + "' takes frames on " +
+                           std::string(to_string(a.devices.front())) +
+                           " only; add a transfer stage");
+    }
+    NEAT_RETURN_IF_ERROR(add(ConversionKind::Transfer, ConversionReason::Device,
+                             to_string(out.device) + " -> cpu:0", transfer_stage(kCpu)));
+  }
+  if (!a.formats.empty() && !contains(a.formats, out.format)) {
+    PixelFormat target = PixelFormat::None;
+    if (out.is_image() && out.dtype == DType::U8) {
+      // Prefer full-colour targets in this order; then whatever is accepted.
+      constexpr PixelFormat kPreferred[] = {PixelFormat::RGB, PixelFormat::BGR, PixelFormat::RGBA,
+                                            PixelFormat::BGRA, PixelFormat::GRAY8};
+      for (PixelFormat f : kPreferred) {
+        if (contains(a.formats, f) && color_conversion_supported(out.format, f)) {
+          target = f;
+          break;
+        }
+      }
+      for (PixelFormat f : a.formats) {
+        if (target == PixelFormat::None && f != PixelFormat::None &&
+            color_conversion_supported(out.format, f)) {
+          target = f;
+        }
+      }
+    }
+    if (target == PixelFormat::None) {
+      return unimplemented("'" + std::string(consumer) + "' takes " + a.to_string() +
+                           ", but receives " + in.to_string() +
+                           " and no pixel-format conversion leads there");
+    }
+    std::string what = std::string(to_string(out.format)) + " -> " + std::string(to_string(target));
+    if (is_planar(out.format) && target != PixelFormat::GRAY8) {
+      // Which colour standard the conversion will decode with, and whether it is assumed.
+      bool assumed = false;
+      const Colorimetry cm =
+          choose_colorimetry({}, out.colorimetry, out.width, out.height, &assumed);
+      what += " (yuv " + to_string(cm) +
+              (assumed ? ", assumed: GStreamer's default for the size)" : ")");
+    }
+    NEAT_RETURN_IF_ERROR(add(ConversionKind::Convert, ConversionReason::PixelFormat,
+                             std::move(what), convert_stage(target)));
+  }
+  if (!a.dtypes.empty() && !contains(a.dtypes, out.dtype)) {
+    if (is_planar(out.format)) {
+      return unimplemented("'" + std::string(consumer) + "' takes " + a.to_string() +
+                           ", but receives planar " + in.to_string() +
+                           " (convert it to an interleaved format first)");
+    }
+    const DType target = a.dtypes.front();
+    NEAT_RETURN_IF_ERROR(
+        add(ConversionKind::Convert, ConversionReason::DType,
+            std::string(to_string(out.dtype)) + " -> " + std::string(to_string(target)),
+            cast_stage(target)));
+  }
+  if (!a.layouts.empty() && !contains(a.layouts, out.layout)) {
+    const Layout target = a.layouts.front();
+    if ((target != Layout::CHW && target != Layout::HWC) || out.shape.size() < 3 ||
+        (out.layout != Layout::CHW && out.layout != Layout::HWC && out.layout != Layout::None)) {
+      return unimplemented("'" + std::string(consumer) + "' takes layout " +
+                           std::string(to_string(target)) + ", but receives " + in.to_string() +
+                           " and no layout conversion leads there");
+    }
+    NEAT_RETURN_IF_ERROR(
+        add(ConversionKind::Convert, ConversionReason::Layout,
+            std::string(to_string(out.layout == Layout::None ? Layout::HWC : out.layout)) + " -> " +
+                std::string(to_string(target)),
+            layout_stage(target)));
+  }
+  if (a.contiguous && !out.contiguous) {
+    NEAT_RETURN_IF_ERROR(
+        add(ConversionKind::Pack, ConversionReason::StrideMismatch, "pack", pack_stage()));
+    list.back().fix += " (or have the producer emit packed frames)";
+  }
+  return list;
+}
+
+}  // namespace
+
+namespace {
+
+constexpr int kMaxPoolBuffers = 64;
+
+// Pool sizes: how many of a node's output frames can be alive at once. A
+// frame is alive in its producer's hands (1), in each edge queue downstream
+// (its capacity), in the consumer's process() (1), and further on when the
+// consumer may forward its input (a view, an in-place result), then in what
+// the sinks keep. Reverse topological order: consumers before producers.
+void size_pools(GraphPlan& plan, const std::vector<int>& order,
+                const std::vector<NodeDecl>& decls) {
+  const std::size_t n = plan.nodes.size();
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t k = 0; k < n; ++k)
+    index[plan.nodes[k].name] = k;
+  std::vector<std::int64_t> downstream(n, 0), held(n, 1);
+  for (std::size_t k = n; k-- > 0;) {
+    for (const EdgePlan& e : plan.edges) {
+      if (e.from != plan.nodes[k].name) continue;
+      downstream[k] += static_cast<std::int64_t>(e.capacity) + held[index.at(e.to)];
+    }
+    const NodeDecl& d = decls[static_cast<std::size_t>(order[k])];
+    if (d.kind == NodeKind::Sink) {
+      held[k] = std::max(1, d.sink->max_frames_held());
+    } else if (d.kind == NodeKind::Stage) {
+      const auto in = std::find_if(plan.edges.begin(), plan.edges.end(),
+                                   [&](const EdgePlan& e) { return e.to == plan.nodes[k].name; });
+      const bool forwards = in != plan.edges.end() && d.stage->may_forward_input(in->consumed);
+      held[k] = 1 + (forwards ? downstream[k] : 0);
+    }
+  }
+  auto clamp = [](std::int64_t v) {
+    return static_cast<int>(std::min<std::int64_t>(v, kMaxPoolBuffers));
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    if (plan.nodes[k].kind == NodeKind::Stage)
+      plan.nodes[k].pool_buffers = clamp(1 + downstream[k]);
+  }
+  for (EdgePlan& e : plan.edges) {
+    if (!e.conversions.empty()) e.pool_buffers = clamp(held[index.at(e.to)]);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// build() as named steps, in the spirit of a validated config: check the
+// connections, order the nodes, plan every node and edge (sources prepare,
+// specs flow, edges get their conversions, Strict refuses them), size the
+// pools, register the rules, make the runtime. Problems are collected, not
+// thrown: build() reports all of them at once.
+class Planner {
+ public:
+  explicit Planner(GraphBuilder::Impl& b)
+      : b_(b),
+        n_(b.nodes.size()),
+        outs_(n_),
+        in_edge_(n_, -1),
+        spec_(n_),
+        spec_ok_(n_, false),
+        edge_index_(b.edges.size(), -1),
+        problems_(b.problems) {}
+
+  Result<Graph> run() {
+    check_connections();
+    order_nodes();
+    if (!problems_.empty()) return fail();
+    plan_.graph = b_.name;
+    plan_.policy = b_.policy.value_or(process_policy());
+    for (int idx : order_)
+      plan_node(static_cast<std::size_t>(idx));
+    if (!problems_.empty()) {
+      close_sources();
+      return fail();
+    }
+    size_pools(plan_, order_, b_.nodes);
+    NEAT_ASSIGN_OR_RETURN(std::vector<RuleRegistration> rules, register_rules());
+    return make_runtime(std::move(rules));
+  }
+
+ private:
+  // Every stage and sink has one input, every source and stage an output.
+  void check_connections() {
+    if (n_ == 0) problems_.push_back("the graph has no nodes");
+    for (std::size_t i = 0; i < b_.edges.size(); ++i) {
+      const int f = b_.find(b_.edges[i].from), t = b_.find(b_.edges[i].to);
+      if (f < 0 || t < 0) continue;  // reported by connect()
+      outs_[static_cast<std::size_t>(f)].push_back(static_cast<int>(i));
+      in_edge_[static_cast<std::size_t>(t)] = static_cast<int>(i);
+    }
+    for (std::size_t i = 0; i < n_; ++i) {
+      const NodeDecl& d = b_.nodes[i];
+      if (d.kind != NodeKind::Source && in_edge_[i] < 0) {
+        problems_.push_back(std::string(node_kind_text(d.kind)) + " '" + d.name + "' has no input");
+      }
+      if (d.kind != NodeKind::Sink && outs_[i].empty()) {
+        problems_.push_back(std::string(node_kind_text(d.kind)) + " '" + d.name +
+                            "' has no output; connect it to a stage or a sink");
+      }
+    }
+  }
+
+  // Topological order: breadth first from the sources (one input per node).
+  void order_nodes() {
+    std::vector<bool> seen(n_, false);
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (b_.nodes[i].kind == NodeKind::Source) {
+        order_.push_back(static_cast<int>(i));
+        seen[i] = true;
+      }
+    }
+    for (std::size_t k = 0; k < order_.size(); ++k) {
+      for (int e : outs_[static_cast<std::size_t>(order_[k])]) {
+        const int t = b_.find(b_.edges[static_cast<std::size_t>(e)].to);
+        if (!seen[static_cast<std::size_t>(t)]) {
+          seen[static_cast<std::size_t>(t)] = true;
+          order_.push_back(t);
+        }
+      }
+    }
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (!seen[i] && in_edge_[i] >= 0) {
+        problems_.push_back(std::string(node_kind_text(b_.nodes[i].kind)) + " '" +
+                            b_.nodes[i].name + "' is not reachable from any source (a cycle?)");
+      }
+    }
+  }
+
+  void plan_node(std::size_t i) {
+    NodeDecl& d = b_.nodes[i];
+    NodePlan np;
+    np.name = d.name;
+    np.kind = d.kind;
+    if (d.kind == NodeKind::Source) {
+      plan_source(d, i, np);
+    } else {
+      plan_consumer(d, i, np);
+    }
+    np.output = spec_[i];
+    plan_.nodes.push_back(std::move(np));
+  }
+
+  // A source prepares (a GStreamer source prerolls) and states its frames.
+  void plan_source(NodeDecl& d, std::size_t i, NodePlan& np) {
+    Result<FrameSpec> s = FrameSpec{};
+    {
+      // Conversions a source inserts on the user's behalf are ruled by the graph's policy.
+      ScopedPolicy graph_policy(plan_.policy);
+      s = d.source->prepare();
+    }
+    np.description = d.source->describe();  // after prepare(): what it negotiated
+    if (!s.ok()) {
+      problems_.push_back("source '" + d.name + "': " + s.error().message());
+      return;
+    }
+    np.inside = d.source->inner_conversions();
+    spec_[i] = *s;
+    spec_ok_[i] = true;
+  }
+
+  // A stage or sink: its input edge is planned, then its own output.
+  void plan_consumer(NodeDecl& d, std::size_t i, NodePlan& np) {
+    np.policy = d.options.policy;
+    const auto& edge = b_.edges[static_cast<std::size_t>(in_edge_[i])];
+    const auto producer = static_cast<std::size_t>(b_.find(edge.from));
+    if (spec_ok_[producer]) {
+      EdgePlan ep = plan_edge(d, edge, producer);
+      if (ep_ok_) {  // the edge has a plan: the consumer's own output follows
+        if (d.kind == NodeKind::Stage) {
+          auto out = d.stage->output_spec(ep.consumed);
+          if (!out.ok()) {
+            problems_.push_back("stage '" + d.name + "': " + out.error().message());
+          } else {
+            spec_[i] = *out;
+            spec_ok_[i] = true;
+          }
+        } else if (Status st = d.sink->prepare(ep.consumed); !st.ok()) {
+          problems_.push_back("sink '" + d.name + "': " + st.error().message());
+        }
+      }
+      edge_index_[static_cast<std::size_t>(in_edge_[i])] = static_cast<int>(plan_.edges.size());
+      plan_.edges.push_back(std::move(ep));
+    }
+    // After output_spec() / prepare(): stages may name what they decided (e.g. a
+    // colour standard), sinks what their pipeline negotiated.
+    np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
+    if (d.kind == NodeKind::Sink) np.inside = d.sink->inner_conversions();
+  }
+
+  // What the producer gives, what the consumer accepts, the conversions
+  // between (Strict refuses them here, before any frame flows).
+  EdgePlan plan_edge(const NodeDecl& d, const EdgeDecl& edge, std::size_t producer) {
+    EdgePlan ep;
+    ep.from = edge.from;
+    ep.to = edge.to;
+    ep.name = edge.from + "->" + edge.to;
+    ep.produced = spec_[producer];
+    ep.capacity = edge.options.capacity;
+    ep.policy = edge.options.policy.value_or(d.options.policy.value_or(plan_.policy));
+    ep.consumers_sharing = static_cast<int>(outs_[producer].size());
+    const Accepts accepts = d.kind == NodeKind::Stage ? d.stage->accepts() : d.sink->accepts();
+    ep.copy_on_write = accepts.writes && ep.consumers_sharing > 1;
+    auto conv = plan_conversions(ep.produced, accepts, d.name, ep.consumed);
+    ep_ok_ = conv.ok();
+    if (!conv.ok()) {
+      problems_.push_back("edge '" + ep.name + "': " + conv.error().message());
+      return ep;
+    }
+    ep.conversions = std::move(*conv);
+    if (ep.policy == ConversionPolicy::Strict) {
+      for (const auto& c : ep.conversions) {
+        problems_.push_back(
+            "edge '" + ep.name + "' needs an implicit " + std::string(to_string(c.kind)) + " (" +
+            std::string(to_string(c.reason)) + ") " + c.what + ", " +
+            bytes_text(c.bytes_per_frame) + " per frame; Strict refuses it: " + c.fix +
+            ", or allow it with policy trace on this edge");
+      }
+    }
+    return ep;
+  }
+
+  Result<std::vector<RuleRegistration>> register_rules() {
+    std::vector<RuleRegistration> rules;
+    for (auto budget : b_.budgets) {
+      budget.graph = b_.name;
+      NEAT_ASSIGN_OR_RETURN(RuleRegistration r, add_copy_budget(budget));
+      rules.push_back(std::move(r));
+    }
+    for (auto rule : b_.rules) {
+      rule.graph = b_.name;
+      NEAT_ASSIGN_OR_RETURN(RuleRegistration r, neat::add_steady_state_rule(rule));
+      rules.push_back(std::move(r));
+    }
+    return rules;
+  }
+
+  // The runtime's nodes, in plan order, each with its pool and edges.
+  Result<Graph> make_runtime(std::vector<RuleRegistration> rules) {
+    std::vector<NodeRt> nodes;
+    nodes.reserve(order_.size());
+    for (std::size_t k = 0; k < order_.size(); ++k) {
+      const auto i = static_cast<std::size_t>(order_[k]);
+      NodeDecl& d = b_.nodes[i];
+      NodeRt rt;
+      rt.plan = plan_.nodes[k];
+      rt.source = std::move(d.source);
+      rt.stage = std::move(d.stage);
+      rt.sink = std::move(d.sink);
+      if (in_edge_[i] >= 0) rt.in_edge = edge_index_[static_cast<std::size_t>(in_edge_[i])];
+      for (int e : outs_[i])
+        rt.out_edges.push_back(edge_index_[static_cast<std::size_t>(e)]);
+      rt.pool = HeapPool::create(pool_config(rt.plan.pool_buffers));
+      nodes.push_back(std::move(rt));
+    }
+    b_.nodes.clear();
+    b_.edges.clear();
+    return make_graph(std::move(plan_), std::move(nodes), std::move(rules));
+  }
+
+  void close_sources() {
+    for (auto& d : b_.nodes) {
+      if (d.source) d.source->close();
+    }
+  }
+
+  Error fail() const {
+    std::string m = "graph '" + b_.name + "' cannot be built (" + std::to_string(problems_.size()) +
+                    (problems_.size() == 1 ? " problem" : " problems") + "):";
+    for (const auto& p : problems_)
+      m += "\n  - " + p;
+    return failed_precondition(std::move(m));
+  }
+
+  GraphBuilder::Impl& b_;
+  std::size_t n_;
+  std::vector<std::vector<int>> outs_;
+  std::vector<int> in_edge_;
+  std::vector<int> order_;
+  std::vector<FrameSpec> spec_;
+  std::vector<bool> spec_ok_;
+  std::vector<int> edge_index_;
+  std::vector<std::string> problems_;
+  GraphPlan plan_;
+  bool ep_ok_ = false;
+};
+
+}  // namespace
+
+Result<Graph> GraphBuilder::build() {
+  return Planner(*impl_).run();
+}
+
+}  // namespace neat

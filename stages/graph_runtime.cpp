@@ -1,0 +1,369 @@
+// The graph runtime: a thread per node, a bounded queue per edge, the edges'
+// implicit conversions, exact frame accounting, and the public Graph calls.
+#include "neat/stages/graph.hpp"
+
+#include <mutex>
+#include <optional>
+
+#include "neat/stages/internal/graph_impl.hpp"
+#include "neat/telemetry/context.hpp"
+
+namespace neat {
+
+using namespace detail;
+
+namespace {
+
+constexpr auto kPollSlice = std::chrono::milliseconds(100);
+
+// Runs user code (a stage, source or sink) so that an exception it throws
+// becomes an error value naming it, instead of terminating the process.
+template <class F>
+auto guarded(F&& f, const char* what) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return internal_error(std::string(what) + " threw " + e.what() +
+                          " (stages report errors as values; this one threw)");
+  } catch (...) {
+    return internal_error(std::string(what) + " threw a non-standard exception");
+  }
+}
+
+}  // namespace
+
+struct Graph::Impl {
+  GraphPlan plan;
+  std::vector<NodeRt> nodes;
+  std::vector<std::unique_ptr<EdgeRt>> edges;
+  std::vector<RuleRegistration> rules;
+  std::atomic<bool> stop{false};
+  bool started = false;
+  bool joined = false;
+  std::mutex error_mutex;
+  std::optional<Error> error;
+  std::atomic<std::uint64_t> source_frames{0};
+  std::atomic<std::uint64_t> produced{0};
+  std::atomic<std::uint64_t> consumed{0};
+  std::array<std::atomic<std::uint64_t>, kReasons> dropped{};
+  std::chrono::steady_clock::time_point t0;
+  double seconds = 0;
+  std::atomic<int> live_threads{0};
+
+  void drop(DropReason r, std::uint64_t n = 1) {
+    dropped[r].fetch_add(n, std::memory_order_relaxed);
+  }
+
+  void abort_all() {
+    stop.store(true);
+    for (auto& e : edges) {
+      auto left = e->queue.abort();
+      if (!left.empty()) drop(kStopped, left.size());
+    }
+    for (auto& n : nodes) {
+      if (n.sink) n.sink->abort();
+    }
+  }
+
+  void fail(const NodeRt& node, const Error& e) {
+    {
+      std::lock_guard lock(error_mutex);
+      if (!error) {
+        error = e.with_context(std::string(node_kind_text(node.plan.kind)) + " '" + node.plan.name +
+                               "' of graph '" + plan.graph + "'");
+      }
+    }
+    abort_all();
+  }
+
+  // Hands `item` to every output edge of `node` (the last one gets the original).
+  void emit(NodeRt& node, Item& item) {
+    const std::size_t n = node.out_edges.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      EdgeRt& e = *edges[static_cast<std::size_t>(node.out_edges[k])];
+      Item copy;
+      if (k + 1 < n) {
+        copy = item;
+      } else {
+        copy = std::move(item);
+      }
+      if (e.queue.push(copy) == BoundedQueue<Item>::PushResult::Pushed) {
+        e.frames.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        drop(kStopped);
+      }
+    }
+  }
+
+  void close_outputs(NodeRt& node) {
+    for (int e : node.out_edges)
+      edges[static_cast<std::size_t>(e)]->queue.close();
+  }
+
+  // The edge's planned conversions: their stages, run implicitly (ruled by
+  // the edge's policy).
+  Result<NeatTensor> convert(EdgeRt& e, NeatTensor t, std::int64_t frame) {
+    for (std::size_t i = 0; i < e.plan.conversions.size(); ++i) {
+      StageContext& ctx = e.contexts[i];
+      ctx.frame = frame;
+      NEAT_ASSIGN_OR_RETURN(t, e.plan.conversions[i].stage->process(std::move(t), ctx));
+    }
+    return t;
+  }
+
+  void run_source(NodeRt& node) {
+    ConversionContext cx;
+    cx.graph = plan.graph;
+    cx.stage = node.plan.name;
+    ScopedContext scope(cx);
+    std::int64_t frame = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      scope.set_frame(frame);  // what the source records while producing it (GStreamer elements)
+      auto next = guarded([&] { return node.source->next(stop); }, "next()");
+      if (!next.ok()) {
+        fail(node, next.error());
+        break;
+      }
+      if (!next->has_value()) break;  // end of stream
+      source_frames.fetch_add(1, std::memory_order_relaxed);
+      produced.fetch_add(node.out_edges.size(), std::memory_order_relaxed);
+      Item item{std::move(**next), frame++};
+      emit(node, item);
+    }
+    close_outputs(node);
+    node.source->close();
+  }
+
+  // Pops the next item of the node's input; false at end of stream or stop.
+  bool pop(NodeRt& node, Item& item) {
+    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
+    for (;;) {
+      switch (in.queue.pop(item, kPollSlice)) {
+        case BoundedQueue<Item>::PopResult::Popped:
+          return true;
+        case BoundedQueue<Item>::PopResult::Timeout:
+          continue;
+        case BoundedQueue<Item>::PopResult::Closed:
+        case BoundedQueue<Item>::PopResult::Aborted:
+          return false;
+      }
+    }
+  }
+
+  void run_stage(NodeRt& node) {
+    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
+    ConversionContext cx;
+    cx.graph = plan.graph;
+    cx.stage = node.plan.name;
+    cx.edge = in.plan.name;
+    cx.policy = in.plan.policy;
+    ScopedContext scope(cx);
+    StageContext sc;
+    sc.graph = plan.graph;
+    sc.stage = node.plan.name;
+    sc.allocator = node.pool.get();
+    Item item;
+    while (pop(node, item)) {
+      scope.set_frame(item.frame);
+      sc.frame = item.frame;
+      auto input = convert(in, std::move(item.tensor), item.frame);
+      if (!input.ok()) {
+        drop(kStageError);
+        fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
+        break;
+      }
+      auto out = guarded([&] { return node.stage->process(std::move(*input), sc); }, "process()");
+      if (!out.ok()) {
+        drop(kStageError);
+        fail(node, out.error());
+        break;
+      }
+      if (!out->defined()) {
+        drop(kFiltered);
+        continue;
+      }
+      produced.fetch_add(node.out_edges.size() - 1, std::memory_order_relaxed);
+      Item next{std::move(*out), item.frame};
+      emit(node, next);
+    }
+    close_outputs(node);
+  }
+
+  void run_sink(NodeRt& node) {
+    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
+    ConversionContext cx;
+    cx.graph = plan.graph;
+    cx.stage = node.plan.name;
+    cx.edge = in.plan.name;
+    cx.policy = in.plan.policy;
+    ScopedContext scope(cx);
+    Item item;
+    bool ended = true;
+    while (pop(node, item)) {
+      scope.set_frame(item.frame);
+      auto input = convert(in, std::move(item.tensor), item.frame);
+      if (!input.ok()) {
+        drop(kStageError);
+        fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
+        ended = false;
+        break;
+      }
+      auto outcome =
+          guarded([&] { return node.sink->consume(std::move(*input), item.frame); }, "consume()");
+      if (!outcome.ok()) {
+        drop(kStageError);
+        fail(node, outcome.error());
+        ended = false;
+        break;
+      }
+      switch (*outcome) {
+        case SinkOutcome::Consumed:
+          consumed.fetch_add(1, std::memory_order_relaxed);
+          break;
+        case SinkOutcome::DroppedOldest:
+          drop(kSinkOverflow);  // the older frame; this one took its place
+          break;
+        case SinkOutcome::Stopped:
+          drop(kStopped);
+          break;
+      }
+    }
+    if (ended && !in.queue.aborted()) {
+      if (Status st = node.sink->finish(); !st.ok()) fail(node, st.error());
+    }
+  }
+
+  FrameAccounting accounting() const {
+    FrameAccounting a;
+    a.source_frames = source_frames.load();
+    a.produced = produced.load();
+    a.consumed = consumed.load();
+    for (std::size_t r = 0; r < kReasons; ++r)
+      a.dropped[kDropNames[r]] = dropped[r].load();
+    return a;
+  }
+};
+
+Graph::Graph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+Graph::~Graph() {
+  if (impl_ && impl_->started && !impl_->joined) {
+    stop();
+    (void)wait();
+  }
+}
+
+const GraphPlan& Graph::plan() const noexcept {
+  return impl_->plan;
+}
+
+bool Graph::running() const noexcept {
+  return impl_->started && !impl_->joined;
+}
+
+bool Graph::done() const noexcept {
+  return impl_->started && impl_->live_threads.load() == 0;
+}
+
+Status Graph::start() {
+  if (impl_->started) {
+    return failed_precondition("graph '" + impl_->plan.graph +
+                               "' was already started; build a new graph to run again");
+  }
+  impl_->started = true;
+  impl_->t0 = std::chrono::steady_clock::now();
+  // Consumers first, so the sources find someone waiting.
+  for (auto it = impl_->nodes.rbegin(); it != impl_->nodes.rend(); ++it) {
+    NodeRt& n = *it;
+    Impl* g = impl_.get();
+    g->live_threads.fetch_add(1);
+    try {
+      n.thread = std::thread([g, &n] {
+        switch (n.plan.kind) {
+          case NodeKind::Source:
+            g->run_source(n);
+            break;
+          case NodeKind::Stage:
+            g->run_stage(n);
+            break;
+          case NodeKind::Sink:
+            g->run_sink(n);
+            break;
+        }
+        g->live_threads.fetch_sub(1);
+      });
+    } catch (const std::system_error& e) {
+      g->live_threads.fetch_sub(1);
+      g->fail(n, resource_exhausted(std::string("cannot start a thread: ") + e.what()));
+      break;
+    }
+  }
+  return {};
+}
+
+void Graph::stop() {
+  if (impl_->started && !impl_->joined) impl_->abort_all();
+}
+
+Result<RunReport> Graph::wait() {
+  if (!impl_->started)
+    return failed_precondition("graph '" + impl_->plan.graph + "' was not started");
+  if (!impl_->joined) {
+    for (auto& n : impl_->nodes) {
+      if (n.thread.joinable()) n.thread.join();
+    }
+    impl_->joined = true;
+    impl_->seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->t0).count();
+  }
+  {
+    std::lock_guard lock(impl_->error_mutex);
+    if (impl_->error) return *impl_->error;
+  }
+  RunReport r;
+  r.frames = impl_->accounting();
+  r.seconds = impl_->seconds;
+  for (const auto& e : impl_->edges)
+    r.edge_frames[e->plan.name] = e->frames.load();
+  return r;
+}
+
+Result<RunReport> Graph::run() {
+  NEAT_RETURN_IF_ERROR(start());
+  return wait();
+}
+
+FrameAccounting Graph::frames() const {
+  return impl_->accounting();
+}
+
+std::vector<RuleBreach> Graph::rule_breaches() const {
+  std::vector<RuleBreach> out;
+  for (const auto& r : impl_->rules) {
+    auto b = r.breaches();
+    out.insert(out.end(), b.begin(), b.end());
+  }
+  return out;
+}
+
+// ---- build --------------------------------------------------------------------
+
+namespace detail {
+
+Graph make_graph(GraphPlan plan, std::vector<NodeRt> nodes, std::vector<RuleRegistration> rules) {
+  auto impl = std::make_unique<Graph::Impl>();
+  impl->plan = std::move(plan);
+  // The edges' contexts point at the plan's strings: made once the plan is in place.
+  for (const EdgePlan& ep : impl->plan.edges) {
+    impl->edges.push_back(std::make_unique<EdgeRt>(ep, ep.capacity, impl->plan.graph));
+  }
+  impl->nodes = std::move(nodes);
+  impl->rules = std::move(rules);
+  return Graph(std::move(impl));
+}
+
+}  // namespace detail
+
+}  // namespace neat
