@@ -9,10 +9,10 @@
 #include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <neat/kernels/color.hpp>
+#include <neat/kernels/normalize.hpp>
+#include <neat/kernels/preprocess.hpp>
 #include <neat/neat.hpp>
-#include <neat/policy/color.hpp>
-#include <neat/policy/normalize.hpp>
-#include <neat/policy/preprocess.hpp>
 
 #include "frames.hpp"
 

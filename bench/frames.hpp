@@ -10,8 +10,8 @@
 #include <opencv2/imgproc.hpp>
 #include <vector>
 
+#include <neat/kernels/preprocess.hpp>
 #include <neat/neat.hpp>
-#include <neat/policy/preprocess.hpp>
 
 namespace neat::bench {
 

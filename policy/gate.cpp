@@ -7,8 +7,8 @@
 #include "neat/policy/rules.hpp"
 #include "neat/telemetry/context.hpp"
 #include "neat/telemetry/counters.hpp"
+#include "neat/telemetry/event_sink.hpp"
 #include "neat/telemetry/metrics.hpp"
-#include "neat/telemetry/sink.hpp"
 
 namespace neat {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <thread>
 
-#include "neat/policy/cast.hpp"
-#include "neat/policy/color.hpp"
-#include "neat/policy/layout.hpp"
+#include "neat/kernels/cast.hpp"
+#include "neat/kernels/color.hpp"
+#include "neat/kernels/layout.hpp"
 
 namespace neat {
 namespace {

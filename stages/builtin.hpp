@@ -14,9 +14,9 @@
 #include <functional>
 #include <memory>
 
-#include "neat/policy/normalize.hpp"
-#include "neat/policy/preprocess.hpp"
-#include "neat/policy/resize.hpp"
+#include "neat/kernels/normalize.hpp"
+#include "neat/kernels/preprocess.hpp"
+#include "neat/kernels/resize.hpp"
 #include "neat/stages/stage.hpp"
 
 namespace neat {

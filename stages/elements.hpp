@@ -21,7 +21,7 @@
 #include "neat/contract/conversion.hpp"
 #include "neat/contract/error.hpp"
 #include "neat/contract/image.hpp"
-#include "neat/policy/preprocess.hpp"
+#include "neat/kernels/preprocess.hpp"
 #include "neat/stages/appsink.hpp"
 #include "neat/stages/sink.hpp"
 #include "neat/stages/source.hpp"

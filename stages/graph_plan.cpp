@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "neat/policy/color.hpp"
+#include "neat/kernels/color.hpp"
 #include "neat/policy/policy.hpp"
 #include "neat/stages/builtin.hpp"
 #include "neat/stages/internal/graph_impl.hpp"

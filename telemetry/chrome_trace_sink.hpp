@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "neat/contract/error.hpp"
-#include "neat/telemetry/sink.hpp"
+#include "neat/telemetry/event_sink.hpp"
 
 namespace neat {
 

@@ -15,7 +15,7 @@
 
 #include "neat/contract/error.hpp"
 #include "neat/telemetry/event_json.hpp"
-#include "neat/telemetry/sink.hpp"
+#include "neat/telemetry/event_sink.hpp"
 
 namespace neat {
 

@@ -9,9 +9,9 @@
 #include <opencv2/core.hpp>
 #include <string>
 
+#include <neat/kernels/color.hpp>
+#include <neat/kernels/preprocess.hpp>
 #include <neat/neat.hpp>
-#include <neat/policy/color.hpp>
-#include <neat/policy/preprocess.hpp>
 #include <neat/telemetry/chrome_trace_sink.hpp>
 #include <neat/telemetry/jsonl_sink.hpp>
 #include <neat/telemetry/metrics.hpp>

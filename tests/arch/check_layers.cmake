@@ -1,5 +1,5 @@
 # Checks that includes point one way through the architecture:
-#   contract <- storage, telemetry <- policy <- stages <- tools
+#   contract <- storage, telemetry <- policy <- kernels <- stages <- tools
 # and that third-party headers (OpenCV, GStreamer, EGL, DRM) appear only in
 # the files of their own backend or bridge. Run: cmake -DSOURCE_DIR=... -P check_layers.cmake
 cmake_minimum_required(VERSION 3.20)
@@ -8,13 +8,15 @@ set(allowed_contract  contract)
 set(allowed_storage   contract storage)
 set(allowed_telemetry contract telemetry)
 set(allowed_policy    contract storage telemetry policy)
-set(allowed_stages    contract storage telemetry policy stages)
+set(allowed_kernels   contract storage telemetry policy kernels)
+set(allowed_stages    contract storage telemetry policy kernels stages)
 
 # Files allowed to include OpenCV: its bridge, and the conversion kernels'
-# implementations (which run OpenCV on zero-copy views). Never a kernel header.
+# implementations (kernels/*.cpp, which run OpenCV on zero-copy views). Never a
+# kernel header.
 set(problems "")
 
-foreach(layer contract storage telemetry policy stages)
+foreach(layer contract storage telemetry policy kernels stages)
   # Every file of the layer, subfolders included (storage/internal/, ...).
   file(GLOB_RECURSE files ${SOURCE_DIR}/${layer}/*.hpp ${SOURCE_DIR}/${layer}/*.cpp)
   foreach(f IN LISTS files)
@@ -30,7 +32,7 @@ foreach(layer contract storage telemetry policy stages)
         string(APPEND problems "  ${rel}: library code must not include the umbrella header\n")
       endif()
       if(line MATCHES "<opencv2/")
-        if(NOT rel MATCHES "^storage/cv_mat\\.(hpp|cpp)$" AND NOT rel MATCHES "^policy/[a-z_]+\\.cpp$")
+        if(NOT rel MATCHES "^storage/cv_mat\\.(hpp|cpp)$" AND NOT rel MATCHES "^kernels/[a-z_]+\\.cpp$")
           string(APPEND problems "  ${rel}: OpenCV belongs in storage/cv_mat.* and in kernel .cpp files only\n")
         endif()
       endif()

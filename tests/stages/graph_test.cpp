@@ -13,7 +13,7 @@
 #include "neat/contract/mapping.hpp"
 #include "neat/stages/appsink.hpp"
 #include "neat/stages/builtin.hpp"
-#include "neat/telemetry/sink.hpp"
+#include "neat/telemetry/event_sink.hpp"
 #include "support/fakes.hpp"
 
 namespace neat {

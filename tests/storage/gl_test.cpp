@@ -9,7 +9,7 @@
 
 #include "neat/contract/mapping.hpp"
 #include "neat/policy/policy.hpp"
-#include "neat/telemetry/sink.hpp"
+#include "neat/telemetry/event_sink.hpp"
 #include "support/fakes.hpp"
 #include "support/fds.hpp"
 

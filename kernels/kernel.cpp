@@ -1,4 +1,4 @@
-#include "neat/policy/conversion.hpp"
+#include "neat/kernels/kernel.hpp"
 
 #include <opencv2/core/utility.hpp>
 

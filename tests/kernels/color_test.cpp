@@ -1,4 +1,4 @@
-#include "neat/policy/color.hpp"
+#include "neat/kernels/color.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "neat/telemetry/sink.hpp"
+#include "neat/telemetry/event_sink.hpp"
 
 #include <algorithm>
 #include <atomic>

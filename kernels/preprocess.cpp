@@ -1,4 +1,4 @@
-#include "neat/policy/preprocess.hpp"
+#include "neat/kernels/preprocess.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "neat/policy/cast.hpp"
-#include "neat/policy/yuv_matrix.hpp"
+#include "neat/kernels/cast.hpp"
+#include "neat/kernels/yuv_matrix.hpp"
 
 namespace neat {
 

@@ -18,7 +18,7 @@
 
 #include "neat/contract/dtype.hpp"
 #include "neat/contract/neat_tensor.hpp"
-#include "neat/policy/conversion.hpp"
+#include "neat/kernels/kernel.hpp"
 
 namespace neat {
 

@@ -1,10 +1,10 @@
-#include "neat/policy/color.hpp"
+#include "neat/kernels/color.hpp"
 
 #include <cstring>
 #include <opencv2/imgproc.hpp>
 #include <string>
 
-#include "neat/policy/yuv_matrix.hpp"
+#include "neat/kernels/yuv_matrix.hpp"
 #include "neat/storage/cv_mat.hpp"
 
 namespace neat {

@@ -1,4 +1,4 @@
-#include "neat/policy/cast.hpp"
+#include "neat/kernels/cast.hpp"
 
 #include <cfenv>
 #include <cmath>

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
-#include "neat/policy/cast.hpp"
-#include "neat/policy/color.hpp"
-#include "neat/policy/layout.hpp"
-#include "neat/policy/normalize.hpp"
-#include "neat/policy/preprocess.hpp"
-#include "neat/policy/resize.hpp"
+#include "neat/kernels/cast.hpp"
+#include "neat/kernels/color.hpp"
+#include "neat/kernels/layout.hpp"
+#include "neat/kernels/normalize.hpp"
+#include "neat/kernels/preprocess.hpp"
+#include "neat/kernels/resize.hpp"
 #include "support/fakes.hpp"
 #include "support/images.hpp"
 

@@ -1,10 +1,10 @@
-#include "neat/policy/normalize.hpp"
+#include "neat/kernels/normalize.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "neat/policy/cast.hpp"
+#include "neat/kernels/cast.hpp"
 
 namespace neat {
 

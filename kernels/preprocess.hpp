@@ -26,8 +26,8 @@
 #include <source_location>
 
 #include "neat/contract/neat_tensor.hpp"
-#include "neat/policy/conversion.hpp"
-#include "neat/policy/resize.hpp"
+#include "neat/kernels/kernel.hpp"
+#include "neat/kernels/resize.hpp"
 
 namespace neat {
 

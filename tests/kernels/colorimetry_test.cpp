@@ -16,10 +16,10 @@
 #include <random>
 
 #include "neat/neat.hpp"
-#include "neat/policy/color.hpp"
-#include "neat/policy/preprocess.hpp"
-#include "neat/policy/resize.hpp"
-#include "neat/policy/yuv_matrix.hpp"
+#include "neat/kernels/color.hpp"
+#include "neat/kernels/preprocess.hpp"
+#include "neat/kernels/resize.hpp"
+#include "neat/kernels/yuv_matrix.hpp"
 #include "neat/storage/gstreamer.hpp"
 #include "support/fakes.hpp"
 #include "support/images.hpp"
@@ -273,7 +273,7 @@ TEST_F(ColorimetryEvents, UnknownColorimetryIsResolvedByGStreamersRuleAndTheEven
   EXPECT_EQ(ev[0].event.bytes_read, 1280 * 720 * 3 / 2);
   EXPECT_EQ(ev[0].event.bytes_written, 1280 * 720 * 3);
   // Call sites are relative to the source tree.
-  EXPECT_EQ(std::string(ev[0].event.where.file_name()), "tests/policy/colorimetry_test.cpp");
+  EXPECT_EQ(std::string(ev[0].event.where.file_name()), "tests/kernels/colorimetry_test.cpp");
 }
 
 TEST(Colorimetry, BitExactWithOpenCvForBt601Limited) {

@@ -12,7 +12,7 @@
 #include <source_location>
 
 #include "neat/contract/neat_tensor.hpp"
-#include "neat/policy/conversion.hpp"
+#include "neat/kernels/kernel.hpp"
 
 namespace neat {
 

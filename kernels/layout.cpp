@@ -1,4 +1,4 @@
-#include "neat/policy/layout.hpp"
+#include "neat/kernels/layout.hpp"
 
 #include <cstring>
 #include <string>

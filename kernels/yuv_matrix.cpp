@@ -1,4 +1,4 @@
-#include "neat/policy/yuv_matrix.hpp"
+#include "neat/kernels/yuv_matrix.hpp"
 
 #include <array>
 #include <cmath>

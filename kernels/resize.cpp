@@ -1,4 +1,4 @@
-#include "neat/policy/resize.hpp"
+#include "neat/kernels/resize.hpp"
 
 #include <opencv2/imgproc.hpp>
 #include <string>
