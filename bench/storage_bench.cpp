@@ -98,7 +98,7 @@ void BM_GlUpload1080pRgba(benchmark::State& state) {
   }
   const auto host = rgba_1080p();
   for (auto _ : state) {
-    auto dev = neat::to_device(host, neat::Device{neat::DeviceType::Gl, 0});
+    auto dev = neat::upload(host, neat::Device{neat::DeviceType::Gl, 0});
     benchmark::DoNotOptimize(dev);
   }
   state.SetBytesProcessed(state.iterations() * host.nbytes());
@@ -111,7 +111,7 @@ void BM_GlDownload1080pRgba(benchmark::State& state) {
     state.SkipWithError("no EGL/GLES");
     return;
   }
-  const auto dev = *neat::to_device(rgba_1080p(), neat::Device{neat::DeviceType::Gl, 0});
+  const auto dev = *neat::upload(rgba_1080p(), neat::Device{neat::DeviceType::Gl, 0});
   for (auto _ : state) {
     auto host = dev.cpu();
     benchmark::DoNotOptimize(host);

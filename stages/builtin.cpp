@@ -356,7 +356,7 @@ class TransferStage final : public Stage {
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {
     if (to_.type != DeviceType::Cpu) {
       return unimplemented("transfer: only to the CPU (device=cpu); upload to " + to_string(to_) +
-                           " with to_device()");
+                           " with upload()");
     }
     FrameSpec out = in;
     out.device = to_;

@@ -450,7 +450,7 @@ class GstAppsrcSink final : public Sink {
 
   Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override {
     if (aborted_.load()) return SinkOutcome::Stopped;
-    NEAT_ASSIGN_OR_RETURN(GstBuffer * buffer, to_gst_buffer(std::move(frame)));
+    NEAT_ASSIGN_OR_RETURN(GstBuffer * buffer, export_gst_buffer(std::move(frame)));
     if (options_.fps_n > 0) {
       const GstClockTime duration = gst_util_uint64_scale(
           GST_SECOND, static_cast<guint64>(options_.fps_d), static_cast<guint64>(options_.fps_n));

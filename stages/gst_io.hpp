@@ -1,7 +1,7 @@
 // GStreamer at the edges of a graph: a source from any launch description
 // ending in an appsink, and a sink that feeds a downstream pipeline through an
 // appsrc. Frames cross in both directions without a copy (wrap_gst_sample,
-// to_gst_buffer).
+// export_gst_buffer).
 //
 //   gst_source("videotestsrc num-buffers=300 ! video/x-raw,format=NV12,width=1920,height=1080")
 //   gst_source("filesrc location=in.mkv ! decodebin ! videoconvert ! video/x-raw,format=NV12")

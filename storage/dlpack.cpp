@@ -41,12 +41,12 @@ Result<DLDataType> dl_dtype(DType t) {
       break;
   }
   return unimplemented(
-      "to_dlpack: bool has no DLPack 0.6 type (numpy refuses it too); export "
+      "export_dlpack: bool has no DLPack 0.6 type (numpy refuses it too); export "
       "tensor.reinterpret(DType::U8) instead");
 }
 
 Result<DType> from_dl_dtype(const DLDataType& t) {
-  const std::string what = "from_dlpack: dtype (code " + std::to_string(t.code) + ", " +
+  const std::string what = "wrap_dlpack: dtype (code " + std::to_string(t.code) + ", " +
                            std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) + " lanes)";
   if (t.lanes != 1) return unimplemented(what + ": vector lanes are not supported");
   switch (t.code) {
@@ -119,8 +119,8 @@ Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExpor
     ConversionOptions copy;
     copy.policy = options.policy;
     copy.implicit = true;
-    copy.requested_by = "to_dlpack";
-    copy.fix = "call contiguous() before to_dlpack(): DLPack strides count elements";
+    copy.requested_by = "export_dlpack";
+    copy.fix = "call contiguous() before export_dlpack(): DLPack strides count elements";
     copy.reason = ConversionReason::NonContiguousExport;
     auto packed = input.contiguous(copy, where);
     if (!packed.ok()) {
@@ -158,15 +158,15 @@ Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExpor
 
 }  // namespace
 
-Result<DLManagedTensor*> to_dlpack(const NeatTensor& tensor, DlpackExportOptions options,
-                                   std::source_location where) {
-  if (!tensor.defined()) return failed_precondition("to_dlpack: the tensor is undefined");
+Result<DLManagedTensor*> export_dlpack(const NeatTensor& tensor, DlpackExportOptions options,
+                                       std::source_location where) {
+  if (!tensor.defined()) return failed_precondition("export_dlpack: the tensor is undefined");
   if (tensor.is_composite()) {
-    return failed_precondition("to_dlpack: " + tensor.to_string() +
+    return failed_precondition("export_dlpack: " + tensor.to_string() +
                                " is a planar frame; export it plane by plane with "
                                "to_dlpack_planes() (one DLPack tensor per plane)");
   }
-  return export_dense(tensor, options, "to_dlpack", where);
+  return export_dense(tensor, options, "export_dlpack", where);
 }
 
 Result<std::vector<DLManagedTensor*>> to_dlpack_planes(const NeatTensor& image,
@@ -175,7 +175,7 @@ Result<std::vector<DLManagedTensor*>> to_dlpack_planes(const NeatTensor& image,
   if (!image.defined()) return failed_precondition("to_dlpack_planes: the tensor is undefined");
   if (!image.is_composite()) {
     return invalid_argument("to_dlpack_planes: " + image.to_string() +
-                            " is not a planar frame; use to_dlpack()");
+                            " is not a planar frame; use export_dlpack()");
   }
   std::vector<DLManagedTensor*> out;
   out.reserve(static_cast<std::size_t>(image.plane_count()));
@@ -199,8 +199,8 @@ Result<std::vector<DLManagedTensor*>> to_dlpack_planes(const NeatTensor& image,
   return out;
 }
 
-Result<NeatTensor> from_dlpack(DLManagedTensor* managed, DlpackImportOptions options) {
-  if (managed == nullptr) return invalid_argument("from_dlpack: the DLManagedTensor is null");
+Result<NeatTensor> wrap_dlpack(DLManagedTensor* managed, DlpackImportOptions options) {
+  if (managed == nullptr) return invalid_argument("wrap_dlpack: the DLManagedTensor is null");
   // From here the deleter runs exactly once: when this keep-alive goes.
   std::shared_ptr<const void> keep_alive;
   try {
@@ -210,27 +210,27 @@ Result<NeatTensor> from_dlpack(DLManagedTensor* managed, DlpackImportOptions opt
     });
   } catch (const std::bad_alloc&) {
     if (managed->deleter != nullptr) managed->deleter(managed);
-    return resource_exhausted("from_dlpack: out of memory");
+    return resource_exhausted("wrap_dlpack: out of memory");
   }
   const DLTensor& dl = managed->dl_tensor;
   if (dl.device.device_type != kDLCPU) {
-    return failed_precondition("from_dlpack: the tensor is on DLPack device type " +
+    return failed_precondition("wrap_dlpack: the tensor is on DLPack device type " +
                                std::to_string(dl.device.device_type) +
                                ", not the CPU (kDLCPU); copy it to host memory first");
   }
   if (dl.ndim < 0 || dl.ndim > kMaxRank) {
-    return invalid_argument("from_dlpack: ndim " + std::to_string(dl.ndim) + " is outside [0, " +
+    return invalid_argument("wrap_dlpack: ndim " + std::to_string(dl.ndim) + " is outside [0, " +
                             std::to_string(kMaxRank) + "]");
   }
   NEAT_ASSIGN_OR_RETURN(DType dtype, from_dl_dtype(dl.dtype));
   if (dl.ndim > 0 && dl.shape == nullptr) {
-    return invalid_argument("from_dlpack: shape is null for ndim " + std::to_string(dl.ndim));
+    return invalid_argument("wrap_dlpack: shape is null for ndim " + std::to_string(dl.ndim));
   }
   Dims shape;
   Dims strides;
   for (int d = 0; d < dl.ndim; ++d)
     shape.push_back(dl.shape[d]);
-  NEAT_RETURN_IF_ERROR(check_shape(shape, "from_dlpack"));
+  NEAT_RETURN_IF_ERROR(check_shape(shape, "wrap_dlpack"));
   const std::int64_t item = item_size(dtype);
   if (dl.strides == nullptr) {
     NEAT_ASSIGN_OR_RETURN(strides, contiguous_strides(dtype, shape));
@@ -238,20 +238,20 @@ Result<NeatTensor> from_dlpack(DLManagedTensor* managed, DlpackImportOptions opt
     for (int d = 0; d < dl.ndim; ++d) {
       std::int64_t bytes = 0;
       if (__builtin_mul_overflow(dl.strides[d], item, &bytes)) {
-        return out_of_range("from_dlpack: stride " + std::to_string(dl.strides[d]) +
+        return out_of_range("wrap_dlpack: stride " + std::to_string(dl.strides[d]) +
                             " of dimension " + std::to_string(d) + " overflows in bytes");
       }
       strides.push_back(bytes);
     }
   }
   if (dl.byte_offset > static_cast<std::uint64_t>(INT64_MAX)) {
-    return out_of_range("from_dlpack: byte_offset " + std::to_string(dl.byte_offset) +
+    return out_of_range("wrap_dlpack: byte_offset " + std::to_string(dl.byte_offset) +
                         " is too large");
   }
-  NEAT_ASSIGN_OR_RETURN(ByteSpan span, addressed_bytes(dtype, shape, strides, 0, "from_dlpack"));
+  NEAT_ASSIGN_OR_RETURN(ByteSpan span, addressed_bytes(dtype, shape, strides, 0, "wrap_dlpack"));
   std::byte* origin = static_cast<std::byte*>(dl.data);
   if (origin == nullptr && !span.empty) {
-    return invalid_argument("from_dlpack: data is null but the tensor has elements (shape " +
+    return invalid_argument("wrap_dlpack: data is null but the tensor has elements (shape " +
                             shape.to_string() + ")");
   }
   std::byte* base = nullptr;
@@ -261,7 +261,7 @@ Result<NeatTensor> from_dlpack(DLManagedTensor* managed, DlpackImportOptions opt
   // address space is refused, not formed into a pointer.
   const auto at = reinterpret_cast<std::uintptr_t>(origin);
   if (at > UINTPTR_MAX - dl.byte_offset) {
-    return out_of_range("from_dlpack: data + byte_offset " + std::to_string(dl.byte_offset) +
+    return out_of_range("wrap_dlpack: data + byte_offset " + std::to_string(dl.byte_offset) +
                         " wraps around the address space");
   }
   const std::uintptr_t first = at + dl.byte_offset;  // element 0
@@ -273,7 +273,7 @@ Result<NeatTensor> from_dlpack(DLManagedTensor* managed, DlpackImportOptions opt
     std::int64_t extent = 0;
     if (below > first || static_cast<std::uintptr_t>(span.hi) > UINTPTR_MAX - first ||
         __builtin_sub_overflow(span.hi, span.lo, &extent)) {
-      return out_of_range("from_dlpack: shape " + shape.to_string() + " with strides " +
+      return out_of_range("wrap_dlpack: shape " + shape.to_string() + " with strides " +
                           strides.to_string() + " addresses memory outside the address space");
     }
     base = reinterpret_cast<std::byte*>(first - below);

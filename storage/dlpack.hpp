@@ -12,11 +12,11 @@
 // write (numpy's from_dlpack arrays are read-only anyway); imports are
 // read-only unless the caller says the producer gave the bytes away.
 //
-// Ownership: to_dlpack() returns a DLManagedTensor the consumer owns (call its
+// Ownership: export_dlpack() returns a DLManagedTensor the consumer owns (call its
 // deleter exactly once); it keeps the tensor's storage mapped and alive.
-// from_dlpack() takes ownership of the DLManagedTensor on every path, success
+// wrap_dlpack() takes ownership of the DLManagedTensor on every path, success
 // or error: its deleter runs exactly once, when the last tensor, view or
-// mapping of it goes (or before from_dlpack returns an error).
+// mapping of it goes (or before wrap_dlpack returns an error).
 // Threading: thread-safe.
 #pragma once
 
@@ -53,8 +53,9 @@ struct DlpackImportOptions {
 /// A dense tensor as a DLManagedTensor (device kDLCPU). Images export their
 /// pixels ([H, W, C] / [C, H, W] / [H, W]); composites are refused here with
 /// the fix (to_dlpack_planes). Bool has no DLPack 0.6 type: reinterpret as U8.
-Result<DLManagedTensor*> to_dlpack(const NeatTensor& tensor, DlpackExportOptions options = {},
-                                   std::source_location where = std::source_location::current());
+Result<DLManagedTensor*> export_dlpack(
+    const NeatTensor& tensor, DlpackExportOptions options = {},
+    std::source_location where = std::source_location::current());
 /// A composite image as one DLPack tensor per plane, in the format's plane
 /// order (NV12: Y [H, W], UV [H/2, W/2, 2]; I420: Y, U, V).
 Result<std::vector<DLManagedTensor*>> to_dlpack_planes(
@@ -65,9 +66,9 @@ Result<std::vector<DLManagedTensor*>> to_dlpack_planes(
 /// negative strides, byte_offset and zero-size dimensions are all accepted.
 /// Refused (with the deleter run once): null, a non-CPU device, lanes != 1, an
 /// unsupported dtype, rank > 8, negative extents, null data with elements.
-Result<NeatTensor> from_dlpack(DLManagedTensor* managed, DlpackImportOptions options = {});
+Result<NeatTensor> wrap_dlpack(DLManagedTensor* managed, DlpackImportOptions options = {});
 
-/// Live DLManagedTensors exported by to_dlpack() whose deleter has not run.
+/// Live DLManagedTensors exported by export_dlpack() whose deleter has not run.
 std::int64_t dlpack_live_exports() noexcept;
 
 }  // namespace neat

@@ -294,9 +294,9 @@ DmaBufStats dmabuf_stats() noexcept {
 
 // ---- frames -------------------------------------------------------------------
 
-Result<NeatTensor> import_dmabuf_image(const DmaBufImage& image, DmaBufImportOptions options) {
+Result<NeatTensor> wrap_dmabuf_image(const DmaBufImage& image, DmaBufImportOptions options) {
   NEAT_ASSIGN_OR_RETURN(PixelFormat format, pixel_format_from_drm_fourcc(image.fourcc));
-  const std::string what = "import_dmabuf_image (" + fourcc_to_string(image.fourcc) + " " +
+  const std::string what = "wrap_dmabuf_image (" + fourcc_to_string(image.fourcc) + " " +
                            std::to_string(image.width) + "x" + std::to_string(image.height) + ")";
   if (image.modifier != kDrmFormatModLinear) {
     char buf[32];
@@ -366,8 +366,8 @@ Result<NeatTensor> import_dmabuf_image(const DmaBufImage& image, DmaBufImportOpt
       ImageSpec{format, image.width, image.height, c == 1 ? Layout::HW : Layout::HWC});
 }
 
-Result<NeatTensor> import_dmabuf(int fd, DType dtype, DimsRef shape, DimsRef strides,
-                                 std::int64_t byte_offset, DmaBufImportOptions options) {
+Result<NeatTensor> wrap_dmabuf(int fd, DType dtype, DimsRef shape, DimsRef strides,
+                               std::int64_t byte_offset, DmaBufImportOptions options) {
   NEAT_ASSIGN_OR_RETURN(std::shared_ptr<DmaBufStorage> s, DmaBufStorage::import(fd, options));
   return NeatTensor::from_storage(std::move(s), dtype, shape, strides, byte_offset);
 }

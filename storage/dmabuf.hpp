@@ -160,11 +160,11 @@ StorageAllocator& dmabuf_allocator() noexcept;
 /// checked against its buffer's size before anything is mapped. Only linear
 /// (kDrmFormatModLinear) buffers can be mapped by the CPU: other modifiers are
 /// Unimplemented.
-Result<NeatTensor> import_dmabuf_image(const DmaBufImage& image, DmaBufImportOptions options = {});
+Result<NeatTensor> wrap_dmabuf_image(const DmaBufImage& image, DmaBufImportOptions options = {});
 
 /// A dense tensor over an imported dma-buf fd.
-Result<NeatTensor> import_dmabuf(int fd, DType dtype, DimsRef shape, DimsRef strides,
-                                 std::int64_t byte_offset = 0, DmaBufImportOptions options = {});
+Result<NeatTensor> wrap_dmabuf(int fd, DType dtype, DimsRef shape, DimsRef strides,
+                               std::int64_t byte_offset = 0, DmaBufImportOptions options = {});
 
 /// Describes an image tensor that lives in fd-backed storage (DMA-BUF, memfd,
 /// shm) for another API, with duplicated fds. FailedPrecondition for storage

@@ -345,7 +345,7 @@ namespace {
 
 Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlContext>& ctx,
                           const ConversionOptions& options, std::source_location where) {
-  const std::string what = "to_device(" + to_string(ctx->device()) + ") of " + tensor.to_string();
+  const std::string what = "upload(" + to_string(ctx->device()) + ") of " + tensor.to_string();
   std::array<PlaneUpload, kMaxPlanes> planes{};
   int n = 0;
   NEAT_ASSIGN_OR_RETURN(Mapping mapping, tensor.map(MapMode::Read));
@@ -402,8 +402,8 @@ Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlCont
   request.kind = ConversionKind::Transfer;
   request.reason = options.reason.value_or(ConversionReason::Device);
   request.explicit_call = !options.implicit;
-  request.operation = options.requested_by.empty() ? "to_device" : options.requested_by;
-  request.fix = options.fix.empty() ? std::string_view("call to_device() explicitly") : options.fix;
+  request.operation = options.requested_by.empty() ? "upload" : options.requested_by;
+  request.fix = options.fix.empty() ? std::string_view("call upload() explicitly") : options.fix;
   request.where = where;
   request.policy = options.policy;
   request.bytes = bytes;
@@ -487,9 +487,9 @@ Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlCont
 
 }  // namespace
 
-Result<NeatTensor> to_device(const NeatTensor& tensor, Device device, ConversionOptions options,
-                             std::source_location where) {
-  if (!tensor.defined()) return failed_precondition("to_device: the tensor is undefined");
+Result<NeatTensor> upload(const NeatTensor& tensor, Device device, ConversionOptions options,
+                          std::source_location where) {
+  if (!tensor.defined()) return failed_precondition("upload: the tensor is undefined");
   if (tensor.device() == device) return tensor;
   if (device.type == DeviceType::Cpu) return tensor.cpu(options, where);
   NEAT_ASSIGN_OR_RETURN(std::shared_ptr<GlContext> ctx, GlContext::for_device(device.id));
@@ -500,11 +500,11 @@ Result<NeatTensor> to_device(const NeatTensor& tensor, Device device, Conversion
   return upload(tensor, ctx, options, where);
 }
 
-Result<NeatTensor> import_dmabuf_to_gl(const DmaBufImage& image, GlContext& context) {
+Result<NeatTensor> wrap_dmabuf_gl(const DmaBufImage& image, GlContext& context) {
   if (!context.supports_dmabuf_import()) {
-    return unavailable("import_dmabuf_to_gl: " + context.renderer() +
+    return unavailable("wrap_dmabuf_gl: " + context.renderer() +
                        " has no EGL_EXT_image_dma_buf_import; import the frame with "
-                       "import_dmabuf_image() and upload it with to_device()");
+                       "wrap_dmabuf_image() and upload it with upload()");
   }
   NEAT_ASSIGN_OR_RETURN(PixelFormat format, pixel_format_from_drm_fourcc(image.fourcc));
   auto fourcc = [](char a, char b, char c, char d) {
@@ -537,17 +537,17 @@ Result<NeatTensor> import_dmabuf_to_gl(const DmaBufImage& image, GlContext& cont
     planes[0].height = image.height;
     plane_fourcc[0] = static_cast<EGLint>(image.fourcc);
   } else {
-    return unimplemented("import_dmabuf_to_gl: " + std::string(to_string(format)) +
+    return unimplemented("wrap_dmabuf_gl: " + std::string(to_string(format)) +
                          " (24-bit) is not importable as a GL texture; use RGBA/BGRA");
   }
   if (image.plane_count != n) {
-    return invalid_argument("import_dmabuf_to_gl: " + std::to_string(image.plane_count) +
+    return invalid_argument("wrap_dmabuf_gl: " + std::to_string(image.plane_count) +
                             " planes given, " + std::to_string(n) + " expected");
   }
   if (image.modifier != kDrmFormatModLinear &&
       !context.has_egl_extension("EGL_EXT_image_dma_buf_import_modifiers")) {
     return unimplemented(
-        "import_dmabuf_to_gl: modifier given but the driver has no "
+        "wrap_dmabuf_gl: modifier given but the driver has no "
         "EGL_EXT_image_dma_buf_import_modifiers");
   }
   GlContext::State& st = *context.state_;
@@ -586,7 +586,7 @@ Result<NeatTensor> import_dmabuf_to_gl(const DmaBufImage& image, GlContext& cont
           glDeleteTextures(1, &textures[static_cast<std::size_t>(j)]);
           st.destroy_image(st.display, images[static_cast<std::size_t>(j)]);
         }
-        return invalid_argument("import_dmabuf_to_gl: plane " + std::to_string(i) +
+        return invalid_argument("wrap_dmabuf_gl: plane " + std::to_string(i) +
                                 " was refused by eglCreateImageKHR (EGL error " +
                                 hex(static_cast<unsigned>(err)) + ")");
       }

@@ -1,6 +1,6 @@
 // GL storage: tensors as GL textures on an EGL context (Device{Gl, id}).
 // Textures are not mappable: map() fails and says to transfer. Frames reach
-// them by transfer (to_device(tensor, Device{Gl, id}) uploads, tensor.cpu()
+// them by transfer (upload(tensor, Device{Gl, id}) uploads, tensor.cpu()
 // downloads), each an event through the copy gate (kind Transfer, reason
 // Device), synchronised with GL fences. Where the driver has
 // EGL_EXT_image_dma_buf_import, DMA-BUF frames become textures without a copy.
@@ -31,7 +31,7 @@
 namespace neat {
 
 class GlContext;
-Result<NeatTensor> import_dmabuf_to_gl(const DmaBufImage& image, GlContext& context);
+Result<NeatTensor> wrap_dmabuf_gl(const DmaBufImage& image, GlContext& context);
 
 class GlContext : public std::enable_shared_from_this<GlContext> {
  public:
@@ -60,7 +60,7 @@ class GlContext : public std::enable_shared_from_this<GlContext> {
   explicit GlContext(std::unique_ptr<State> state);
 
  private:
-  friend Result<NeatTensor> import_dmabuf_to_gl(const DmaBufImage& image, GlContext& context);
+  friend Result<NeatTensor> wrap_dmabuf_gl(const DmaBufImage& image, GlContext& context);
   std::unique_ptr<State> state_;
 };
 
@@ -82,12 +82,11 @@ unsigned gl_texture(const NeatTensor& tensor, int storage = 0) noexcept;
 /// explicit transfers unless options.implicit. Uploads need pixels packed
 /// within rows (padded rows are fine); otherwise FailedPrecondition naming
 /// contiguous().
-Result<NeatTensor> to_device(const NeatTensor& tensor, Device device,
-                             ConversionOptions options = {},
-                             std::source_location where = std::source_location::current());
+Result<NeatTensor> upload(const NeatTensor& tensor, Device device, ConversionOptions options = {},
+                          std::source_location where = std::source_location::current());
 
 /// A DMA-BUF frame as GL textures without a copy (EGLImage per plane).
 /// Unavailable when the context lacks EGL_EXT_image_dma_buf_import (llvmpipe).
-Result<NeatTensor> import_dmabuf_to_gl(const DmaBufImage& image, GlContext& context);
+Result<NeatTensor> wrap_dmabuf_gl(const DmaBufImage& image, GlContext& context);
 
 }  // namespace neat

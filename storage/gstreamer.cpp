@@ -428,10 +428,10 @@ void release_export(gpointer data) {
 
 }  // namespace
 
-Result<GstBuffer*> to_gst_buffer(NeatTensor tensor) {
+Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
   NEAT_RETURN_IF_ERROR(ensure_gstreamer());
-  if (!tensor.defined()) return failed_precondition("to_gst_buffer: the tensor is undefined");
-  const std::string what = "to_gst_buffer of " + tensor.to_string();
+  if (!tensor.defined()) return failed_precondition("export_gst_buffer: the tensor is undefined");
+  const std::string what = "export_gst_buffer of " + tensor.to_string();
   if (tensor.device().type != DeviceType::Cpu) {
     return failed_precondition(what + ": it is not in CPU memory; transfer it with cpu() first");
   }

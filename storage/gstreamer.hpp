@@ -16,7 +16,7 @@
 // The header names GStreamer's types without including GStreamer: include
 // <gst/gst.h> and <gst/video/video.h> yourself to call GStreamer.
 // Ownership: a wrapped tensor (and every view of it) holds a reference to the
-// buffer; the GstBuffer from to_gst_buffer() holds the tensor's storage.
+// buffer; the GstBuffer from export_gst_buffer() holds the tensor's storage.
 // Threading: thread-safe, as GstBuffer and NeatTensor are.
 #pragma once
 
@@ -65,7 +65,7 @@ Result<NeatTensor> wrap_gst_sample(GstSample* sample);
 /// fix (contiguous()). The memory is GST_MEMORY_FLAG_READONLY unless the
 /// tensor was moved in and could be donated, so GStreamer never writes bytes a
 /// NeatTensor still reads.
-Result<GstBuffer*> to_gst_buffer(NeatTensor tensor);
+Result<GstBuffer*> export_gst_buffer(NeatTensor tensor);
 
 /// video/x-raw caps (transfer full) for an image tensor's format and size,
 /// with framerate fps_n/fps_d; YUV formats with a known colorimetry state it

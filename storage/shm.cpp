@@ -186,7 +186,7 @@ Result<std::shared_ptr<ShmStorage>> ShmStorage::import(int fd, ShmImportOptions 
   if (!S_ISREG(st.st_mode)) {
     return invalid_argument(what +
                             ": not a memfd or shm object (not a regular file); "
-                            "DMA-BUF fds import with import_dmabuf()");
+                            "DMA-BUF fds import with wrap_dmabuf()");
   }
   if (st.st_size <= 0) {
     return invalid_argument(what +
@@ -330,8 +330,8 @@ void ShmPool::trim() {
     ::munmap(o.base, static_cast<std::size_t>(o.capacity));
 }
 
-Result<NeatTensor> import_shm_tensor(int fd, DType dtype, DimsRef shape, DimsRef strides,
-                                     std::int64_t byte_offset, ShmImportOptions options) {
+Result<NeatTensor> wrap_shm(int fd, DType dtype, DimsRef shape, DimsRef strides,
+                            std::int64_t byte_offset, ShmImportOptions options) {
   NEAT_ASSIGN_OR_RETURN(std::shared_ptr<ShmStorage> s, ShmStorage::import(fd, options));
   return NeatTensor::from_storage(std::move(s), dtype, shape, strides, byte_offset);
 }

@@ -141,8 +141,8 @@ class ShmPool final : public StorageAllocator {
 
 /// A dense tensor over an imported fd. The layout is checked against the
 /// file size before anything is touched.
-Result<NeatTensor> import_shm_tensor(int fd, DType dtype, DimsRef shape, DimsRef strides,
-                                     std::int64_t byte_offset = 0, ShmImportOptions options = {});
+Result<NeatTensor> wrap_shm(int fd, DType dtype, DimsRef shape, DimsRef strides,
+                            std::int64_t byte_offset = 0, ShmImportOptions options = {});
 
 /// Process-wide counts for leak checks.
 struct ShmStats {

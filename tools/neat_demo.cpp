@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
     auto described = neat::export_dmabuf_image(*shared);
     if (!described) return fail(described.error());
-    auto imported = neat::import_dmabuf_image(described->image);
+    auto imported = neat::wrap_dmabuf_image(described->image);
     if (!imported) return fail(imported.error());
     std::printf(
         "   exported as %s %lldx%lld, planes at offsets %lld and %lld; re-imported: same "
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
         static_cast<long long>(described->image.planes[1].offset),
         imported->identity().id() == shared->identity().id() ? "(yes)" : "(NO)");
     neat::ScopedContext ctx({.graph = "demo", .stage = "gl", .edge = "host->gl", .frame = 0});
-    auto gpu = neat::to_device(*shared, neat::Device{neat::DeviceType::Gl, 0});
+    auto gpu = neat::upload(*shared, neat::Device{neat::DeviceType::Gl, 0});
     if (gpu) {
       auto back = gpu->cpu();
       if (!back) return fail(back.error());

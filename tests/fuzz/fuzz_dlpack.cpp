@@ -1,5 +1,5 @@
 // Fuzz target: DLPack import. Any DLTensor (shape, strides, byte_offset,
-// dtype, device, ndim) over a real buffer: from_dlpack either accepts a layout
+// dtype, device, ndim) over a real buffer: wrap_dlpack either accepts a layout
 // that stays inside the buffer, or refuses it; the deleter runs exactly once
 // either way.
 #include <dlpack/dlpack.h>
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   m.deleter = [](DLManagedTensor*) { ++g_deletions; };
   const int before = g_deletions;
   {
-    auto t = neat::from_dlpack(&m);
+    auto t = neat::wrap_dlpack(&m);
     if (t.ok() && t->numel() > 0) {
       // The accepted tensor must address exactly what the DLTensor describes
       // (computed here independently, in 128-bit arithmetic)...

@@ -55,7 +55,7 @@ PyObject* make(PyObject*, PyObject* args) {
     neat::NeatTensor out = std::move(*w);
     if (k == "f32t") out = *out.transpose(0, 1);
     const void* addr = out.map()->data();
-    auto m = neat::to_dlpack(out);
+    auto m = neat::export_dlpack(out);
     if (!m.ok()) return error(m.error());
     return Py_BuildValue("(N[K])", capsule_of(*m), reinterpret_cast<unsigned long long>(addr));
   }
@@ -94,7 +94,7 @@ PyObject* consume(PyObject*, PyObject* args) {
   }
   auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
   PyCapsule_SetName(capsule, "used_dltensor");  // we own it now
-  auto t = neat::from_dlpack(m);
+  auto t = neat::wrap_dlpack(m);
   if (!t.ok()) return error(t.error());
   const void* addr = t->map()->data();
   PyObject* shape = PyList_New(0);
@@ -107,7 +107,7 @@ PyObject* consume(PyObject*, PyObject* args) {
     PyList_Append(strides, st);
     Py_DECREF(st);
   }
-  auto again = neat::to_dlpack(*t, {.allow_read_only = true});
+  auto again = neat::export_dlpack(*t, {.allow_read_only = true});
   if (!again.ok()) return error(again.error());
   held().push_back(std::move(*t));
   return Py_BuildValue("(KNNN)", reinterpret_cast<unsigned long long>(addr), shape, strides,

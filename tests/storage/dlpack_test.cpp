@@ -57,7 +57,7 @@ TEST(DlpackExport, DenseTensorsExportTheirOwnBytesWithElementStrides) {
   NEAT_ASSERT_OK(t);
   const auto before = dlpack_live_exports();
   auto view = t->transpose(0, 1);
-  auto m = to_dlpack(*view);
+  auto m = export_dlpack(*view);
   NEAT_ASSERT_OK(m);
   const DLTensor& dl = (*m)->dl_tensor;
   EXPECT_EQ(dl.ndim, 2);
@@ -82,9 +82,9 @@ TEST(DlpackExport, StridesThatAreNotWholeElementsPackUnderPolicyOnly) {
   NEAT_ASSERT_OK(bytes);
   auto odd = NeatTensor::from_storage(bytes->storage(), DType::F32, Dims{4}, Dims{6});
   NEAT_ASSERT_OK(odd);
-  NEAT_EXPECT_ERROR(to_dlpack(*odd, {.policy = ConversionPolicy::Strict}),
+  NEAT_EXPECT_ERROR(export_dlpack(*odd, {.policy = ConversionPolicy::Strict}),
                     ErrorCode::FailedPrecondition, "not multiples of the 4-byte item size");
-  auto packed = to_dlpack(*odd, {.policy = ConversionPolicy::AllowSilent});
+  auto packed = export_dlpack(*odd, {.policy = ConversionPolicy::AllowSilent});
   NEAT_ASSERT_OK(packed);
   EXPECT_EQ((*packed)->dl_tensor.strides[0], 1);
   EXPECT_NE((*packed)->dl_tensor.data, static_cast<const void*>(bytes->map()->data()));
@@ -96,19 +96,19 @@ TEST(DlpackExport, ReadOnlyStorageNeedsTheCallersConsent) {
   auto t =
       wrap_external(v.data(), 24, std::make_shared<int>(0), DType::F32, Dims{2, 3}, Dims{12, 4});
   NEAT_ASSERT_OK(t);
-  NEAT_EXPECT_ERROR(to_dlpack(*t), ErrorCode::FailedPrecondition, "allow_read_only");
-  auto m = to_dlpack(*t, {.allow_read_only = true});
+  NEAT_EXPECT_ERROR(export_dlpack(*t), ErrorCode::FailedPrecondition, "allow_read_only");
+  auto m = export_dlpack(*t, {.allow_read_only = true});
   NEAT_ASSERT_OK(m);
   (*m)->deleter(*m);
   auto b = NeatTensor::allocate(DType::Bool, Dims{3});
-  NEAT_EXPECT_ERROR(to_dlpack(*b), ErrorCode::Unimplemented, "reinterpret(DType::U8)");
-  NEAT_EXPECT_ERROR(to_dlpack(NeatTensor()), ErrorCode::FailedPrecondition, "undefined");
+  NEAT_EXPECT_ERROR(export_dlpack(*b), ErrorCode::Unimplemented, "reinterpret(DType::U8)");
+  NEAT_EXPECT_ERROR(export_dlpack(NeatTensor()), ErrorCode::FailedPrecondition, "undefined");
 }
 
 TEST(DlpackExport, PlanarFramesExportOneTensorPerPlane) {
   auto f = NeatTensor::allocate_image(PixelFormat::NV12, 6, 4, {.row_alignment = 16});
   NEAT_ASSERT_OK(f);
-  NEAT_EXPECT_ERROR(to_dlpack(*f), ErrorCode::FailedPrecondition, "to_dlpack_planes()");
+  NEAT_EXPECT_ERROR(export_dlpack(*f), ErrorCode::FailedPrecondition, "to_dlpack_planes()");
   auto planes = to_dlpack_planes(*f);
   NEAT_ASSERT_OK(planes);
   ASSERT_EQ(planes->size(), 2u);
@@ -123,14 +123,14 @@ TEST(DlpackExport, PlanarFramesExportOneTensorPerPlane) {
   for (DLManagedTensor* p : *planes)
     p->deleter(p);
   auto dense = NeatTensor::allocate(DType::U8, Dims{3});
-  NEAT_EXPECT_ERROR(to_dlpack_planes(*dense), ErrorCode::InvalidArgument, "to_dlpack()");
+  NEAT_EXPECT_ERROR(to_dlpack_planes(*dense), ErrorCode::InvalidArgument, "export_dlpack()");
 }
 
 TEST(DlpackImport, NullStridesAreRowMajorAndTheDeleterRunsOnceAtTheEnd) {
   Producer p;
   p.data.resize(6);
   std::iota(p.data.begin(), p.data.end(), 0.0f);
-  auto t = from_dlpack(p.make({2, 3}, {}, p.data.data()));
+  auto t = wrap_dlpack(p.make({2, 3}, {}, p.data.data()));
   NEAT_ASSERT_OK(t);
   EXPECT_EQ(t->strides(), (Dims{12, 4}));
   EXPECT_EQ(at(*t, 1, 2), 5.0f);
@@ -148,20 +148,20 @@ TEST(DlpackImport, NegativeStridesByteOffsetAndEmptyDimensions) {
   p.data.resize(8);
   std::iota(p.data.begin(), p.data.end(), 0.0f);
   {  // rows reversed: data points at the last row, row stride -3 elements
-    auto t = from_dlpack(p.make({2, 3}, {-3, 1}, p.data.data() + 3));
+    auto t = wrap_dlpack(p.make({2, 3}, {-3, 1}, p.data.data() + 3));
     NEAT_ASSERT_OK(t);
     EXPECT_EQ(at(*t, 0, 0), 3.0f);
     EXPECT_EQ(at(*t, 1, 2), 2.0f);
     EXPECT_EQ(t->storage()->size_bytes(), 24);
   }
   {  // byte_offset moves the origin
-    auto t = from_dlpack(p.make({2, 2}, {2, 1}, p.data.data(), 8));
+    auto t = wrap_dlpack(p.make({2, 2}, {2, 1}, p.data.data(), 8));
     NEAT_ASSERT_OK(t);
     EXPECT_EQ(at(*t, 0, 0), 2.0f);
     EXPECT_EQ(at(*t, 1, 1), 5.0f);
   }
   {
-    auto t = from_dlpack(p.make({0, 5}, {}, nullptr));
+    auto t = wrap_dlpack(p.make({0, 5}, {}, nullptr));
     NEAT_ASSERT_OK(t);
     EXPECT_EQ(t->numel(), 0);
   }
@@ -171,7 +171,7 @@ TEST(DlpackImport, NegativeStridesByteOffsetAndEmptyDimensions) {
 TEST(DlpackImport, ExclusiveImportsDonateToWriters) {
   Producer p;
   p.data.assign(4, 0.0f);
-  auto t = from_dlpack(p.make({4}, {1}, p.data.data()), {.read_only = false, .exclusive = true});
+  auto t = wrap_dlpack(p.make({4}, {1}, p.data.data()), {.read_only = false, .exclusive = true});
   NEAT_ASSERT_OK(t);
   auto w = std::move(*t).make_writable({.donation = Donation::MustDonate});
   NEAT_ASSERT_OK(w);
@@ -180,7 +180,7 @@ TEST(DlpackImport, ExclusiveImportsDonateToWriters) {
 }
 
 TEST(DlpackImport, BadTensorsAreRefusedAndStillDeletedExactlyOnce) {
-  NEAT_EXPECT_ERROR(from_dlpack(nullptr), ErrorCode::InvalidArgument, "null");
+  NEAT_EXPECT_ERROR(wrap_dlpack(nullptr), ErrorCode::InvalidArgument, "null");
   struct Case {
     const char* name;
     void (*edit)(DLTensor&);
@@ -215,7 +215,7 @@ TEST(DlpackImport, BadTensorsAreRefusedAndStillDeletedExactlyOnce) {
     p.data.resize(6);
     DLManagedTensor* m = p.make({2, 3}, {3, 1}, p.data.data());
     c.edit(m->dl_tensor);
-    NEAT_EXPECT_ERROR(from_dlpack(m), c.code, c.text);
+    NEAT_EXPECT_ERROR(wrap_dlpack(m), c.code, c.text);
     EXPECT_EQ(p.deletions, 1);
   }
 }
@@ -223,11 +223,11 @@ TEST(DlpackImport, BadTensorsAreRefusedAndStillDeletedExactlyOnce) {
 TEST(Dlpack, ExportThenImportIsTheSameMemory) {
   auto t = NeatTensor::allocate(DType::I16, Dims{3, 7});
   NEAT_ASSERT_OK(t);
-  auto m = to_dlpack(*t);
+  auto m = export_dlpack(*t);
   NEAT_ASSERT_OK(m);
   const auto before = dlpack_live_exports();
   {
-    auto back = from_dlpack(*m);
+    auto back = wrap_dlpack(*m);
     NEAT_ASSERT_OK(back);
     EXPECT_EQ(back->dtype(), DType::I16);
     EXPECT_EQ(back->shape(), t->shape());

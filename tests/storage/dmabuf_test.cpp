@@ -70,7 +70,7 @@ TEST(DmaBuf, ImportsOneFdNv12FromAMemfdAndRecordsEnottyOnce) {
                     2,
                     {DmaBufPlane{fd.fd, 0, stride}, DmaBufPlane{fd.fd, uv_offset, stride}}};
   const DmaBufStats before = dmabuf_stats();
-  auto t = import_dmabuf_image(image);
+  auto t = wrap_dmabuf_image(image);
   NEAT_ASSERT_OK(t);
   EXPECT_EQ(t->storage_kind(), StorageKind::DmaBuf);
   EXPECT_EQ(t->pixel_format(), PixelFormat::NV12);
@@ -98,7 +98,7 @@ TEST(DmaBuf, ImportsOneFdNv12FromAMemfdAndRecordsEnottyOnce) {
 
 TEST(DmaBuf, RequireSyncTurnsEnottyIntoAnError) {
   Fd fd(make_memfd(4096));
-  auto t = import_dmabuf(fd.fd, DType::U8, Dims{4096}, Dims{1}, 0, {.require_sync = true});
+  auto t = wrap_dmabuf(fd.fd, DType::U8, Dims{4096}, Dims{1}, 0, {.require_sync = true});
   NEAT_ASSERT_OK(t);
   NEAT_EXPECT_ERROR(t->map(), ErrorCode::Unimplemented, "not a dma-buf");
   NEAT_EXPECT_ERROR(DmaBufSync::begin(fd.fd, MapMode::Read), ErrorCode::Unimplemented, "ENOTTY");
@@ -116,7 +116,7 @@ TEST(DmaBuf, ImportsOneFdPerPlaneAndGroupsFdsOfOneBuffer) {
                     8,
                     3,
                     {DmaBufPlane{y.fd, 0, 16}, DmaBufPlane{u.fd, 0, 8}, DmaBufPlane{v.fd, 32, 8}}};
-  auto t = import_dmabuf_image(image);
+  auto t = wrap_dmabuf_image(image);
   NEAT_ASSERT_OK(t);
   EXPECT_EQ(t->storage_count(), 2);
   EXPECT_EQ(t->plane_layout(2).storage, t->plane_layout(1).storage);
@@ -126,15 +126,15 @@ TEST(DmaBuf, ImportsOneFdPerPlaneAndGroupsFdsOfOneBuffer) {
 
 TEST(DmaBuf, IdentityIsStableAcrossReimportsWhileFdNumbersAreNot) {
   Fd fd(make_memfd(4096));
-  auto a = import_dmabuf(fd.fd, DType::U8, Dims{4096}, Dims{1});
+  auto a = wrap_dmabuf(fd.fd, DType::U8, Dims{4096}, Dims{1});
   Fd again(::dup(fd.fd));
-  auto b = import_dmabuf(again.fd, DType::U8, Dims{4096}, Dims{1});
+  auto b = wrap_dmabuf(again.fd, DType::U8, Dims{4096}, Dims{1});
   NEAT_ASSERT_OK(a);
   NEAT_ASSERT_OK(b);
   EXPECT_NE(a->storage()->native_fd(), b->storage()->native_fd());
   EXPECT_EQ(a->identity().id(), b->identity().id());
   Fd other(make_memfd(4096));
-  auto c = import_dmabuf(other.fd, DType::U8, Dims{4096}, Dims{1});
+  auto c = wrap_dmabuf(other.fd, DType::U8, Dims{4096}, Dims{1});
   NEAT_ASSERT_OK(c);
   EXPECT_NE(c->identity().id(), a->identity().id());
 }
@@ -150,7 +150,7 @@ TEST(DmaBuf, ExportDescribesFdBackedFramesAndReimportsToTheSameBytes) {
   EXPECT_EQ(e->image.planes[1].offset, t->plane_layout(1).byte_offset);
   EXPECT_EQ(e->image.planes[0].stride, 64);
   EXPECT_EQ(e->image.planes[0].fd, e->fds[0].get());
-  auto back = import_dmabuf_image(e->image);
+  auto back = wrap_dmabuf_image(e->image);
   NEAT_ASSERT_OK(back);
   EXPECT_EQ(back->identity().id(), t->identity().id());
   auto m1 = t->map();
@@ -182,28 +182,28 @@ TEST(DmaBuf, BadDescriptionsAreRefusedBeforeAnythingIsMapped) {
                          16,
                          2,
                          {DmaBufPlane{fd.fd, 0, 16}, DmaBufPlane{fd.fd, 256, 16}}};
-  NEAT_ASSERT_OK(import_dmabuf_image(good));
+  NEAT_ASSERT_OK(wrap_dmabuf_image(good));
   DmaBufImage d = good;
   d.modifier = 0x0100000000000001ULL;  // I915_FORMAT_MOD_X_TILED
-  NEAT_EXPECT_ERROR(import_dmabuf_image(d), ErrorCode::Unimplemented, "linear");
+  NEAT_EXPECT_ERROR(wrap_dmabuf_image(d), ErrorCode::Unimplemented, "linear");
   d = good;
   d.plane_count = 1;
-  NEAT_EXPECT_ERROR(import_dmabuf_image(d), ErrorCode::InvalidArgument, "1 planes given");
+  NEAT_EXPECT_ERROR(wrap_dmabuf_image(d), ErrorCode::InvalidArgument, "1 planes given");
   d = good;
   d.planes[1].offset = 900;  // UV plane runs past the 1000-byte buffer
-  NEAT_EXPECT_ERROR(import_dmabuf_image(d), ErrorCode::OutOfRange, "");
+  NEAT_EXPECT_ERROR(wrap_dmabuf_image(d), ErrorCode::OutOfRange, "");
   d = good;
   d.planes[0].stride = 0;
-  NEAT_EXPECT_ERROR(import_dmabuf_image(d), ErrorCode::InvalidArgument, "stride > 0");
+  NEAT_EXPECT_ERROR(wrap_dmabuf_image(d), ErrorCode::InvalidArgument, "stride > 0");
   d = good;
   d.planes[1].fd = -1;
-  NEAT_EXPECT_ERROR(import_dmabuf_image(d), ErrorCode::InvalidArgument, "plane 1");
+  NEAT_EXPECT_ERROR(wrap_dmabuf_image(d), ErrorCode::InvalidArgument, "plane 1");
   d = good;
   d.fourcc = DRM_FORMAT_YUYV;
-  NEAT_EXPECT_ERROR(import_dmabuf_image(d), ErrorCode::Unimplemented, "YUYV");
+  NEAT_EXPECT_ERROR(wrap_dmabuf_image(d), ErrorCode::Unimplemented, "YUYV");
   d = good;
   d.width = 0;
-  NEAT_EXPECT_ERROR(import_dmabuf_image(d), ErrorCode::InvalidArgument, "empty frame");
+  NEAT_EXPECT_ERROR(wrap_dmabuf_image(d), ErrorCode::InvalidArgument, "empty frame");
   Fd empty(make_memfd(0));
   NEAT_EXPECT_ERROR(DmaBufStorage::import(empty.fd), ErrorCode::InvalidArgument, "empty");
   NEAT_EXPECT_ERROR(DmaBufStorage::allocate(4096, "/nonexistent/dma_heap/system"),
@@ -222,7 +222,7 @@ TEST(DmaBuf, TenThousandImportMapCyclesLeaveFdsAndSyncsBalanced) {
   const int fds_before = open_fd_count();
   const DmaBufStats before = dmabuf_stats();
   for (int i = 0; i < 10000; ++i) {
-    auto t = import_dmabuf_image(image);
+    auto t = wrap_dmabuf_image(image);
     ASSERT_TRUE(t.ok());
     auto m = t->map();
     ASSERT_TRUE(m.ok());

@@ -181,8 +181,7 @@ TEST(SyscallFaults, EveryCallFailsInTurnWithATypedErrorAndNoLeak) {
        }},
       {"shm import",
        [&]() -> Status {
-         NEAT_ASSIGN_OR_RETURN(NeatTensor t,
-                               import_shm_tensor(memfd, DType::U8, Dims{100}, Dims{1}));
+         NEAT_ASSIGN_OR_RETURN(NeatTensor t, wrap_shm(memfd, DType::U8, Dims{100}, Dims{1}));
          return touch(t);
        }},
       {"export_fd",
@@ -192,12 +191,12 @@ TEST(SyscallFaults, EveryCallFailsInTurnWithATypedErrorAndNoLeak) {
        }},
       {"dmabuf import + map",
        [&]() -> Status {
-         NEAT_ASSIGN_OR_RETURN(NeatTensor t, import_dmabuf(memfd, DType::U8, Dims{100}, Dims{1}));
+         NEAT_ASSIGN_OR_RETURN(NeatTensor t, wrap_dmabuf(memfd, DType::U8, Dims{100}, Dims{1}));
          return touch(t);
        }},
       {"dmabuf frame import + export",
        [&]() -> Status {
-         NEAT_ASSIGN_OR_RETURN(NeatTensor t, import_dmabuf_image(nv12));
+         NEAT_ASSIGN_OR_RETURN(NeatTensor t, wrap_dmabuf_image(nv12));
          NEAT_RETURN_IF_ERROR(touch(t));
          NEAT_ASSIGN_OR_RETURN(DmaBufExport e, export_dmabuf_image(t));
          return Status();

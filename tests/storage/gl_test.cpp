@@ -66,7 +66,7 @@ TEST_F(GlTest, UploadDownloadRoundTripsEveryFormatThroughTheGate) {
     SCOPED_TRACE(c.shape.to_string());
     NeatTensor host = pattern(c.dtype, c.shape, c.pad);
     sink_->clear();
-    auto dev = to_device(host, gl);
+    auto dev = upload(host, gl);
     NEAT_ASSERT_OK(dev);
     EXPECT_EQ(dev->device(), gl);
     EXPECT_EQ(dev->storage_kind(), StorageKind::Gl);
@@ -83,7 +83,7 @@ TEST_F(GlTest, UploadDownloadRoundTripsEveryFormatThroughTheGate) {
       EXPECT_EQ(e.event.reason, ConversionReason::Device);
       EXPECT_TRUE(e.event.explicit_call);
     }
-    EXPECT_EQ(ev[0].operation, "to_device");
+    EXPECT_EQ(ev[0].operation, "upload");
     EXPECT_EQ(ev[1].operation, "cpu");
   }
 }
@@ -101,7 +101,7 @@ TEST_F(GlTest, PlanarFramesBecomeOneTexturePerPlane) {
         base[k] = std::byte((k * 3 + i) & 0xff);
     }
   }
-  auto dev = to_device(*w, Device{DeviceType::Gl, 0});
+  auto dev = upload(*w, Device{DeviceType::Gl, 0});
   NEAT_ASSERT_OK(dev);
   EXPECT_EQ(dev->storage_count(), 2);
   EXPECT_EQ(dev->plane_layout(1).role, PlaneRole::UV);
@@ -126,9 +126,9 @@ TEST_F(GlTest, PlanarFramesBecomeOneTexturePerPlane) {
 // writes 1 - x of the input texture into an output texture.
 TEST_F(GlTest, ShaderInvertBetweenUploadAndDownload) {
   NeatTensor host = pattern(DType::U8, Dims{16, 24, 4});
-  auto in = to_device(host, Device{DeviceType::Gl, 0});
+  auto in = upload(host, Device{DeviceType::Gl, 0});
   auto zeros = NeatTensor::allocate(DType::U8, Dims{16, 24, 4});
-  auto out = to_device(*zeros, Device{DeviceType::Gl, 0});
+  auto out = upload(*zeros, Device{DeviceType::Gl, 0});
   NEAT_ASSERT_OK(in);
   NEAT_ASSERT_OK(out);
   const GLuint in_tex = gl_texture(*in), out_tex = gl_texture(*out);
@@ -184,7 +184,7 @@ TEST_F(GlTest, ShaderInvertBetweenUploadAndDownload) {
 }
 
 TEST_F(GlTest, ImplicitDownloadsAreRuledByThePolicy) {
-  auto dev = to_device(pattern(DType::U8, Dims{4, 4}), Device{DeviceType::Gl, 0});
+  auto dev = upload(pattern(DType::U8, Dims{4, 4}), Device{DeviceType::Gl, 0});
   NEAT_ASSERT_OK(dev);
   NEAT_EXPECT_ERROR(dev->to_cpu_if_needed({.policy = ConversionPolicy::Strict}),
                     ErrorCode::FailedPrecondition, "cpu()");
@@ -202,17 +202,16 @@ TEST_F(GlTest, ImplicitDownloadsAreRuledByThePolicy) {
 TEST_F(GlTest, BadInputsAreTypedErrors) {
   const Device gl{DeviceType::Gl, 0};
   auto i16 = NeatTensor::allocate(DType::I16, Dims{4, 4});
-  NEAT_EXPECT_ERROR(to_device(*i16, gl), ErrorCode::Unimplemented, "convert_dtype()");
+  NEAT_EXPECT_ERROR(upload(*i16, gl), ErrorCode::Unimplemented, "convert_dtype()");
   auto five = NeatTensor::allocate(DType::U8, Dims{4, 4, 5});
-  NEAT_EXPECT_ERROR(to_device(*five, gl), ErrorCode::Unimplemented, "1 to 4 channels");
+  NEAT_EXPECT_ERROR(upload(*five, gl), ErrorCode::Unimplemented, "1 to 4 channels");
   auto t = NeatTensor::allocate(DType::U8, Dims{4, 6, 3});
-  NEAT_EXPECT_ERROR(to_device(*t->transpose(0, 1), gl), ErrorCode::FailedPrecondition,
-                    "contiguous()");
+  NEAT_EXPECT_ERROR(upload(*t->transpose(0, 1), gl), ErrorCode::FailedPrecondition, "contiguous()");
   auto odd = NeatTensor::from_storage(t->storage(), DType::U8, Dims{3, 2, 3}, Dims{7, 3, 1});
-  NEAT_EXPECT_ERROR(to_device(*odd, gl), ErrorCode::FailedPrecondition, "whole number");
+  NEAT_EXPECT_ERROR(upload(*odd, gl), ErrorCode::FailedPrecondition, "whole number");
   auto one_d = NeatTensor::allocate(DType::U8, Dims{16});
-  NEAT_EXPECT_ERROR(to_device(*one_d, gl), ErrorCode::FailedPrecondition, "[H, W]");
-  NEAT_EXPECT_ERROR(to_device(NeatTensor(), gl), ErrorCode::FailedPrecondition, "undefined");
+  NEAT_EXPECT_ERROR(upload(*one_d, gl), ErrorCode::FailedPrecondition, "[H, W]");
+  NEAT_EXPECT_ERROR(upload(NeatTensor(), gl), ErrorCode::FailedPrecondition, "undefined");
   NEAT_EXPECT_ERROR(GlContext::create(-1), ErrorCode::InvalidArgument, "negative");
 }
 
@@ -221,14 +220,14 @@ TEST_F(GlTest, DmaBufImportWhereEglSupportsIt) {
   const DmaBufImage image{*drm_fourcc(PixelFormat::RGBA), kDrmFormatModLinear, 64, 64, 1,
                           {DmaBufPlane{fd, 0, 256}}};
   if (!ctx_->supports_dmabuf_import()) {
-    NEAT_EXPECT_ERROR(import_dmabuf_to_gl(image, *ctx_), ErrorCode::Unavailable,
+    NEAT_EXPECT_ERROR(wrap_dmabuf_gl(image, *ctx_), ErrorCode::Unavailable,
                       "EGL_EXT_image_dma_buf_import");
     ::close(fd);
     GTEST_SKIP() << ctx_->renderer() << " has no EGL_EXT_image_dma_buf_import (llvmpipe does "
                  << "not); the zero-copy import needs a GPU driver";
   }
   // With a GPU driver a memfd is not a dma-buf: the import must fail cleanly.
-  auto t = import_dmabuf_to_gl(image, *ctx_);
+  auto t = wrap_dmabuf_gl(image, *ctx_);
   EXPECT_FALSE(t.ok());
   ::close(fd);
 }
@@ -237,7 +236,7 @@ TEST_F(GlTest, ThousandTransfersLeaveNoTexturesBehind) {
   const auto before = gl_stats();
   NeatTensor host = pattern(DType::U8, Dims{32, 32, 4});
   for (int i = 0; i < 1000; ++i) {
-    auto dev = to_device(host, Device{DeviceType::Gl, 0});
+    auto dev = upload(host, Device{DeviceType::Gl, 0});
     ASSERT_TRUE(dev.ok());
     auto back = dev->cpu();
     ASSERT_TRUE(back.ok());

@@ -299,7 +299,7 @@ TEST_F(GstTest, FdMemoryFramesExportTheirFd) {
   NEAT_ASSERT_OK(e);
   EXPECT_EQ(e->image.planes[1].offset,
             static_cast<std::int64_t>(GST_VIDEO_INFO_PLANE_OFFSET(&info, 1)));
-  auto again = import_dmabuf_image(e->image);
+  auto again = wrap_dmabuf_image(e->image);
   NEAT_ASSERT_OK(again);
   auto id = fd_identity(fd);
   NEAT_ASSERT_OK(id);
@@ -326,7 +326,7 @@ TEST_F(GstTest, AppsrcReceivesTensorBytesWithoutCopy) {
   g_object_set(p.src(), "caps", *caps, nullptr);
   gst_caps_unref(*caps);
   p.play();
-  auto buffer = to_gst_buffer(*t);  // the tensor stays ours: read-only memory
+  auto buffer = export_gst_buffer(*t);  // the tensor stays ours: read-only memory
   NEAT_ASSERT_OK(buffer);
   EXPECT_TRUE(GST_MEMORY_IS_READONLY(gst_buffer_peek_memory(*buffer, 0)));
   ASSERT_EQ(gst_app_src_push_buffer(p.src(), *buffer), GST_FLOW_OK);
@@ -348,7 +348,7 @@ TEST_F(GstTest, ExportedMemoryReleasesTheTensorWhenGstreamerIsDone) {
   auto t = NeatTensor::allocate_image(PixelFormat::RGB, 8, 4);
   NEAT_ASSERT_OK(t);
   std::weak_ptr<Storage> weak = t->storage();
-  auto buffer = to_gst_buffer(std::move(*t));  // moved in and held alone: donated, writable
+  auto buffer = export_gst_buffer(std::move(*t));  // moved in and held alone: donated, writable
   NEAT_ASSERT_OK(buffer);
   EXPECT_FALSE(GST_MEMORY_IS_READONLY(gst_buffer_peek_memory(*buffer, 0)));
   GstVideoMeta* meta = gst_buffer_get_video_meta(*buffer);
@@ -366,14 +366,14 @@ TEST_F(GstTest, ToGstBufferRefusesLayoutsGstreamerCannotDescribe) {
   NEAT_ASSERT_OK(t);
   auto flipped = t->transpose(0, 1);
   NEAT_ASSERT_OK(flipped);
-  NEAT_EXPECT_ERROR(to_gst_buffer(*flipped), ErrorCode::FailedPrecondition, "contiguous()");
+  NEAT_EXPECT_ERROR(export_gst_buffer(*flipped), ErrorCode::FailedPrecondition, "contiguous()");
   auto dense = NeatTensor::allocate(DType::F32, Dims{4, 4});
   NEAT_ASSERT_OK(dense);
   auto strided = dense->slice(1, 0, 4, 2);
   NEAT_ASSERT_OK(strided);
-  NEAT_EXPECT_ERROR(to_gst_buffer(*strided), ErrorCode::FailedPrecondition, "contiguous()");
-  NEAT_EXPECT_ERROR(to_gst_buffer(NeatTensor()), ErrorCode::FailedPrecondition, "undefined");
-  auto ok = to_gst_buffer(*dense);  // dense and contiguous: plain memory, no meta
+  NEAT_EXPECT_ERROR(export_gst_buffer(*strided), ErrorCode::FailedPrecondition, "contiguous()");
+  NEAT_EXPECT_ERROR(export_gst_buffer(NeatTensor()), ErrorCode::FailedPrecondition, "undefined");
+  auto ok = export_gst_buffer(*dense);  // dense and contiguous: plain memory, no meta
   NEAT_ASSERT_OK(ok);
   EXPECT_EQ(gst_buffer_get_size(*ok), 64u);
   EXPECT_EQ(gst_buffer_get_video_meta(*ok), nullptr);
@@ -449,7 +449,7 @@ TEST_F(GstTest, EncoderRoundTripThroughAFile) {
           }
         }
       }
-      auto b = to_gst_buffer(*t);
+      auto b = export_gst_buffer(*t);
       NEAT_ASSERT_OK(b);
       GST_BUFFER_PTS(*b) = static_cast<GstClockTime>(f) * GST_SECOND / 10;
       GST_BUFFER_DURATION(*b) = GST_SECOND / 10;

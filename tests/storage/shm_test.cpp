@@ -50,15 +50,14 @@ TEST(Shm, AllocatorPlacesTensorsOnMemfdAndExportImportSharesTheBytes) {
   auto fd = export_fd(*t);
   NEAT_ASSERT_OK(fd);
   EXPECT_FALSE(t->can_donate()) << "exported: another process may read it";
-  auto in = import_shm_tensor(fd->get(), DType::F32, Dims{16, 16}, Dims{64, 4});
+  auto in = wrap_shm(fd->get(), DType::F32, Dims{16, 16}, Dims{64, 4});
   NEAT_ASSERT_OK(in);
   EXPECT_EQ(in->identity().id(), t->identity().id()) << "identity survives export + import";
   EXPECT_NE(in->storage()->native_fd(), t->storage()->native_fd());
   EXPECT_FALSE(in->can_donate()) << "imported memory is shared unless declared exclusive";
   auto w = std::move(*t).make_writable();  // shared now: COW, through the gate
   NEAT_ASSERT_OK(w);
-  auto in_w =
-      import_shm_tensor(fd->get(), DType::F32, Dims{16, 16}, Dims{64, 4}, 0, {.exclusive = true});
+  auto in_w = wrap_shm(fd->get(), DType::F32, Dims{16, 16}, Dims{64, 4}, 0, {.exclusive = true});
   NEAT_ASSERT_OK(in_w);
   auto writable = std::move(*in_w).make_writable();
   NEAT_ASSERT_OK(writable);
@@ -90,14 +89,13 @@ TEST(Shm, ChildWritesThroughAnFdPassedOverScmRights) {
     if (received < 0) ::_exit(2);
     int code = 0;
     {
-      auto in = import_shm_tensor(received, DType::U8, Dims{1 << 16}, Dims{1}, 0,
-                                  {.require_shrink_seal = true});
+      auto in =
+          wrap_shm(received, DType::U8, Dims{1 << 16}, Dims{1}, 0, {.require_shrink_seal = true});
       if (!in.ok()) ::_exit(4);
       auto w = std::move(*in).make_writable(
           {.donation = Donation::MustDonate, .policy = ConversionPolicy::Strict});
       if (w.ok()) code = 5;  // shared memory must not be donated
-      auto in2 =
-          import_shm_tensor(received, DType::U8, Dims{1 << 16}, Dims{1}, 0, {.exclusive = true});
+      auto in2 = wrap_shm(received, DType::U8, Dims{1 << 16}, Dims{1}, 0, {.exclusive = true});
       if (!in2.ok()) ::_exit(6);
       auto w2 = std::move(*in2).make_writable();
       if (!w2.ok()) ::_exit(7);
@@ -127,11 +125,9 @@ TEST(Shm, ChildWritesThroughAnFdPassedOverScmRights) {
 TEST(Shm, ImportChecksTheFileBeforeTouchingIt) {
   const int small = make_memfd(100);
   ASSERT_GE(small, 0);
-  NEAT_EXPECT_ERROR(import_shm_tensor(small, DType::U8, Dims{200}, Dims{1}), ErrorCode::OutOfRange,
-                    "100");
-  NEAT_EXPECT_ERROR(
-      import_shm_tensor(small, DType::U8, Dims{10}, Dims{1}, 0, {.require_shrink_seal = true}),
-      ErrorCode::FailedPrecondition, "F_SEAL_SHRINK");
+  NEAT_EXPECT_ERROR(wrap_shm(small, DType::U8, Dims{200}, Dims{1}), ErrorCode::OutOfRange, "100");
+  NEAT_EXPECT_ERROR(wrap_shm(small, DType::U8, Dims{10}, Dims{1}, 0, {.require_shrink_seal = true}),
+                    ErrorCode::FailedPrecondition, "F_SEAL_SHRINK");
   // Read-only fds import read-only, or not at all.
   const std::string path = "/proc/self/fd/" + std::to_string(small);
   const int ro = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -192,7 +188,7 @@ TEST(Shm, TenThousandExportImportCyclesLeaveFdsAtBaseline) {
   for (int i = 0; i < 10000; ++i) {
     auto fd = export_fd(*t);
     ASSERT_TRUE(fd.ok());
-    auto in = import_shm_tensor(fd->get(), DType::U8, Dims{4096}, Dims{1});
+    auto in = wrap_shm(fd->get(), DType::U8, Dims{4096}, Dims{1});
     ASSERT_TRUE(in.ok());
     auto m = in->map();
     ASSERT_TRUE(m.ok());

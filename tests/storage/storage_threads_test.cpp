@@ -57,7 +57,7 @@ TEST(StorageThreads, DmaBufFirstMapRacesMapOnceAndSyncsBalance) {
   const int fd = testing::make_memfd(1 << 16);
   ASSERT_GE(fd, 0);
   for (int round = 0; round < 20; ++round) {
-    auto t = import_dmabuf(fd, DType::U8, Dims{1 << 16}, Dims{1});
+    auto t = wrap_dmabuf(fd, DType::U8, Dims{1 << 16}, Dims{1});
     NEAT_ASSERT_OK(t);
     const auto before = dmabuf_stats();
     std::vector<std::thread> threads;
@@ -146,7 +146,7 @@ TEST(StorageThreads, OneGlContextServesTransfersFromManyThreads) {
         std::memset(m->mutable_data(), i + 1, 16 * 16 * 4);
       }
       for (int k = 0; k < 25; ++k) {
-        auto dev = to_device(*w, Device{DeviceType::Gl, 0});
+        auto dev = upload(*w, Device{DeviceType::Gl, 0});
         if (!dev.ok()) {
           ++bad;
           continue;
