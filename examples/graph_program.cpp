@@ -1,7 +1,8 @@
 // The complete example program of docs/graphs.md: a GStreamer camera (here
 // videotestsrc) through the fused preprocess into the application, with a
 // side branch that the application inspects, a copy budget, and the audit
-// of what was copied. Built with the tools so that it stays true.
+// of what was copied. The region between the docs markers is the page's code
+// block (tests/docs/check_snippets.py keeps them equal); CI builds and runs it.
 #include <chrono>
 #include <cstdio>
 
@@ -13,6 +14,7 @@
 
 int main() {
   using namespace std::chrono_literals;
+  // [docs:graph]
   neat::GraphBuilder b("camera");
   b.set_policy(neat::ConversionPolicy::Strict);  // implicit copies fail the build
   // Per frame, the stages write the model input (4.7 MiB) and a thumbnail
@@ -72,5 +74,6 @@ int main() {
               frames / report->seconds);
   std::printf("thumbnails dropped (nobody pulled them): %llu\n",
               static_cast<unsigned long long>(thumbnails->stats().dropped));
+  // [docs:end]
   return report->frames.balanced() && graph->rule_breaches().empty() ? 0 : 1;
 }
