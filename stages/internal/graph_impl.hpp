@@ -64,8 +64,8 @@ struct EdgeDecl {
 };
 
 enum DropReason : std::size_t { kStopped, kStageError, kSinkOverflow, kFiltered, kReasons };
-inline constexpr std::array<const char*, kReasons> kDropNames = {"stopped", "stage_error", "sink_overflow",
-                                                          "filtered"};
+inline constexpr std::array<const char*, kReasons> kDropNames = {"stopped", "stage_error",
+                                                                 "sink_overflow", "filtered"};
 
 struct Item {
   NeatTensor tensor;

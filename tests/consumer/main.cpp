@@ -26,7 +26,8 @@ int main() {
   auto events = std::make_shared<neat::MemorySink>();
   auto registration = neat::add_event_sink(events);
   neat::GraphBuilder b("consumer");
-  b.add_source("cam", neat::synthetic_source(neat::FrameSpec::image(neat::PixelFormat::NV12, 64, 48), 2));
+  b.add_source("cam",
+               neat::synthetic_source(neat::FrameSpec::image(neat::PixelFormat::NV12, 64, 48), 2));
   b.add_stage("pre", neat::preprocess_stage({.width = 32, .height = 32}));
   b.add_sink("out", neat::AppSink::create());
   if (!b.connect("cam", "pre").ok() || !b.connect("pre", "out").ok()) return 4;

@@ -15,11 +15,11 @@
 #include <opencv2/imgproc.hpp>
 #include <random>
 
-#include "neat/neat.hpp"
 #include "neat/kernels/color.hpp"
 #include "neat/kernels/preprocess.hpp"
 #include "neat/kernels/resize.hpp"
 #include "neat/kernels/yuv_matrix.hpp"
+#include "neat/neat.hpp"
 #include "neat/storage/gstreamer.hpp"
 #include "support/fakes.hpp"
 #include "support/images.hpp"
