@@ -286,8 +286,8 @@ class Planner {
     const auto& edge = b_.edges[static_cast<std::size_t>(in_edge_[i])];
     const auto producer = static_cast<std::size_t>(b_.find(edge.from));
     if (spec_ok_[producer]) {
-      EdgePlan ep = plan_edge(d, edge, producer);
-      if (ep_ok_) {  // the edge has a plan: the consumer's own output follows
+      EdgePlan ep;
+      if (plan_edge(d, edge, producer, ep)) {  // the consumer's own output follows
         if (d.kind == NodeKind::Stage) {
           auto out = d.stage->output_spec(ep.consumed);
           if (!out.ok()) {
@@ -310,9 +310,9 @@ class Planner {
   }
 
   // What the producer gives, what the consumer accepts, the conversions
-  // between (Strict refuses them here, before any frame flows).
-  EdgePlan plan_edge(const NodeDecl& d, const EdgeDecl& edge, std::size_t producer) {
-    EdgePlan ep;
+  // between (Strict refuses them here, before any frame flows). False when no
+  // conversion leads from one to the other (the problem is recorded).
+  bool plan_edge(const NodeDecl& d, const EdgeDecl& edge, std::size_t producer, EdgePlan& ep) {
     ep.from = edge.from;
     ep.to = edge.to;
     ep.name = edge.from + "->" + edge.to;
@@ -323,10 +323,9 @@ class Planner {
     const Accepts accepts = d.kind == NodeKind::Stage ? d.stage->accepts() : d.sink->accepts();
     ep.copy_on_write = accepts.writes && ep.consumers_sharing > 1;
     auto conv = plan_conversions(ep.produced, accepts, d.name, ep.consumed);
-    ep_ok_ = conv.ok();
     if (!conv.ok()) {
       problems_.push_back("edge '" + ep.name + "': " + conv.error().message());
-      return ep;
+      return false;
     }
     ep.conversions = std::move(*conv);
     if (ep.policy == ConversionPolicy::Strict) {
@@ -338,7 +337,7 @@ class Planner {
             ", or allow it with policy trace on this edge");
       }
     }
-    return ep;
+    return true;
   }
 
   Result<std::vector<RuleRegistration>> register_rules() {
@@ -403,7 +402,6 @@ class Planner {
   std::vector<int> edge_index_;
   std::vector<std::string> problems_;
   GraphPlan plan_;
-  bool ep_ok_ = false;
 };
 
 }  // namespace

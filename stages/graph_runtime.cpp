@@ -150,14 +150,20 @@ struct Graph::Impl {
     }
   }
 
-  void run_stage(NodeRt& node) {
-    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
+  // What a stage's or sink's conversions are attributed to: its graph, its
+  // name, its input edge and that edge's policy.
+  ConversionContext consumer_context(const NodeRt& node, const EdgeRt& in) const {
     ConversionContext cx;
     cx.graph = plan.graph;
     cx.stage = node.plan.name;
     cx.edge = in.plan.name;
     cx.policy = in.plan.policy;
-    ScopedContext scope(cx);
+    return cx;
+  }
+
+  void run_stage(NodeRt& node) {
+    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
+    ScopedContext scope(consumer_context(node, in));
     StageContext sc;
     sc.graph = plan.graph;
     sc.stage = node.plan.name;
@@ -191,12 +197,7 @@ struct Graph::Impl {
 
   void run_sink(NodeRt& node) {
     EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
-    ConversionContext cx;
-    cx.graph = plan.graph;
-    cx.stage = node.plan.name;
-    cx.edge = in.plan.name;
-    cx.policy = in.plan.policy;
-    ScopedContext scope(cx);
+    ScopedContext scope(consumer_context(node, in));
     Item item;
     bool ended = true;
     while (pop(node, item)) {

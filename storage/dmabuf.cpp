@@ -191,7 +191,7 @@ Result<std::byte*> DmaBufStorage::map_slow(MapMode mode) {
       if (require_sync_) {
         return unimplemented("map of " + describe() +
                              ": DMA_BUF_IOCTL_SYNC is not supported (ENOTTY): the fd is not a "
-                             "dma-buf; import it without require_sync, or with import_shm");
+                             "dma-buf; wrap it without require_sync, or with wrap_shm");
       }
       if (!sync_unsupported_.exchange(true)) {
         g_sync_unsupported.fetch_add(1, std::memory_order_relaxed);
