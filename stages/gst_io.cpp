@@ -14,45 +14,42 @@
 #include "neat/contract/copy_gate.hpp"
 #include "neat/policy/policy.hpp"
 #include "neat/storage/gstreamer.hpp"
+#include "neat/storage/internal/gst_ref.hpp"
 
 namespace neat {
 namespace {
 
+using detail::for_each_element;
+using detail::GstRef;
+
 // GStreamer's error message on the bus (if any), with the element's name.
 std::string bus_error(GstElement* pipeline, GstClockTime wait = 0) {
-  GstBus* bus = gst_element_get_bus(pipeline);
-  GstMessage* msg = gst_bus_timed_pop_filtered(bus, wait, GST_MESSAGE_ERROR);
-  gst_object_unref(bus);
-  if (msg == nullptr) return {};
-  GError* err = nullptr;
-  gchar* debug = nullptr;
-  gst_message_parse_error(msg, &err, &debug);
-  std::string out = GST_OBJECT_NAME(GST_MESSAGE_SRC(msg));
+  GstRef<GstBus> bus(gst_element_get_bus(pipeline));
+  GstRef<GstMessage> msg(gst_bus_timed_pop_filtered(bus.get(), wait, GST_MESSAGE_ERROR));
+  if (!msg) return {};
+  GstRef<GError> err;
+  GstRef<gchar> debug;
+  gst_message_parse_error(msg.get(), err.out(), debug.out());
+  std::string out = GST_OBJECT_NAME(GST_MESSAGE_SRC(msg.get()));
   out += ": ";
-  out += err != nullptr ? err->message : "error";
-  if (debug != nullptr) {
+  out += err ? err->message : "error";
+  if (debug) {
     out += " (";
-    out += debug;
+    out += debug.get();
     out += ")";
   }
-  if (err != nullptr) g_error_free(err);
-  g_free(debug);
-  gst_message_unref(msg);
   return out;
 }
 
-Result<GstElement*> parse(const std::string& description, std::string_view what) {
+Result<GstRef<GstElement>> parse(const std::string& description, std::string_view what) {
   NEAT_RETURN_IF_ERROR(ensure_gstreamer());
-  GError* err = nullptr;
-  GstElement* pipeline = gst_parse_launch(description.c_str(), &err);
-  if (err != nullptr) {
-    std::string m =
-        std::string(what) + ": GStreamer cannot parse \"" + description + "\": " + err->message;
-    g_error_free(err);
-    if (pipeline != nullptr) gst_object_unref(pipeline);
-    return invalid_argument(std::move(m));
+  GstRef<GError> err;
+  GstRef<GstElement> pipeline(gst_parse_launch(description.c_str(), err.out()));
+  if (err) {
+    return invalid_argument(std::string(what) + ": GStreamer cannot parse \"" + description +
+                            "\": " + err->message);
   }
-  if (pipeline == nullptr) {
+  if (!pipeline) {
     return invalid_argument(std::string(what) + ": GStreamer cannot parse \"" + description + "\"");
   }
   return pipeline;
@@ -61,29 +58,18 @@ Result<GstElement*> parse(const std::string& description, std::string_view what)
 template <class Pred>
 GstElement* find_element(GstElement* pipeline, Pred pred) {
   if (!GST_IS_BIN(pipeline)) return pred(pipeline) ? pipeline : nullptr;
-  GstIterator* it = gst_bin_iterate_recurse(GST_BIN(pipeline));
-  GValue v = G_VALUE_INIT;
-  GstElement* found = nullptr;
-  while (found == nullptr && gst_iterator_next(it, &v) == GST_ITERATOR_OK) {
-    auto* e = GST_ELEMENT(g_value_get_object(&v));
-    if (pred(e)) found = e;
-    g_value_reset(&v);
-  }
-  g_value_unset(&v);
-  gst_iterator_free(it);
-  return found;
+  return for_each_element(GST_BIN(pipeline), pred);
 }
 
 Result<FrameSpec> spec_from_caps(GstCaps* caps, std::string_view what) {
   GstVideoInfo info;
   if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) {
-    gchar* text = caps != nullptr ? gst_caps_to_string(caps) : nullptr;
+    GstRef<gchar> text(caps != nullptr ? gst_caps_to_string(caps) : nullptr);
     std::string m = std::string(what) + ": the appsink receives \"" +
-                    (text != nullptr ? text : "no caps") +
+                    (text ? text.get() : "no caps") +
                     "\", not raw video; the source must give video frames (a compressed "
                     "stream needs a decoder in the description, e.g. \"! decodebin\": decoders "
                     "hand over NV12 or I420, which the graph's own stages convert)";
-    g_free(text);
     return invalid_argument(std::move(m));
   }
   auto format = pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&info));
@@ -116,12 +102,10 @@ std::string caps_text(GstCaps* caps, GstVideoInfo* info, bool* raw) {
   return s != nullptr ? gst_structure_get_name(s) : "?";
 }
 
-GstCaps* pad_caps(GstElement* e, const char* pad_name) {
-  GstPad* pad = gst_element_get_static_pad(e, pad_name);
-  if (pad == nullptr) return nullptr;
-  GstCaps* caps = gst_pad_get_current_caps(pad);
-  gst_object_unref(pad);
-  return caps;
+GstRef<GstCaps> pad_caps(GstElement* e, const char* pad_name) {
+  GstRef<GstPad> pad(gst_element_get_static_pad(e, pad_name));
+  if (!pad) return {};
+  return GstRef<GstCaps>(gst_pad_get_current_caps(pad.get()));
 }
 
 TensorDescription spec_of(const GstVideoInfo& info) {
@@ -139,21 +123,11 @@ TensorDescription spec_of(const GstVideoInfo& info) {
 void wait_for_negotiation(GstElement* pipeline, std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {
-    bool all = true;
-    GstIterator* it = gst_bin_iterate_recurse(GST_BIN(pipeline));
-    GValue v = G_VALUE_INIT;
-    while (all && gst_iterator_next(it, &v) == GST_ITERATOR_OK) {
-      auto* e = GST_ELEMENT(g_value_get_object(&v));
-      if (GST_IS_BASE_TRANSFORM(e)) {
-        GstCaps* c = pad_caps(e, "src");
-        if (c == nullptr) all = false;
-        if (c != nullptr) gst_caps_unref(c);
-      }
-      g_value_reset(&v);
-    }
-    g_value_unset(&v);
-    gst_iterator_free(it);
-    if (all) return;
+    // The first transform still without output caps, if any.
+    const GstElement* waiting = for_each_element(GST_BIN(pipeline), [](GstElement* e) {
+      return GST_IS_BASE_TRANSFORM(e) && !pad_caps(e, "src");
+    });
+    if (waiting == nullptr) return;
     g_usleep(5000);
   }
 }
@@ -163,31 +137,25 @@ std::vector<InnerConversion> converting_elements(GstElement* pipeline, GstElemen
                                                  const std::vector<std::string>& implicit) {
   std::vector<InnerConversion> out;
   if (!GST_IS_BIN(pipeline)) return out;
-  GstIterator* it = gst_bin_iterate_recurse(GST_BIN(pipeline));
-  GValue v = G_VALUE_INIT;
-  while (gst_iterator_next(it, &v) == GST_ITERATOR_OK) {
-    auto* e = GST_ELEMENT(g_value_get_object(&v));
+  auto visit = [&](GstElement* e) {
     const bool decoder = GST_IS_VIDEO_DECODER(e) != 0, encoder = GST_IS_VIDEO_ENCODER(e) != 0;
     const bool transform =
         GST_IS_BASE_TRANSFORM(e) && !gst_base_transform_is_passthrough(GST_BASE_TRANSFORM(e));
-    GstCaps* in = pad_caps(e, "sink");
-    GstCaps* out_caps = pad_caps(e, "src");
+    const GstRef<GstCaps> in = pad_caps(e, "sink");
+    const GstRef<GstCaps> out_caps = pad_caps(e, "src");
     // A transform whose output caps equal its input (capsfilter, identity,
     // videorate keeping the rate) hands frames through.
-    const bool same_caps =
-        in != nullptr && out_caps != nullptr && gst_caps_is_equal(in, out_caps) != 0;
+    const bool same_caps = in && out_caps && gst_caps_is_equal(in.get(), out_caps.get()) != 0;
     if (e != skip && (decoder || encoder || (transform && !same_caps))) {
       InnerConversion c;
       // Under the object's lock: decodebin names the elements it plugs on its
       // own streaming thread.
-      if (gchar* name = gst_object_get_name(GST_OBJECT(e)); name != nullptr) {
-        c.element = name;
-        g_free(name);
-      }
+      if (GstRef<gchar> name(gst_object_get_name(GST_OBJECT(e))); name) c.element = name.get();
       c.explicit_call = std::find(implicit.begin(), implicit.end(), c.element) == implicit.end();
       GstVideoInfo vi, vo;
       bool raw_in = false, raw_out = false;
-      const std::string a = caps_text(in, &vi, &raw_in), b = caps_text(out_caps, &vo, &raw_out);
+      const std::string a = caps_text(in.get(), &vi, &raw_in),
+                        b = caps_text(out_caps.get(), &vo, &raw_out);
       if (raw_in) c.bytes_read = static_cast<std::int64_t>(GST_VIDEO_INFO_SIZE(&vi));
       if (raw_out) c.bytes_written = static_cast<std::int64_t>(GST_VIDEO_INFO_SIZE(&vo));
       c.what = (decoder ? "decode " : encoder ? "encode " : "") + a + " -> " + b;
@@ -208,12 +176,9 @@ std::vector<InnerConversion> converting_elements(GstElement* pipeline, GstElemen
       if (raw_out) c.output = spec_of(vo);
       out.push_back(std::move(c));
     }
-    if (in != nullptr) gst_caps_unref(in);
-    if (out_caps != nullptr) gst_caps_unref(out_caps);
-    g_value_reset(&v);
-  }
-  g_value_unset(&v);
-  gst_iterator_free(it);
+    return false;  // visit every element
+  };
+  for_each_element(GST_BIN(pipeline), visit, [&] { out.clear(); });
   return out;
 }
 
@@ -286,32 +251,32 @@ class GstSource final : public Source {
 
   Result<FrameSpec> prepare() override {
     NEAT_ASSIGN_OR_RETURN(pipeline_, parse(description_, "gst source"));
-    sink_ = find_element(pipeline_, [](GstElement* e) { return GST_IS_APP_SINK(e) != 0; });
+    sink_ = find_element(pipeline_.get(), [](GstElement* e) { return GST_IS_APP_SINK(e) != 0; });
     if (sink_ == nullptr) {
       return invalid_argument("gst source: \"" + description_ + "\" has no appsink");
     }
     g_object_set(sink_, "sync", FALSE, "max-buffers", static_cast<guint>(options_.max_buffers),
                  "drop", FALSE, "emit-signals", FALSE, nullptr);
-    const GstStateChangeReturn r = gst_element_set_state(pipeline_, GST_STATE_PAUSED);
+    const GstStateChangeReturn r = gst_element_set_state(pipeline_.get(), GST_STATE_PAUSED);
     if (r == GST_STATE_CHANGE_FAILURE) return failure("cannot start");
     if (r == GST_STATE_CHANGE_NO_PREROLL) {
       // Live source: caps arrive with the first frame.
-      if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+      if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
         return failure("cannot start");
       }
       playing_ = true;
-      GstSample* s = gst_app_sink_try_pull_sample(
+      first_.reset(gst_app_sink_try_pull_sample(
           GST_APP_SINK(sink_),
-          static_cast<GstClockTime>(options_.preroll_timeout.count()) * GST_MSECOND);
-      if (s == nullptr) return failure("no first frame");
-      first_ = s;
+          static_cast<GstClockTime>(options_.preroll_timeout.count()) * GST_MSECOND));
+      if (!first_) return failure("no first frame");
     } else {
       const auto wait = static_cast<GstClockTime>(options_.preroll_timeout.count()) * GST_MSECOND;
-      if (gst_element_get_state(pipeline_, nullptr, nullptr, wait) != GST_STATE_CHANGE_SUCCESS) {
+      if (gst_element_get_state(pipeline_.get(), nullptr, nullptr, wait) !=
+          GST_STATE_CHANGE_SUCCESS) {
         return failure("did not preroll");
       }
-      first_ = gst_app_sink_try_pull_preroll(GST_APP_SINK(sink_), 0);
-      if (first_ == nullptr) {
+      first_.reset(gst_app_sink_try_pull_preroll(GST_APP_SINK(sink_), 0));
+      if (!first_) {
         if (gst_app_sink_is_eos(GST_APP_SINK(sink_))) {
           empty_ = true;  // a stream without frames: valid, ends at once
           return FrameSpec{};
@@ -319,13 +284,10 @@ class GstSource final : public Source {
         return failure("prerolled without a frame");
       }
     }
-    spec_ = spec_from_caps(gst_sample_get_caps(first_), "gst source");
-    if (first_ != nullptr && !playing_) {
-      gst_sample_unref(first_);  // the preroll sample comes again as the first frame
-      first_ = nullptr;
-    }
+    spec_ = spec_from_caps(gst_sample_get_caps(first_.get()), "gst source");
+    if (!playing_) first_.reset();  // the preroll sample comes again as the first frame
     if (spec_.ok()) {
-      NEAT_RETURN_IF_ERROR(elements_.plan(pipeline_, sink_, "gst source",
+      NEAT_RETURN_IF_ERROR(elements_.plan(pipeline_.get(), sink_, "gst source",
                                           options_.implicit_elements, options_.implicit_fix));
     }
     return spec_;
@@ -338,23 +300,22 @@ class GstSource final : public Source {
   Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override {
     if (empty_) return std::optional<NeatTensor>();
     if (!playing_) {
-      if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+      if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
         return failure("cannot play");
       }
       playing_ = true;
     }
     for (;;) {
-      GstSample* s = first_ != nullptr
-                         ? std::exchange(first_, nullptr)
-                         : gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), 100 * GST_MSECOND);
-      if (s != nullptr) {
-        auto t = wrap_gst_sample(s);
-        gst_sample_unref(s);
+      GstRef<GstSample> s = first_ ? std::move(first_)
+                                   : GstRef<GstSample>(gst_app_sink_try_pull_sample(
+                                         GST_APP_SINK(sink_), 100 * GST_MSECOND));
+      if (s) {
+        auto t = wrap_gst_sample(s.get());
         if (!t.ok()) return t.error().with_context("gst source");
         NEAT_RETURN_IF_ERROR(elements_.record());
         return std::optional<NeatTensor>(std::move(*t));
       }
-      if (std::string e = bus_error(pipeline_); !e.empty()) {
+      if (std::string e = bus_error(pipeline_.get()); !e.empty()) {
         return failed_precondition("gst source \"" + description_ + "\" failed: " + e);
       }
       if (gst_app_sink_is_eos(GST_APP_SINK(sink_))) return std::optional<NeatTensor>();
@@ -363,26 +324,26 @@ class GstSource final : public Source {
   }
 
   void close() override {
-    if (first_ != nullptr) gst_sample_unref(std::exchange(first_, nullptr));
-    if (pipeline_ != nullptr) {
-      gst_element_set_state(pipeline_, GST_STATE_NULL);
-      gst_object_unref(std::exchange(pipeline_, nullptr));
+    first_.reset();
+    if (pipeline_.get()) {
+      gst_element_set_state(pipeline_.get(), GST_STATE_NULL);
+      pipeline_.reset();
       sink_ = nullptr;
     }
   }
 
  private:
   Error failure(std::string_view what) {
-    std::string e = bus_error(pipeline_, 100 * GST_MSECOND);
+    std::string e = bus_error(pipeline_.get(), 100 * GST_MSECOND);
     return failed_precondition("gst source \"" + description_ + "\" " + std::string(what) +
                                (e.empty() ? std::string() : ": " + e));
   }
 
   std::string description_;
   GstSourceOptions options_;
-  GstElement* pipeline_ = nullptr;
-  GstElement* sink_ = nullptr;
-  GstSample* first_ = nullptr;
+  GstRef<GstElement> pipeline_;
+  GstElement* sink_ = nullptr;  // borrowed: the pipeline holds it
+  GstRef<GstSample> first_;
   Result<FrameSpec> spec_ = FrameSpec{};
   bool playing_ = false;
   bool empty_ = false;
@@ -398,10 +359,7 @@ class GstAppsrcSink final : public Sink {
     if (description_.rfind("appsrc", 0) != 0) description_ = "appsrc ! " + description_;
   }
   ~GstAppsrcSink() override {
-    if (pipeline_ != nullptr) {
-      gst_element_set_state(pipeline_, GST_STATE_NULL);
-      gst_object_unref(pipeline_);
-    }
+    if (pipeline_.get()) gst_element_set_state(pipeline_.get(), GST_STATE_NULL);
   }
   std::string_view kind() const noexcept override { return "gst"; }
   std::string describe() const override { return "gst \"" + description_ + "\""; }
@@ -421,27 +379,27 @@ class GstAppsrcSink final : public Sink {
 
   Status prepare(const FrameSpec& input) override {
     NEAT_ASSIGN_OR_RETURN(pipeline_, parse(description_, "gst sink"));
-    src_ = find_element(pipeline_, [](GstElement* e) { return GST_IS_APP_SRC(e) != 0; });
+    src_ = find_element(pipeline_.get(), [](GstElement* e) { return GST_IS_APP_SRC(e) != 0; });
     if (src_ == nullptr)
       return invalid_argument("gst sink: \"" + description_ + "\" has no appsrc");
-    NEAT_ASSIGN_OR_RETURN(GstCaps * caps,
+    NEAT_ASSIGN_OR_RETURN(GstCaps * new_caps,
                           gst_caps_for(ImageSpec{input.format, input.width, input.height,
                                                  Layout::None, input.colorimetry},
                                        options_.fps_n, options_.fps_d));
-    g_object_set(src_, "caps", caps, "format", GST_FORMAT_TIME, "block", TRUE, "max-buffers",
+    const GstRef<GstCaps> caps(new_caps);
+    g_object_set(src_, "caps", caps.get(), "format", GST_FORMAT_TIME, "block", TRUE, "max-buffers",
                  kAppsrcQueue, nullptr);
-    gst_caps_unref(caps);
-    if (gst_element_set_state(pipeline_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-      return failed_precondition("gst sink \"" + description_ +
-                                 "\" cannot start: " + bus_error(pipeline_, 100 * GST_MSECOND));
+    if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+      return failed_precondition("gst sink \"" + description_ + "\" cannot start: " +
+                                 bus_error(pipeline_.get(), 100 * GST_MSECOND));
     }
     // appsrc negotiates its caps on PLAYING, before the first buffer: wait
     // (bounded) until every element has its output caps, then see which convert.
-    wait_for_negotiation(pipeline_, std::chrono::seconds(2));
-    if (std::string e = bus_error(pipeline_); !e.empty()) {
+    wait_for_negotiation(pipeline_.get(), std::chrono::seconds(2));
+    if (std::string e = bus_error(pipeline_.get()); !e.empty()) {
       return failed_precondition("gst sink \"" + description_ + "\" failed: " + e);
     }
-    return elements_.plan(pipeline_, src_, "gst sink", {}, {});
+    return elements_.plan(pipeline_.get(), src_, "gst sink", {}, {});
   }
 
   std::vector<InnerConversion> inner_conversions() const override {
@@ -450,21 +408,20 @@ class GstAppsrcSink final : public Sink {
 
   Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override {
     if (aborted_.load()) return SinkOutcome::Stopped;
-    NEAT_ASSIGN_OR_RETURN(GstBuffer * buffer, export_gst_buffer(std::move(frame)));
+    NEAT_ASSIGN_OR_RETURN(GstBuffer * exported, export_gst_buffer(std::move(frame)));
+    GstRef<GstBuffer> buffer(exported);
     if (options_.fps_n > 0) {
       const GstClockTime duration = gst_util_uint64_scale(
           GST_SECOND, static_cast<guint64>(options_.fps_d), static_cast<guint64>(options_.fps_n));
-      GST_BUFFER_PTS(buffer) = static_cast<GstClockTime>(frame_number) * duration;
-      GST_BUFFER_DURATION(buffer) = duration;
+      GST_BUFFER_PTS(buffer.get()) = static_cast<GstClockTime>(frame_number) * duration;
+      GST_BUFFER_DURATION(buffer.get()) = duration;
     }
-    if (Status st = elements_.record(); !st.ok()) {
-      gst_buffer_unref(buffer);
-      return st.error();
-    }
-    const GstFlowReturn r = gst_app_src_push_buffer(GST_APP_SRC(src_), buffer);
+    NEAT_RETURN_IF_ERROR(elements_.record());
+    // appsrc takes the reference.
+    const GstFlowReturn r = gst_app_src_push_buffer(GST_APP_SRC(src_), buffer.release());
     if (r == GST_FLOW_FLUSHING && aborted_.load()) return SinkOutcome::Stopped;
     if (r != GST_FLOW_OK) {
-      std::string e = bus_error(pipeline_, 100 * GST_MSECOND);
+      std::string e = bus_error(pipeline_.get(), 100 * GST_MSECOND);
       return failed_precondition("gst sink \"" + description_ + "\": push failed (" +
                                  gst_flow_get_name(r) + ")" + (e.empty() ? "" : ": " + e));
     }
@@ -473,37 +430,34 @@ class GstAppsrcSink final : public Sink {
 
   Status finish() override {
     gst_app_src_end_of_stream(GST_APP_SRC(src_));
-    GstBus* bus = gst_element_get_bus(pipeline_);
-    GstMessage* msg = gst_bus_timed_pop_filtered(
-        bus, static_cast<GstClockTime>(options_.eos_timeout.count()) * GST_MSECOND,
-        static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-    gst_object_unref(bus);
+    const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
+    const GstRef<GstMessage> msg(gst_bus_timed_pop_filtered(
+        bus.get(), static_cast<GstClockTime>(options_.eos_timeout.count()) * GST_MSECOND,
+        static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR)));
     Status st;
-    if (msg == nullptr) {
+    if (!msg) {
       st = failed_precondition("gst sink \"" + description_ + "\": no end of stream within " +
                                std::to_string(options_.eos_timeout.count()) + " ms");
-    } else if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-      GError* err = nullptr;
-      gst_message_parse_error(msg, &err, nullptr);
+    } else if (GST_MESSAGE_TYPE(msg.get()) == GST_MESSAGE_ERROR) {
+      GstRef<GError> err;
+      gst_message_parse_error(msg.get(), err.out(), nullptr);
       st = failed_precondition("gst sink \"" + description_ +
-                               "\" failed: " + (err != nullptr ? err->message : "error"));
-      if (err != nullptr) g_error_free(err);
+                               "\" failed: " + (err ? err->message : "error"));
     }
-    if (msg != nullptr) gst_message_unref(msg);
-    gst_element_set_state(pipeline_, GST_STATE_NULL);
+    gst_element_set_state(pipeline_.get(), GST_STATE_NULL);
     return st;
   }
 
   void abort() override {
     aborted_.store(true);
-    if (pipeline_ != nullptr) gst_element_set_state(pipeline_, GST_STATE_NULL);
+    if (pipeline_.get()) gst_element_set_state(pipeline_.get(), GST_STATE_NULL);
   }
 
  private:
   std::string description_;
   GstSinkOptions options_;
-  GstElement* pipeline_ = nullptr;
-  GstElement* src_ = nullptr;
+  GstRef<GstElement> pipeline_;
+  GstElement* src_ = nullptr;  // borrowed: the pipeline holds it
   std::atomic<bool> aborted_{false};
   ElementAccounting elements_;
 };

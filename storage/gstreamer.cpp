@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "internal/gst_ref.hpp"
 #include "neat/contract/mapping.hpp"
 
 #if defined(__SANITIZE_THREAD__)
@@ -24,6 +25,8 @@
 
 namespace neat {
 namespace {
+
+using detail::GstRef;
 
 std::atomic<std::int64_t> g_live_storages{0};
 std::atomic<std::int64_t> g_live_maps{0};
@@ -54,10 +57,10 @@ std::string gst_format_name(GstVideoFormat f) {
 /// when the last mapping goes.
 class GstMemoryStorage final : public Storage {
  public:
-  GstMemoryStorage(GstBuffer* buffer, GstMemory* memory, std::int64_t size, bool read_only,
+  GstMemoryStorage(GstRef<GstBuffer> buffer, GstMemory* memory, std::int64_t size, bool read_only,
                    unsigned index) noexcept
       : Storage(StorageKind::GStreamer, kCpu, size, read_only, nullptr),
-        buffer_(buffer),
+        buffer_(std::move(buffer)),
         memory_(memory),
         index_(index),
         fd_(gst_is_fd_memory(memory) ? gst_fd_memory_get_fd(memory) : -1) {
@@ -68,7 +71,6 @@ class GstMemoryStorage final : public Storage {
       gst_memory_unmap(memory_, &info_);
       g_live_maps.fetch_sub(1, std::memory_order_relaxed);
     }
-    gst_buffer_unref(buffer_);
     g_live_storages.fetch_sub(1, std::memory_order_relaxed);
   }
   /// DMA-BUF and fd memories (decoders, v4l2src, GstShmAllocator) expose
@@ -80,9 +82,9 @@ class GstMemoryStorage final : public Storage {
     out += " B (memory ";
     out += std::to_string(index_);
     out += " of GstBuffer";
-    if (GST_BUFFER_PTS_IS_VALID(buffer_)) {
+    if (GST_BUFFER_PTS_IS_VALID(buffer_.get())) {
       out += " pts ";
-      out += std::to_string(GST_BUFFER_PTS(buffer_));
+      out += std::to_string(GST_BUFFER_PTS(buffer_.get()));
       out += " ns";
     }
     if (memory_->allocator != nullptr && memory_->allocator->mem_type != nullptr) {
@@ -123,8 +125,8 @@ class GstMemoryStorage final : public Storage {
   }
 
  private:
-  GstBuffer* buffer_;
-  GstMemory* memory_;  // owned by buffer_
+  GstRef<GstBuffer> buffer_;  // declared first: memory_ lives while it does
+  GstMemory* memory_;         // owned by buffer_
   unsigned index_;
   int fd_;
   std::mutex mutex_;
@@ -162,21 +164,17 @@ Colorimetry colorimetry_of(const GstVideoColorimetry& c) noexcept {
 // once per caps change, not per frame.
 Colorimetry caps_colorimetry(GstCaps* caps) {
   struct Cache {
-    GstCaps* caps = nullptr;
+    GstRef<GstCaps> caps;
     Colorimetry value;
-    ~Cache() {
-      if (caps != nullptr) gst_caps_unref(caps);
-    }
   };
   thread_local Cache cache;
   if (caps == nullptr) return {};
-  if (caps == cache.caps) return cache.value;
+  if (caps == cache.caps.get()) return cache.value;
   GstVideoInfo info;
   gst_video_info_init(&info);
   Colorimetry value;
   if (gst_video_info_from_caps(&info, caps)) value = colorimetry_of(info.colorimetry);
-  if (cache.caps != nullptr) gst_caps_unref(cache.caps);
-  cache.caps = gst_caps_ref(caps);
+  cache.caps.reset(gst_caps_ref(caps));
   cache.value = value;
   return value;
 }
@@ -190,11 +188,10 @@ struct GstPlane {
 
 Status ensure_gstreamer() {
   static const Status status = []() -> Status {
-    GError* err = nullptr;
-    if (!gst_init_check(nullptr, nullptr, &err)) {
+    GstRef<GError> err;
+    if (!gst_init_check(nullptr, nullptr, err.out())) {
       std::string m = "GStreamer could not start: ";
-      m += err != nullptr ? err->message : "gst_init_check failed";
-      if (err != nullptr) g_error_free(err);
+      m += err ? err->message : "gst_init_check failed";
       return failed_precondition(std::move(m));
     }
     return {};
@@ -240,12 +237,7 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
   }
   // From here on we own one reference, whatever happens.
   if (transfer == GstTransfer::None) gst_buffer_ref(buffer);
-  struct Unref {
-    GstBuffer* b;
-    ~Unref() {
-      if (b != nullptr) gst_buffer_unref(b);
-    }
-  } owned{buffer};
+  GstRef<GstBuffer> owned(buffer);
 
   const GstVideoMeta* meta = gst_buffer_get_video_meta(buffer);
   const GstVideoFormat gformat = meta != nullptr ? meta->format : GST_VIDEO_INFO_FORMAT(&info);
@@ -320,13 +312,13 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
     if (s < 0) {
       GstMemory* mem = gst_buffer_peek_memory(buffer, idx);
       const bool read_only = !writable_buffer || gst_memory_is_writable(mem) == 0;
-      GstBuffer* ref = n_storages == 0 ? std::exchange(owned.b, nullptr) : gst_buffer_ref(buffer);
+      GstRef<GstBuffer> ref =
+          n_storages == 0 ? std::move(owned) : GstRef<GstBuffer>(gst_buffer_ref(buffer));
       try {
         storages[static_cast<std::size_t>(n_storages)] = std::make_shared<GstMemoryStorage>(
-            ref, mem, static_cast<std::int64_t>(gst_memory_get_sizes(mem, nullptr, nullptr)),
-            read_only, idx);
+            std::move(ref), mem,
+            static_cast<std::int64_t>(gst_memory_get_sizes(mem, nullptr, nullptr)), read_only, idx);
       } catch (const std::bad_alloc&) {
-        gst_buffer_unref(ref);
         return resource_exhausted(what() + ": out of memory for the storage object");
       }
       storage_mem[static_cast<std::size_t>(n_storages)] = idx;
@@ -365,26 +357,23 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
 }  // namespace
 
 Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstCaps* caps, GstTransfer transfer) {
-  auto release = [&] {
-    if (transfer == GstTransfer::Full && buffer != nullptr && GST_IS_BUFFER(buffer)) {
-      gst_buffer_unref(buffer);
-    }
-  };
+  // A (transfer full) buffer is ours from here on, also when the caps are bad.
+  GstRef<GstBuffer> owned(
+      transfer == GstTransfer::Full && buffer != nullptr && GST_IS_BUFFER(buffer) ? buffer
+                                                                                  : nullptr);
   if (caps == nullptr || !GST_IS_CAPS(caps)) {
-    release();
     return invalid_argument("wrap_gst_buffer: no caps (null or not a GstCaps)");
   }
   GstVideoInfo info;
   gst_video_info_init(&info);
   if (!gst_video_info_from_caps(&info, caps)) {
-    gchar* text = gst_caps_to_string(caps);
+    const GstRef<gchar> text(gst_caps_to_string(caps));
     std::string m = "wrap_gst_buffer: caps \"";
-    m += text != nullptr ? text : "?";
+    m += text ? text.get() : "?";
     m += "\" are not fixed raw video caps (video/x-raw with format, width and height)";
-    g_free(text);
-    release();
     return invalid_argument(std::move(m));
   }
+  if (owned) return wrap_gst_buffer(owned.release(), info, GstTransfer::Full);
   return wrap_gst_buffer(buffer, info, transfer);
 }
 
@@ -420,9 +409,13 @@ struct ExportHold {
   Mapping mapping;
 };
 
+// Each GstMemory owns one of these (its user data); GStreamer gives it back
+// through release_export() when the memory is freed.
+using ExportUser = std::shared_ptr<ExportHold>;
+
 void release_export(gpointer data) {
   NEAT_TSAN_ACQUIRE(data);
-  delete static_cast<std::shared_ptr<ExportHold>*>(data);
+  const std::unique_ptr<ExportUser> user(static_cast<ExportUser*>(data));
   g_live_exports.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -510,7 +503,7 @@ Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
   } catch (const std::bad_alloc&) {
     return resource_exhausted(what + ": out of memory");
   }
-  GstBuffer* buffer = gst_buffer_new();
+  GstRef<GstBuffer> buffer(gst_buffer_new());
   std::array<std::int64_t, kMaxPlanes> region_base{};
   std::array<void*, kMaxPlanes> users{};
   std::int64_t total = 0;
@@ -518,12 +511,18 @@ Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
   for (int r = 0; r < n_regions; ++r) {
     const Region& reg = regions[static_cast<std::size_t>(r)];
     const auto size = static_cast<gsize>(reg.end - reg.begin);
-    auto* user = new std::shared_ptr<ExportHold>(hold);
-    users[static_cast<std::size_t>(r)] = user;
+    std::unique_ptr<ExportUser> user;
+    try {
+      user = std::make_unique<ExportUser>(hold);
+    } catch (const std::bad_alloc&) {
+      return resource_exhausted(what + ": out of memory");
+    }
+    users[static_cast<std::size_t>(r)] = user.get();
     g_live_exports.fetch_add(1, std::memory_order_relaxed);
+    // The memory owns `user` from here on and gives it to release_export().
     GstMemory* mem = gst_memory_new_wrapped(flags, const_cast<std::byte*>(reg.begin), size, 0, size,
-                                            user, release_export);
-    gst_buffer_append_memory(buffer, mem);
+                                            user.release(), release_export);
+    gst_buffer_append_memory(buffer.get(), mem);
     region_base[static_cast<std::size_t>(r)] = total;
     total += static_cast<std::int64_t>(size);
   }
@@ -536,21 +535,20 @@ Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
       offsets[i] = static_cast<gsize>(region_base[static_cast<std::size_t>(plane_region[k])] +
                                       (plane_ptr[k] - reg.begin));
       if (plane_stride[k] > G_MAXINT) {
-        gst_buffer_unref(buffer);
         return out_of_range(what + ": row stride " + std::to_string(plane_stride[k]) +
                             " does not fit GstVideoMeta");
       }
       strides[i] = static_cast<gint>(plane_stride[k]);
     }
     gst_buffer_add_video_meta_full(
-        buffer, GST_VIDEO_FRAME_FLAG_NONE, gformat, static_cast<guint>(tensor.image().width),
+        buffer.get(), GST_VIDEO_FRAME_FLAG_NONE, gformat, static_cast<guint>(tensor.image().width),
         static_cast<guint>(tensor.image().height), static_cast<guint>(n_planes), offsets, strides);
   }
   // All of the above happens before any release_export() (GStreamer may call
   // it on another thread).
   for (int r = 0; r < n_regions; ++r)
     NEAT_TSAN_RELEASE(users[static_cast<std::size_t>(r)]);
-  return buffer;
+  return buffer.release();
 }
 
 Result<GstCaps*> gst_caps_for(const ImageSpec& image, int fps_n, int fps_d) {
@@ -580,9 +578,8 @@ Result<GstCaps*> gst_caps_for(const ImageSpec& image, int fps_n, int fps_d) {
     if (gst_video_colorimetry_from_string(&gc, base)) {
       gc.range =
           c.range == ColorRange::Full ? GST_VIDEO_COLOR_RANGE_0_255 : GST_VIDEO_COLOR_RANGE_16_235;
-      if (gchar* text = gst_video_colorimetry_to_string(&gc); text != nullptr) {
-        gst_caps_set_simple(caps, "colorimetry", G_TYPE_STRING, text, nullptr);
-        g_free(text);
+      if (const GstRef<gchar> text(gst_video_colorimetry_to_string(&gc)); text) {
+        gst_caps_set_simple(caps, "colorimetry", G_TYPE_STRING, text.get(), nullptr);
       }
     }
   }
