@@ -34,6 +34,7 @@
 #include "neat/contract/dims.hpp"
 #include "neat/contract/dtype.hpp"
 #include "neat/contract/error.hpp"
+#include "neat/contract/frame_meta.hpp"
 #include "neat/contract/image.hpp"
 #include "neat/contract/storage.hpp"
 
@@ -143,6 +144,23 @@ class NeatTensor {
   /// The image spec; format None for a dense tensor.
   const ImageSpec& image() const noexcept { return image_; }
   PixelFormat pixel_format() const noexcept { return image_.format; }
+  /// The frame's metadata (frame number, timestamps, geometry in the source
+  /// frame): held by this handle, kept by views, copies and kernels. See
+  /// contract/frame_meta.hpp.
+  const FrameMeta& meta() const noexcept { return meta_; }
+  /// Replaces this handle's metadata (other handles to the buffer keep theirs).
+  void set_meta(const FrameMeta& meta) noexcept { meta_ = meta; }
+  /// The geometry to compose a crop or resize onto: meta().geometry, with
+  /// the source size taken from this image when nothing set it (a frame that
+  /// is its own source).
+  FrameGeometry source_geometry() const noexcept {
+    FrameGeometry g = meta_.geometry;
+    if (g.source_width == 0 && g.is_identity() && is_image()) {
+      g.source_width = image_.width;
+      g.source_height = image_.height;
+    }
+    return g;
+  }
   Layout layout() const noexcept { return image_.layout; }
   bool is_composite() const noexcept { return plane_count_ > 0; }
   int plane_count() const noexcept { return plane_count_; }
@@ -277,6 +295,7 @@ class NeatTensor {
   std::int64_t byte_offset_ = 0;
   std::array<PlaneLayout, kMaxPlanes> planes_{};
   std::array<std::shared_ptr<Storage>, kMaxPlanes> storages_{};
+  FrameMeta meta_{};
 };
 
 }  // namespace neat

@@ -128,6 +128,7 @@ Result<NeatTensor> NeatTensor::copy_packed(const CopyRequest& base_request,
       NEAT_ASSIGN_OR_RETURN(dst, dst.as_image(image_));
     }
   }
+  dst.meta_ = meta_;  // the same frame
   CopyRequest request = base_request;
   request.destination = dst.description();
 

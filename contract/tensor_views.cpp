@@ -123,6 +123,8 @@ Result<NeatTensor> NeatTensor::crop(std::int64_t x, std::int64_t y, std::int64_t
     const int h_dim = chw ? 1 : 0;
     const int w_dim = h_dim + 1;
     return make_view("crop", [&](NeatTensor& t) -> Status {
+      t.meta_.geometry =
+          source_geometry().then(1.0, 1.0, static_cast<double>(x), static_cast<double>(y));
       t.byte_offset_ += y * strides_[h_dim] + x * strides_[w_dim];  // inside the validated image
       t.shape_[h_dim] = height;
       t.shape_[w_dim] = width;
@@ -138,6 +140,8 @@ Result<NeatTensor> NeatTensor::crop(std::int64_t x, std::int64_t y, std::int64_t
                             std::to_string(x - x % 2) + ", y=" + std::to_string(y - y % 2));
   }
   return make_view("crop", [&](NeatTensor& t) -> Status {
+    t.meta_.geometry =
+        source_geometry().then(1.0, 1.0, static_cast<double>(x), static_cast<double>(y));
     t.image_.width = width;
     t.image_.height = height;
     for (int i = 0; i < plane_count_; ++i) {

@@ -94,6 +94,9 @@ Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const C
   request.fix = spec.fix;
   request.detail = spec.detail;
   NEAT_ASSIGN_OR_RETURN(NeatTensor out, std::move(dst).make_writable());
+  // The same frame: its number, timestamps and geometry (kernels that move
+  // pixels update the geometry).
+  if (out.meta().empty()) out.set_meta(src.meta());
   {
     NEAT_ASSIGN_OR_RETURN(Mapping in, src.map(MapMode::Read));
     NEAT_ASSIGN_OR_RETURN(Mapping wr, out.map(MapMode::Write));

@@ -204,6 +204,19 @@ inline void yuv_to_rgb8(int y, int u, int v, const YuvToRgb& k, float* rgb) {
 
 }  // namespace
 
+LetterboxBox letterbox_box(std::int64_t sw, std::int64_t sh, std::int64_t ow,
+                           std::int64_t oh) noexcept {
+  LetterboxBox b;
+  if (sw <= 0 || sh <= 0 || ow <= 0 || oh <= 0) return b;
+  const double scale = std::min(static_cast<double>(ow) / static_cast<double>(sw),
+                                static_cast<double>(oh) / static_cast<double>(sh));
+  b.width = std::clamp<std::int64_t>(std::llround(static_cast<double>(sw) * scale), 1, ow);
+  b.height = std::clamp<std::int64_t>(std::llround(static_cast<double>(sh) * scale), 1, oh);
+  b.x = (ow - b.width) / 2;
+  b.y = (oh - b.height) / 2;
+  return b;
+}
+
 Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p,
                               ConversionOptions options, std::source_location where) {
   if (!frame.defined()) return failed_precondition("preprocess: the tensor is undefined");
@@ -222,6 +235,13 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
   }
   if (p.channel_order != PixelFormat::RGB && p.channel_order != PixelFormat::BGR) {
     return invalid_argument("preprocess: channel_order must be RGB or BGR");
+  }
+  if (p.resize_mode != ResizeMode::Stretch && p.resize_mode != ResizeMode::Letterbox) {
+    return invalid_argument("preprocess: resize_mode must be Stretch or Letterbox");
+  }
+  if (!(std::isfinite(p.pad_value) && p.pad_value >= 0.f && p.pad_value <= 255.f)) {
+    return invalid_argument("preprocess: pad_value " + std::to_string(p.pad_value) +
+                            " must be a pixel level from 0 to 255");
   }
   if (p.out_dtype != DType::F32 && p.out_dtype != DType::F16 && p.out_dtype != DType::BF16) {
     return invalid_argument("preprocess: out_dtype must be f32, f16 or bf16, not " +
@@ -245,6 +265,18 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
   const Dims shape = p.batch_dim ? Dims{1, 3, p.height, p.width} : Dims{3, p.height, p.width};
   NEAT_ASSIGN_OR_RETURN(NeatTensor dst,
                         NeatTensor::allocate(p.out_dtype, shape, destination_alloc(options)));
+  // The content rectangle: the whole output, or the letterbox inside it.
+  const LetterboxBox box = p.resize_mode == ResizeMode::Letterbox
+                               ? letterbox_box(sw, sh, p.width, p.height)
+                               : LetterboxBox{p.width, p.height, 0, 0};
+  {  // the same frame; output pixel (px + u) lies at source u * sw / box.width
+    FrameMeta m = frame.meta();
+    const double gx = static_cast<double>(sw) / static_cast<double>(box.width);
+    const double gy = static_cast<double>(sh) / static_cast<double>(box.height);
+    m.geometry = frame.source_geometry().then(gx, gy, -static_cast<double>(box.x) * gx,
+                                              -static_cast<double>(box.y) * gy);
+    dst.set_meta(m);
+  }
   ConversionSpec spec{ConversionKind::Convert,
                       ConversionReason::Normalize,
                       "preprocess",
@@ -283,13 +315,35 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
           s.v_stride = frame.plane_layout(f == PixelFormat::I420 ? 2 : 1).row_stride;
           s.step = 1;
         }
-        const std::int64_t ow = p.width, oh = p.height;
+        // Output planes are out_w x oh; the content is ow x ch at (px, py).
+        const std::int64_t out_w = p.width, oh = p.height;
+        const std::int64_t ow = box.width, ch = box.height, px = box.x, py = box.y;
         const double sx = static_cast<double>(sw) / static_cast<double>(ow);
-        const double sy = static_cast<double>(sh) / static_cast<double>(oh);
+        const double sy = static_cast<double>(sh) / static_cast<double>(ch);
         const std::int64_t item = item_size(p.out_dtype);
         std::byte* base = out.mutable_data();
-        std::byte* planes[3] = {base, base + oh * ow * item, base + 2 * oh * ow * item};
+        std::byte* planes[3] = {base, base + oh * out_w * item, base + 2 * oh * out_w * item};
         const bool nearest = p.interpolation == Interpolation::Nearest;
+        // Letterbox padding, normalized like the pixels, per output plane.
+        float pad[3];
+        for (int c = 0; c < 3; ++c)
+          pad[c] = p.pad_value * k.a[c] + k.b[c];
+        auto fill_pad = [&](std::int64_t start, std::int64_t count) {
+          if (count <= 0) return;
+          for (int c = 0; c < 3; ++c) {
+            if (p.out_dtype == DType::F32) {
+              std::fill_n(reinterpret_cast<float*>(planes[c]) + start, count, pad[c]);
+              continue;
+            }
+            for (std::int64_t i = start; i < start + count; ++i) {
+              if (p.out_dtype == DType::F16) {
+                put<Half>(planes[c], i, pad[c]);
+              } else {
+                put<BFloat16>(planes[c], i, pad[c]);
+              }
+            }
+          }
+        };
 
         parallel_rows(oh, options.threads, [&](std::int64_t r0, std::int64_t r1) {
           Tables& t = scratch();
@@ -311,7 +365,15 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
             t.c0[u] = static_cast<std::int32_t>((t.x0[u] / 2) * s.step);
             t.c1[u] = static_cast<std::int32_t>((t.x1[u] / 2) * s.step);
           }
-          for (std::int64_t r = r0; r < r1; ++r) {
+          for (std::int64_t out_r = r0; out_r < r1; ++out_r) {
+            if (out_r < py || out_r >= py + ch) {  // a padding row
+              fill_pad(out_r * out_w, out_w);
+              continue;
+            }
+            fill_pad(out_r * out_w, px);
+            fill_pad(out_r * out_w + px + ow, out_w - px - ow);
+            const std::int64_t r = out_r - py;                  // content row
+            const std::int64_t row_start = out_r * out_w + px;  // its first output element
             std::int32_t y0, y1;
             float fy;
             if (nearest) {
@@ -331,11 +393,11 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
                 for (int c = 0; c < 3; ++c) {
                   const float val = rgb[k.map[c]] * k.a[c] + k.b[c];
                   if (p.out_dtype == DType::F32) {
-                    put<float>(planes[c], r * ow + x, val);
+                    put<float>(planes[c], row_start + x, val);
                   } else if (p.out_dtype == DType::F16) {
-                    put<Half>(planes[c], r * ow + x, val);
+                    put<Half>(planes[c], row_start + x, val);
                   } else {
-                    put<BFloat16>(planes[c], r * ow + x, val);
+                    put<BFloat16>(planes[c], row_start + x, val);
                   }
                 }
               }
@@ -376,12 +438,13 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
             const float* vb_h = t.chroma.rows[k1][1].data();
             if (p.out_dtype == DType::F32) {
               blend_and_finish<float>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
-                                      r * ow);
+                                      row_start);
             } else if (p.out_dtype == DType::F16) {
-              blend_and_finish<Half>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes, r * ow);
+              blend_and_finish<Half>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
+                                     row_start);
             } else {
               blend_and_finish<BFloat16>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
-                                         r * ow);
+                                         row_start);
             }
           }
         });

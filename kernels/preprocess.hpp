@@ -31,6 +31,27 @@
 
 namespace neat {
 
+/// How the frame fills the model's width x height.
+enum class ResizeMode : std::uint8_t {
+  Stretch,    ///< scale each axis to fill (the aspect ratio changes)
+  Letterbox,  ///< keep the aspect ratio, centre, pad the rest with pad_value
+};
+
+/// Where a letterboxed frame lands in the output: the scaled content's size
+/// and its top-left corner (the padding on the left and on top).
+struct LetterboxBox {
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  std::int64_t x = 0;
+  std::int64_t y = 0;
+};
+/// The letterbox of a src_width x src_height frame in out_width x
+/// out_height: scale = min(out_w / src_w, out_h / src_h), content rounded to
+/// whole pixels (at least 1), centred (an odd padding puts the extra pixel
+/// on the right / bottom).
+LetterboxBox letterbox_box(std::int64_t src_width, std::int64_t src_height, std::int64_t out_width,
+                           std::int64_t out_height) noexcept;
+
 struct PreprocessParams {
   std::int64_t width = 640;
   std::int64_t height = 640;
@@ -45,6 +66,12 @@ struct PreprocessParams {
   /// the frame's own; what neither states is GStreamer's default for the frame
   /// size (and the event says it was assumed). See convert_color().
   Colorimetry colorimetry{};
+  /// Stretch (default) or Letterbox. The output's meta().geometry maps its
+  /// pixels back to the frame's either way (yolo decodes boxes with it).
+  ResizeMode resize_mode = ResizeMode::Stretch;
+  /// Letterbox padding, as a pixel level 0..255 before scale / mean / std
+  /// (114: the grey Ultralytics' detectors are trained with).
+  float pad_value = 114.0f;
 };
 
 /// The model input for `frame`.

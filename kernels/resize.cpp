@@ -76,6 +76,13 @@ Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_
     NEAT_ASSIGN_OR_RETURN(dst,
                           NeatTensor::allocate(src.dtype(), shape, destination_alloc(options)));
   }
+  {  // the same frame, its pixels scaled
+    FrameMeta m = src.meta();
+    m.geometry =
+        src.source_geometry().then(static_cast<double>(sw) / static_cast<double>(width),
+                                   static_cast<double>(sh) / static_cast<double>(height), 0.0, 0.0);
+    dst.set_meta(m);
+  }
   const ConversionSpec spec{ConversionKind::Convert,
                             ConversionReason::Resize,
                             "resize",

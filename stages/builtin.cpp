@@ -319,8 +319,11 @@ class PreprocessStage final : public Stage {
   bool may_forward_input(const FrameSpec&) const override { return false; }  // always a new buffer
   std::string describe() const override {
     return "preprocess size=" + size_text(p_.width, p_.height) + " -> " +
-           std::string(to_string(p_.out_dtype)) + " CHW (fused" +
-           (standard_.empty() ? "" : ", " + standard_) + ")";
+           std::string(to_string(p_.out_dtype)) + (p_.batch_dim ? " NCHW" : " CHW") +
+           (p_.resize_mode == ResizeMode::Letterbox
+                ? " letterboxed (pad " + std::to_string(static_cast<int>(p_.pad_value)) + ")"
+                : "") +
+           " (fused" + (standard_.empty() ? "" : ", " + standard_) + ")";
   }
 
  private:

@@ -417,9 +417,27 @@ std::vector<ElementSpec> make_registry() {
         prop("scale", T::Number, "1/255", "applied first"),
         prop("dtype", T::Choice, "f32", "output dtype", {"f32", "f16", "bf16"}),
         prop("order", T::Choice, "rgb", "channel order of the output planes", {"rgb", "bgr"}),
+        prop("fit", T::Choice, "stretch",
+             "stretch to the size, or letterbox: keep the aspect ratio and pad (boxes map back "
+             "through the frame's geometry)",
+             {"stretch", "letterbox"}),
+        prop("pad", T::Number, "114", "letterbox padding, a pixel level 0..255"),
+        prop("batch", T::Choice, "false", "add a leading batch dimension: [1, 3, H, W]",
+             {"false", "true"}),
         kInterp, kColorimetry},
        [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
          PreprocessParams pp;
+         NEAT_ASSIGN_OR_RETURN(pp.resize_mode,
+                               a.choice<ResizeMode>("fit", ResizeMode::Stretch,
+                                                    {{"stretch", ResizeMode::Stretch},
+                                                     {"letterbox", ResizeMode::Letterbox}}));
+         NEAT_ASSIGN_OR_RETURN(pp.pad_value, a.number("pad", pp.pad_value));
+         if (!(pp.pad_value >= 0.f && pp.pad_value <= 255.f)) {
+           return a.fail("pad=" + std::to_string(pp.pad_value) +
+                         " is not a pixel level from 0 to 255");
+         }
+         NEAT_ASSIGN_OR_RETURN(pp.batch_dim,
+                               a.choice<bool>("batch", false, {{"false", false}, {"true", true}}));
          NEAT_ASSIGN_OR_RETURN(auto size, a.size("size", false));
          if (size.first > 0) pp.width = size.first, pp.height = size.second;
          NEAT_ASSIGN_OR_RETURN(pp.scale, a.number("scale", pp.scale));

@@ -106,7 +106,9 @@ struct Graph::Impl {
     for (std::size_t i = 0; i < e.plan.conversions.size(); ++i) {
       StageContext& ctx = e.contexts[i];
       ctx.frame = frame;
+      const FrameMeta meta = t.meta();
       NEAT_ASSIGN_OR_RETURN(t, e.plan.conversions[i].stage->process(std::move(t), ctx));
+      if (t.meta().empty()) t.set_meta(meta);
     }
     return t;
   }
@@ -127,7 +129,13 @@ struct Graph::Impl {
       if (!next->has_value()) break;  // end of stream
       source_frames.fetch_add(1, std::memory_order_relaxed);
       produced.fetch_add(node.out_edges.size(), std::memory_order_relaxed);
-      Item item{std::move(**next), frame++};
+      NeatTensor& t = **next;
+      // Every frame leaves its source numbered, its geometry rooted in itself.
+      FrameMeta meta = t.meta();
+      if (meta.frame < 0) meta.frame = frame;
+      meta.geometry = t.source_geometry();
+      t.set_meta(meta);
+      Item item{std::move(t), frame++};
       emit(node, item);
     }
     close_outputs(node);
@@ -178,6 +186,7 @@ struct Graph::Impl {
         fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
         break;
       }
+      const FrameMeta meta = input->meta();
       auto out = guarded([&] { return node.stage->process(std::move(*input), sc); }, "process()");
       if (!out.ok()) {
         drop(kStageError);
@@ -188,6 +197,8 @@ struct Graph::Impl {
         drop(kFiltered);
         continue;
       }
+      // A stage that made a new tensor without metadata still hands on its frame's.
+      if (out->meta().empty()) out->set_meta(meta);
       produced.fetch_add(node.out_edges.size() - 1, std::memory_order_relaxed);
       Item next{std::move(*out), item.frame};
       emit(node, next);

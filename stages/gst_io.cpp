@@ -408,9 +408,15 @@ class GstAppsrcSink final : public Sink {
 
   Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override {
     if (aborted_.load()) return SinkOutcome::Stopped;
+    const FrameMeta meta = frame.meta();
     NEAT_ASSIGN_OR_RETURN(GstBuffer * exported, export_gst_buffer(std::move(frame)));
     GstRef<GstBuffer> buffer(exported);
-    if (options_.fps_n > 0) {
+    if (meta.pts_ns >= 0) {  // the frame's own timestamps (from its source)
+      GST_BUFFER_PTS(buffer.get()) = static_cast<GstClockTime>(meta.pts_ns);
+      if (meta.duration_ns >= 0) {
+        GST_BUFFER_DURATION(buffer.get()) = static_cast<GstClockTime>(meta.duration_ns);
+      }
+    } else if (options_.fps_n > 0) {
       const GstClockTime duration = gst_util_uint64_scale(
           GST_SECOND, static_cast<guint64>(options_.fps_d), static_cast<guint64>(options_.fps_n));
       GST_BUFFER_PTS(buffer.get()) = static_cast<GstClockTime>(frame_number) * duration;

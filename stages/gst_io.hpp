@@ -48,7 +48,9 @@ struct GstSourceOptions {
 std::unique_ptr<Source> gst_source(std::string description, GstSourceOptions options = {});
 
 struct GstSinkOptions {
-  int fps_n = 30;  ///< framerate stamped on the caps and the buffers
+  /// Framerate stamped on the caps, and on the buffers of frames without a
+  /// timestamp (frames from a GStreamer source keep their own: meta().pts_ns).
+  int fps_n = 30;
   int fps_d = 1;
   std::chrono::milliseconds eos_timeout = std::chrono::seconds(60);
 };

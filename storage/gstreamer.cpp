@@ -328,6 +328,13 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
     plane_offset[k] = static_cast<std::int64_t>(skip);
   }
 
+  // The buffer's timestamps travel with the frame.
+  FrameMeta frame_meta;
+  if (GST_BUFFER_PTS_IS_VALID(buffer))
+    frame_meta.pts_ns = static_cast<std::int64_t>(GST_BUFFER_PTS(buffer));
+  if (GST_BUFFER_DURATION_IS_VALID(buffer)) {
+    frame_meta.duration_ns = static_cast<std::int64_t>(GST_BUFFER_DURATION(buffer));
+  }
   if (is_planar(format)) {
     const PlaneOrder order = plane_order(format);
     std::array<PlaneSpec, kMaxPlanes> specs{};
@@ -339,6 +346,7 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
     auto t = NeatTensor::compose_planes(
         format, width, height, std::span(specs.data(), static_cast<std::size_t>(n_planes)));
     if (!t.ok()) return std::move(t).error().with_context(what());
+    t->set_meta(frame_meta);
     return t->with_colorimetry(colorimetry);
   }
   const std::int64_t c = channels(format);
@@ -352,6 +360,7 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
   }
   auto t = NeatTensor::from_storage(storages[0], DType::U8, shape, strides, plane_offset[0]);
   if (!t.ok()) return std::move(t).error().with_context(what());
+  t->set_meta(frame_meta);
   return t->as_image(ImageSpec{format, width, height, c == 1 ? Layout::HW : Layout::HWC});
 }
 }  // namespace

@@ -388,6 +388,104 @@ TEST(Preprocess, BadInput) {
   auto empty = NeatTensor::allocate_image(PixelFormat::NV12, 0, 0);
   NEAT_EXPECT_ERROR(preprocess(*empty, {}), ErrorCode::InvalidArgument, "empty");
   NEAT_EXPECT_ERROR(preprocess(NeatTensor(), {}), ErrorCode::FailedPrecondition, "undefined");
+  p = {};
+  p.pad_value = 300.f;
+  NEAT_EXPECT_ERROR(preprocess(*nv12, p), ErrorCode::InvalidArgument, "pad_value");
+  p.pad_value = std::nanf("");
+  NEAT_EXPECT_ERROR(preprocess(*nv12, p), ErrorCode::InvalidArgument, "pad_value");
+  p = {};
+  p.resize_mode = static_cast<ResizeMode>(7);
+  NEAT_EXPECT_ERROR(preprocess(*nv12, p), ErrorCode::InvalidArgument, "resize_mode");
+}
+
+TEST(Preprocess, LetterboxBoxKeepsTheAspectAndCentres) {
+  const LetterboxBox wide = letterbox_box(1920, 1080, 640, 640);
+  EXPECT_EQ(wide.width, 640);
+  EXPECT_EQ(wide.height, 360);
+  EXPECT_EQ(wide.x, 0);
+  EXPECT_EQ(wide.y, 140);
+  const LetterboxBox tall = letterbox_box(480, 640, 640, 640);
+  EXPECT_EQ(tall.width, 480);
+  EXPECT_EQ(tall.height, 640);
+  EXPECT_EQ(tall.x, 80);
+  EXPECT_EQ(tall.y, 0);
+  const LetterboxBox thin = letterbox_box(10000, 2, 640, 640);  // content at least one pixel
+  EXPECT_EQ(thin.height, 1);
+  EXPECT_EQ(letterbox_box(0, 10, 640, 640).width, 0);
+}
+
+// Letterboxed output = the stretched preprocess of the content box, surrounded
+// by the normalized pad value; the geometry maps the box back onto the frame.
+TEST(Preprocess, LetterboxPadsAroundTheScaledFrameAndMapsBack) {
+  for (const auto& [w, h] : {std::pair{1280, 720}, std::pair{480, 640}, std::pair{1001, 333}}) {
+    const NeatTensor frame = camera_like_nv12(w & ~1, h & ~1);
+    const std::int64_t fw = frame.image().width, fh = frame.image().height;
+    PreprocessParams p = imagenet();
+    p.resize_mode = ResizeMode::Letterbox;
+    p.pad_value = 114.f;
+    auto boxed = preprocess(frame, p, {.threads = 2});
+    ASSERT_TRUE(boxed.ok()) << boxed.error().message();
+    const LetterboxBox box = letterbox_box(fw, fh, 640, 640);
+    PreprocessParams q = imagenet();
+    q.width = box.width;
+    q.height = box.height;
+    auto content = preprocess(frame, q);
+    NEAT_ASSERT_OK(content);
+    const auto a = floats(*boxed);
+    const auto b = floats(*content);
+    int bad_pad = 0, bad_content = 0;
+    for (int c = 0; c < 3; ++c) {
+      const float pad = (114.f / 255.f - p.mean[static_cast<std::size_t>(c)]) /
+                        p.std[static_cast<std::size_t>(c)];
+      for (std::int64_t y = 0; y < 640; ++y) {
+        for (std::int64_t x = 0; x < 640; ++x) {
+          const float v = a[static_cast<std::size_t>((c * 640 + y) * 640 + x)];
+          const bool inside =
+              x >= box.x && x < box.x + box.width && y >= box.y && y < box.y + box.height;
+          if (!inside) {
+            bad_pad += std::abs(v - pad) > 1e-5f;
+          } else {
+            const float r = b[static_cast<std::size_t>((c * box.height + (y - box.y)) * box.width +
+                                                       (x - box.x))];
+            bad_content += std::abs(v - r) > 1e-5f;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(bad_pad, 0) << w << "x" << h;
+    EXPECT_EQ(bad_content, 0) << w << "x" << h;
+    const FrameGeometry& g = boxed->meta().geometry;
+    EXPECT_EQ(g.source_width, fw);
+    EXPECT_EQ(g.source_height, fh);
+    const auto tl = g.to_source(static_cast<double>(box.x), static_cast<double>(box.y));
+    const auto br = g.to_source(static_cast<double>(box.x + box.width),
+                                static_cast<double>(box.y + box.height));
+    EXPECT_NEAR(tl.x, 0, 1e-9);
+    EXPECT_NEAR(tl.y, 0, 1e-9);
+    EXPECT_NEAR(br.x, static_cast<double>(fw), 1e-9);
+    EXPECT_NEAR(br.y, static_cast<double>(fh), 1e-9);
+  }
+}
+
+TEST(Preprocess, StretchAndResizeRecordTheirScaleAndKeepTimestamps) {
+  NeatTensor frame = camera_like_nv12(1280, 720);
+  FrameMeta m;
+  m.frame = 7;
+  m.pts_ns = 123;
+  frame.set_meta(m);
+  auto out = preprocess(frame, {});
+  NEAT_ASSERT_OK(out);
+  EXPECT_EQ(out->meta().frame, 7);
+  EXPECT_EQ(out->meta().pts_ns, 123);
+  EXPECT_DOUBLE_EQ(out->meta().geometry.to_source(640, 640).x, 1280);
+  EXPECT_DOUBLE_EQ(out->meta().geometry.to_source(640, 640).y, 720);
+  auto small = resize(frame, 320, 180);
+  NEAT_ASSERT_OK(small);
+  EXPECT_EQ(small->meta().pts_ns, 123);
+  EXPECT_DOUBLE_EQ(small->meta().geometry.to_source(320, 180).x, 1280);
+  auto rgb = convert_color(*small, PixelFormat::RGB);
+  NEAT_ASSERT_OK(rgb);
+  EXPECT_EQ(rgb->meta(), small->meta());
 }
 
 }  // namespace

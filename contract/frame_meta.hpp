@@ -1,0 +1,74 @@
+// Per-frame metadata: what travels with a frame through a graph besides its
+// pixels. A fixed, typed value held inside each NeatTensor handle (no
+// allocation, no lock; copying a tensor copies it), kept by views, clone(),
+// the conversion kernels and the stages, set by sources (frame number,
+// timestamps) and by the stages that move pixels (crop, resize, letterbox:
+// the geometry), and read by sinks (a gst: sink stamps its buffers with it)
+// and by decoders such as `yolo` (boxes go back to source pixels).
+//
+// It belongs to the handle, not to the storage: two handles over one buffer
+// may carry different metadata (e.g. a crop and its frame).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace neat {
+
+/// Where a tensor's pixels lie in the source frame, per axis:
+/// source = scale * position + offset, in continuous pixel coordinates
+/// (pixel i covers [i, i + 1)). Identity for a frame straight from its source.
+/// A crop at x adds x * scale_x to offset_x; a resize from W to w multiplies
+/// scale_x by W / w; a letterbox that resizes to w and pads `pad` columns on
+/// the left maps position `pad + u` to source `u * W / w`.
+struct FrameGeometry {
+  double scale_x = 1.0;
+  double scale_y = 1.0;
+  double offset_x = 0.0;
+  double offset_y = 0.0;
+  std::int64_t source_width = 0;   ///< 0: unknown (the source frame was not an image)
+  std::int64_t source_height = 0;  ///< 0: unknown
+
+  struct Point {
+    double x = 0.0;
+    double y = 0.0;
+  };
+  /// A position in this tensor's pixels -> the source frame's pixels.
+  Point to_source(double x, double y) const noexcept {
+    return {scale_x * x + offset_x, scale_y * y + offset_y};
+  }
+  /// As to_source(), clamped to the source frame when its size is known.
+  Point to_source_clamped(double x, double y) const noexcept;
+  /// The geometry of a tensor whose position p lies at `scale * p + offset`
+  /// in a tensor of this geometry (crop: scale 1, offset = origin; resize
+  /// from W to w: scale W / w, offset 0).
+  FrameGeometry then(double sx, double sy, double ox, double oy) const noexcept {
+    FrameGeometry g = *this;
+    g.scale_x = scale_x * sx;
+    g.scale_y = scale_y * sy;
+    g.offset_x = scale_x * ox + offset_x;
+    g.offset_y = scale_y * oy + offset_y;
+    return g;
+  }
+  bool is_identity() const noexcept {
+    return scale_x == 1.0 && scale_y == 1.0 && offset_x == 0.0 && offset_y == 0.0;
+  }
+  friend bool operator==(const FrameGeometry&, const FrameGeometry&) = default;
+};
+
+/// The per-frame metadata of a tensor. Negative values mean "not known".
+struct FrameMeta {
+  std::int64_t frame = -1;        ///< frame number from the source (0-based)
+  std::int64_t pts_ns = -1;       ///< presentation timestamp (GStreamer's PTS), nanoseconds
+  std::int64_t duration_ns = -1;  ///< how long the frame is shown, nanoseconds
+  FrameGeometry geometry;         ///< where the pixels lie in the source frame
+
+  /// Nothing is known (what a freshly allocated tensor carries).
+  bool empty() const noexcept { return *this == FrameMeta{}; }
+  friend bool operator==(const FrameMeta&, const FrameMeta&) = default;
+};
+
+/// "frame 12, pts 400000000 ns, duration 33333333 ns, geometry x*0.5+0 y*0.5-140 of 1920x1080".
+std::string to_string(const FrameMeta& meta);
+
+}  // namespace neat
