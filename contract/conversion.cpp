@@ -10,7 +10,8 @@ constexpr std::array<std::string_view, kConversionKindCount> kKinds = {
 constexpr std::array<std::string_view, kConversionReasonCount> kReasons = {
     "user_request", "stride_mismatch", "not_writable", "donation_refused", "dtype",
     "pixel_format", "layout",          "device",       "alignment",        "non_contiguous_export",
-    "resize",       "normalize",       "decode",       "encode",           "frame_rate"};
+    "resize",       "normalize",       "decode",       "encode",           "frame_rate",
+    "model_input",  "model_output"};
 constexpr std::array<std::string_view, kConversionPolicyCount> kPolicies = {
     "strict", "allow_with_trace", "allow_silent"};
 

@@ -37,8 +37,10 @@ enum class ConversionReason : std::uint8_t {
   Decode,               ///< compressed frames decoded (a GStreamer decoder)
   Encode,               ///< frames encoded (a GStreamer encoder)
   FrameRate,            ///< frames duplicated or dropped to another rate (videorate)
+  ModelInput,           ///< a model's runtime takes its own copy of the input (OpenCV's setInput)
+  ModelOutput,          ///< a model's output moved out of the runtime's reused buffer
 };
-inline constexpr int kConversionReasonCount = 15;
+inline constexpr int kConversionReasonCount = 17;
 
 enum class ConversionPolicy : std::uint8_t {
   Strict,          ///< refuse implicit conversions (the default)

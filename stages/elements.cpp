@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
 
 #include "neat/stages/builtin.hpp"
 #include "neat/stages/gst_io.hpp"
+#include "neat/stages/inference.hpp"
 
 namespace neat {
 
@@ -236,6 +239,21 @@ const PropertySpec kColorimetry =
 const PropertySpec kInterp =
     prop("interp", T::Choice, "bilinear", "interpolation", {"bilinear", "nearest"});
 
+// "models:NAME" names a model generated with the build (models/make_models.py):
+// NEAT_MODEL_DIR if set, else the build tree's, else the installed one.
+std::string resolve_model_path(const std::string& path) {
+  constexpr std::string_view kPrefix = "models:";
+  if (path.rfind(kPrefix, 0) != 0) return path;
+  const std::string name = path.substr(kPrefix.size()) + ".onnx";
+  if (const char* dir = std::getenv("NEAT_MODEL_DIR"); dir != nullptr && *dir != '\0') {
+    return std::string(dir) + "/" + name;
+  }
+  std::error_code ec;
+  const std::string built = std::string(NEAT_BUILD_MODEL_DIR) + "/" + name;
+  if (std::filesystem::exists(built, ec)) return built;
+  return std::string(NEAT_INSTALL_MODEL_DIR) + "/" + name;
+}
+
 BuiltElement source(std::unique_ptr<Source> s) {
   BuiltElement b;
   b.source = std::move(s);
@@ -454,6 +472,81 @@ std::vector<ElementSpec> make_registry() {
          NEAT_ASSIGN_OR_RETURN(pp.interpolation, a.interpolation());
          NEAT_ASSIGN_OR_RETURN(pp.colorimetry, a.colorimetry());
          return stage(preprocess_stage(pp));
+       }});
+  r.push_back(
+      {"infer",
+       {R::Stage},
+       "runs an ONNX model on OpenCV DNN; hands on one of its outputs (setInput's copy and the "
+       "output's move out of the net are recorded every frame)",
+       {required("model", T::Text, "PATH",
+                 "the ONNX file (models:NAME is a model generated with the build, e.g. "
+                 "models:detector)"),
+        prop("output", T::Text, "", "the output to hand on (default: the first)"),
+        prop("threads", T::Integer, "0", "OpenCV's thread pool size (process-wide; 0: leave it)"),
+        prop("backend", T::Choice, "opencv", "OpenCV DNN backend", {"opencv", "default"})},
+       [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+         InferOptions o;
+         o.model.path = resolve_model_path(a.take("model").value_or(""));
+         o.output = a.take("output").value_or("");
+         NEAT_ASSIGN_OR_RETURN(std::int64_t threads, a.integer("threads", 0));
+         if (threads < 0 || threads > 1024) return a.fail("threads must be from 0 to 1024");
+         o.model.threads = static_cast<int>(threads);
+         NEAT_ASSIGN_OR_RETURN(o.model.backend,
+                               a.choice<ModelBackend>("backend", ModelBackend::OpenCv,
+                                                      {{"opencv", ModelBackend::OpenCv},
+                                                       {"default", ModelBackend::Default}}));
+         auto st = infer_stage(std::move(o));
+         if (!st.ok()) return a.fail(st.error().message());
+         return stage(std::move(*st));
+       }});
+  r.push_back(
+      {"yolo",
+       {R::Stage},
+       "decodes a YOLOv8 [1, 4 + classes, anchors] or YOLOv5 [1, anchors, 5 + classes] output "
+       "into f32 [N, 6] detections (x1, y1, x2, y2, score, class) in source-frame pixels",
+       {prop("conf", T::Number, "0.25", "minimum score"),
+        prop("iou", T::Number, "0.45", "NMS overlap threshold"),
+        prop("max", T::Integer, "300", "most detections per frame"),
+        prop("classes", T::Text, "", "keep only these class ids, e.g. 0,2 (default: all)"),
+        prop("num_classes", T::Integer, "0",
+             "the class count the model must have (0: from its output)"),
+        prop("layout", T::Choice, "auto", "the output's layout", {"auto", "v8", "v5"}),
+        prop("agnostic", T::Choice, "false", "one NMS over all classes", {"false", "true"})},
+       [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+         YoloParams p;
+         NEAT_ASSIGN_OR_RETURN(p.confidence, a.number("conf", p.confidence));
+         NEAT_ASSIGN_OR_RETURN(p.iou, a.number("iou", p.iou));
+         NEAT_ASSIGN_OR_RETURN(std::int64_t max, a.integer("max", p.max_detections));
+         if (max <= 0 || max > 100000) return a.fail("max must be from 1 to 100000");
+         p.max_detections = static_cast<int>(max);
+         NEAT_ASSIGN_OR_RETURN(std::int64_t nc, a.integer("num_classes", 0));
+         if (nc < 0 || nc > 1000000) return a.fail("num_classes must be from 0 to 1000000");
+         p.num_classes = static_cast<int>(nc);
+         if (auto list = a.take("classes"); list && !list->empty()) {
+           std::string_view rest = *list;
+           while (!rest.empty()) {
+             const auto comma = rest.find(',');
+             const std::string_view item = rest.substr(0, comma);
+             int id = -1;
+             auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+             if (ec != std::errc() || ptr != item.data() + item.size() || id < 0) {
+               return a.fail("classes=" + *list + ": '" + std::string(item) +
+                             "' is not a class id (a number from 0)");
+             }
+             p.classes.push_back(id);
+             rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+           }
+         }
+         NEAT_ASSIGN_OR_RETURN(p.layout, a.choice<YoloLayout>("layout", YoloLayout::Auto,
+                                                              {{"auto", YoloLayout::Auto},
+                                                               {"v8", YoloLayout::V8},
+                                                               {"v5", YoloLayout::V5}}));
+         NEAT_ASSIGN_OR_RETURN(
+             p.class_agnostic,
+             a.choice<bool>("agnostic", false, {{"false", false}, {"true", true}}));
+         auto st = yolo_stage(std::move(p));
+         if (!st.ok()) return a.fail(st.error().message());
+         return stage(std::move(*st));
        }});
   r.push_back(
       {"inspect",

@@ -38,9 +38,10 @@ struct FrameSpec {
   friend bool operator==(const FrameSpec&, const FrameSpec&) = default;
 };
 
-/// A conversion a source or sink performs inside itself on every frame (a
-/// GStreamer element that converts, scales, decodes or encodes): named in
-/// explain() and recorded once per frame as a conversion event of the node.
+/// A conversion a node performs inside itself on every frame (a GStreamer
+/// element of a source or sink that converts, scales, decodes or encodes; a
+/// model runtime's copies in the infer stage): named in explain() and
+/// recorded once per frame as a conversion event of the node.
 struct InnerConversion {
   std::string element;  ///< "videoconvert0"
   std::string what;     ///< "I420 640x480 -> NV12 640x480", "decode image/jpeg -> I420 640x480"

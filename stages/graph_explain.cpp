@@ -55,8 +55,19 @@ std::string GraphPlan::explain() const {
     }
   }
   out += "expected bytes copied per frame on edges: " + bytes_text(edge_bytes_per_frame()) + "\n";
-  if (const std::int64_t inner = inner_bytes_per_frame(); inner > 0) {
+  std::int64_t in_stages = 0;
+  for (const auto& n : nodes) {
+    if (n.kind != NodeKind::Stage) continue;
+    for (const auto& c : n.inside)
+      in_stages += c.bytes_written;
+  }
+  if (const std::int64_t inner = inner_bytes_per_frame() - in_stages; inner > 0) {
     out += "expected bytes converted per frame inside GStreamer: " + bytes_text(inner) + "\n";
+  }
+  if (in_stages > 0) {
+    out +=
+        "expected bytes copied per frame inside stages (model runtimes): " + bytes_text(in_stages) +
+        "\n";
   }
   return out;
 }

@@ -306,7 +306,8 @@ class Planner {
     // After output_spec() / prepare(): stages may name what they decided (e.g. a
     // colour standard), sinks what their pipeline negotiated.
     np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
-    if (d.kind == NodeKind::Sink) np.inside = d.sink->inner_conversions();
+    np.inside =
+        d.kind == NodeKind::Stage ? d.stage->inner_conversions() : d.sink->inner_conversions();
   }
 
   // What the producer gives, what the consumer accepts, the conversions

@@ -100,6 +100,11 @@ class Stage {
     (void)input;
     return true;
   }
+  /// Copies the stage makes on every frame besides producing its output (a
+  /// model runtime's own copy of its input, outputs moved out of the
+  /// runtime's buffers), known after output_spec(): explain() lists them. The
+  /// stage records them itself, as they happen.
+  virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
 };
 
 using StageFunction = std::function<Result<NeatTensor>(NeatTensor, StageContext&)>;

@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
   run->add_option("--chrome", ro.chrome, "write a Chrome / Perfetto trace here");
   run->add_option("--metrics", ro.metrics, "write Prometheus metrics here at the end");
   run->add_flag("--quiet", ro.quiet, "no plan, no progress line");
+  run->add_flag("--print-detections", ro.print_detections,
+                "print the detections of every frame the appsink receives (from `yolo`)");
   CLI::App* explain = app.add_subcommand("explain", "Print the build plan of a pipeline");
   std::string explain_pipeline, explain_policy;
   explain->add_option("pipeline", explain_pipeline, "the pipeline (default: the demo)");

@@ -42,6 +42,27 @@ bool is_generated_source(const std::string& text) {
   return text.compare(first, 7, "default") == 0 || text.compare(first, 9, "synthetic") == 0;
 }
 
+bool is_detections(const FrameSpec& s) {
+  return s.dtype == DType::F32 && !s.is_image() && s.shape.size() == 2 && s.shape[1] == 6;
+}
+
+// "frame 12 pts 0.400 s: 2 detections" and a line per box.
+void print_detections(const NeatTensor& d) {
+  const FrameMeta& m = d.meta();
+  const std::int64_t n = d.rank() == 2 ? d.shape()[0] : 0;
+  std::printf("frame %lld", static_cast<long long>(m.frame));
+  if (m.pts_ns >= 0) std::printf(" pts %.3f s", static_cast<double>(m.pts_ns) / 1e9);
+  std::printf(": %lld detection%s\n", static_cast<long long>(n), n == 1 ? "" : "s");
+  auto map = d.map();
+  if (!map.ok() || n == 0) return;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto* r = reinterpret_cast<const float*>(map->data() + i * d.strides()[0]);
+    std::printf("  class %d  score %.3f  box (%.1f, %.1f) - (%.1f, %.1f)\n", static_cast<int>(r[5]),
+                static_cast<double>(r[4]), static_cast<double>(r[0]), static_cast<double>(r[1]),
+                static_cast<double>(r[2]), static_cast<double>(r[3]));
+  }
+}
+
 }  // namespace
 
 int explain_pipeline(const std::string& pipeline, const std::string& policy) {
@@ -118,6 +139,22 @@ int run_pipeline(const RunOptions& options) {
     if (temporary) std::remove(trace.c_str());
     return kGraphFailed;
   }
+  if (options.print_detections) {
+    const EdgePlan* last = nullptr;
+    for (const auto& e : graph->plan().edges) {
+      if (declared->appsink && e.to == graph->plan().nodes.back().name) last = &e;
+    }
+    if (last == nullptr || !is_detections(last->consumed)) {
+      std::fprintf(stderr,
+                   "neat run: --print-detections: %s, not detections (f32 [N, 6]); end the "
+                   "pipeline with `infer model=... ! yolo ! appsink`\n",
+                   last == nullptr
+                       ? "the pipeline does not end in an appsink"
+                       : ("the appsink receives " + last->consumed.to_string()).c_str());
+      if (temporary) std::remove(trace.c_str());
+      return kBadInput;
+    }
+  }
   if (!options.quiet) {
     std::printf("neat run: %s\n\n%s\n", text.c_str(), graph->explain().c_str());
     std::fflush(stdout);
@@ -157,6 +194,7 @@ int run_pipeline(const RunOptions& options) {
     if (declared->appsink) {
       if (auto f = declared->appsink->pull(std::chrono::milliseconds(200))) {
         ++pulled;
+        if (options.print_detections) print_detections(*f);
         if (limit > 0 && static_cast<std::int64_t>(pulled) >= limit) graph->stop();
       } else if (declared->appsink->at_end() || graph->done()) {
         while (declared->appsink->try_pull())
@@ -174,6 +212,7 @@ int run_pipeline(const RunOptions& options) {
     }
   }
   auto report = graph->wait();
+
   ::sigaction(SIGINT, &old_sa, nullptr);
   progress(true);
   int status = interrupted ? kInterrupted : 0;

@@ -14,6 +14,9 @@ struct RunOptions {
   std::string chrome;       ///< Chrome / Perfetto trace file
   std::string metrics;      ///< Prometheus text file written at the end
   bool quiet = false;       ///< no plan, no progress line
+  /// Print each frame pulled from the appsink as detections (an f32 [N, 6]
+  /// tensor from `yolo`): frame number, timestamp, one line per box.
+  bool print_detections = false;
 };
 
 /// Exit status: 0 done, 1 the graph failed (build or run), 2 a bad pipeline

@@ -1,0 +1,243 @@
+#include "neat/kernels/detections.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <opencv2/dnn.hpp>
+#include <string>
+
+#include "neat/contract/mapping.hpp"
+#include "neat/kernels/cast.hpp"
+
+namespace neat {
+
+namespace {
+
+std::string shape_text(DimsRef s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+Status check_yolo_params(const YoloParams& p) {
+  if (!(p.confidence >= 0.f && p.confidence <= 1.f)) {
+    return invalid_argument("yolo: conf=" + std::to_string(p.confidence) +
+                            " must be a score from 0 to 1");
+  }
+  if (!(p.iou > 0.f && p.iou <= 1.f)) {
+    return invalid_argument("yolo: iou=" + std::to_string(p.iou) +
+                            " must be an overlap above 0 and at most 1");
+  }
+  if (p.max_detections <= 0 || p.max_detections > 100000) {
+    return invalid_argument("yolo: max=" + std::to_string(p.max_detections) +
+                            " must be from 1 to 100000 detections");
+  }
+  if (p.num_classes < 0) {
+    return invalid_argument("yolo: num_classes=" + std::to_string(p.num_classes) +
+                            " must be 0 (from the model) or more");
+  }
+  for (int c : p.classes) {
+    if (c < 0) return invalid_argument("yolo: class " + std::to_string(c) + " is negative");
+  }
+  if (p.layout != YoloLayout::Auto && p.layout != YoloLayout::V8 && p.layout != YoloLayout::V5) {
+    return invalid_argument("yolo: unknown layout");
+  }
+  return {};
+}
+
+Result<YoloShape> yolo_shape(DimsRef s, const YoloParams& p) {
+  NEAT_RETURN_IF_ERROR(check_yolo_params(p));
+  const std::string what = "yolo: model output " + shape_text(s);
+  if (s.size() != 3) {
+    return invalid_argument(what +
+                            " is not [1, 4 + classes, anchors] (YOLOv8) or [1, anchors, 5 + "
+                            "classes] (YOLOv5): is this a detector's output?");
+  }
+  if (s[0] != 1) {
+    return invalid_argument(what + ": batch " + std::to_string(s[0]) +
+                            "; yolo decodes one image's output at a time (batch 1)");
+  }
+  YoloShape out;
+  out.layout = p.layout;
+  if (out.layout == YoloLayout::Auto) out.layout = s[1] < s[2] ? YoloLayout::V8 : YoloLayout::V5;
+  const std::int64_t fields = out.layout == YoloLayout::V8 ? s[1] : s[2];
+  out.anchors = out.layout == YoloLayout::V8 ? s[2] : s[1];
+  const std::int64_t extra = out.layout == YoloLayout::V8 ? 4 : 5;
+  out.classes = fields - extra;
+  const char* name = out.layout == YoloLayout::V8 ? "YOLOv8 [1, 4 + classes, anchors]"
+                                                  : "YOLOv5 [1, anchors, 5 + classes]";
+  if (out.classes < 1) {
+    return invalid_argument(what + " read as " + name + " has " + std::to_string(fields) +
+                            " fields per anchor, no room for a class (set layout=v8 or v5 if the "
+                            "guess is wrong)");
+  }
+  if (p.num_classes > 0 && p.num_classes != out.classes) {
+    return invalid_argument(what + " read as " + name + " has " + std::to_string(out.classes) +
+                            " classes, not num_classes=" + std::to_string(p.num_classes) +
+                            " (fix num_classes, or the layout if the guess is wrong)");
+  }
+  for (int c : p.classes) {
+    if (c >= out.classes) {
+      return invalid_argument("yolo: classes= lists class " + std::to_string(c) +
+                              " but the model has " + std::to_string(out.classes) + " (ids 0.." +
+                              std::to_string(out.classes - 1) + ")");
+    }
+  }
+  return out;
+}
+
+struct YoloDecoder::Scratch {
+  std::vector<float> best;
+  std::vector<int> best_class;
+  std::vector<char> class_on;
+  std::vector<cv::Rect2d> boxes;  // offset per class for class-aware NMS
+  std::vector<cv::Rect2d> source_boxes;
+  std::vector<float> scores;
+  std::vector<int> classes;
+  std::vector<int> kept;
+};
+
+YoloDecoder::YoloDecoder(YoloParams params)
+    : params_(std::move(params)), scratch_(std::make_unique<Scratch>()) {}
+YoloDecoder::~YoloDecoder() = default;
+YoloDecoder::YoloDecoder(YoloDecoder&&) noexcept = default;
+YoloDecoder& YoloDecoder::operator=(YoloDecoder&&) noexcept = default;
+const YoloParams& YoloDecoder::params() const noexcept {
+  return params_;
+}
+
+Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOptions& options,
+                                       std::source_location where) {
+  if (!raw.defined()) return failed_precondition("yolo: the model output is undefined");
+  if (raw.device().type != DeviceType::Cpu) {
+    return failed_precondition("yolo: the model output is not in CPU memory; cpu() it first");
+  }
+  if (raw.is_image()) {
+    return invalid_argument("yolo: got the image " + raw.to_string() +
+                            ", not a detector's output (put `infer` before `yolo`)");
+  }
+  NEAT_ASSIGN_OR_RETURN(YoloShape shape, yolo_shape(raw.shape(), params_));
+  NeatTensor out_f32 = raw;
+  if (raw.dtype() != DType::F32) {  // explicit, recorded once per frame
+    NEAT_ASSIGN_OR_RETURN(out_f32, convert_dtype(raw, DType::F32, options, where));
+  }
+  // The field-major view [fields, anchors]: the output itself (V8) or its
+  // transpose (V5). No bytes move.
+  NEAT_ASSIGN_OR_RETURN(NeatTensor fields, out_f32.squeeze(0));
+  if (shape.layout == YoloLayout::V5) {
+    NEAT_ASSIGN_OR_RETURN(fields, fields.transpose(0, 1));
+  }
+  const std::int64_t fs = fields.strides()[0] / 4, as = fields.strides()[1] / 4;  // in floats
+  NEAT_ASSIGN_OR_RETURN(Mapping map, fields.map(MapMode::Read));
+  const auto* base = reinterpret_cast<const float*>(map.data());
+  const std::int64_t A = shape.anchors, C = shape.classes;
+  const std::int64_t first_class = shape.layout == YoloLayout::V8 ? 4 : 5;
+
+  Scratch& s = *scratch_;
+  s.best.assign(static_cast<std::size_t>(A), -1.f);
+  s.best_class.assign(static_cast<std::size_t>(A), -1);
+  s.class_on.assign(static_cast<std::size_t>(C), params_.classes.empty() ? 1 : 0);
+  for (int c : params_.classes)
+    s.class_on[static_cast<std::size_t>(c)] = 1;
+  bool nan = false;
+  // Best class per anchor. Rows are contiguous in V8: scan class by class.
+  for (std::int64_t c = 0; c < C; ++c) {
+    if (!s.class_on[static_cast<std::size_t>(c)]) continue;
+    const float* row = base + (first_class + c) * fs;
+    for (std::int64_t a = 0; a < A; ++a) {
+      const float v = row[a * as];
+      nan |= std::isnan(v);
+      if (v > s.best[static_cast<std::size_t>(a)]) {
+        s.best[static_cast<std::size_t>(a)] = v;
+        s.best_class[static_cast<std::size_t>(a)] = static_cast<int>(c);
+      }
+    }
+  }
+  if (shape.layout == YoloLayout::V5) {  // score = objectness x class score
+    const float* obj = base + 4 * fs;
+    for (std::int64_t a = 0; a < A; ++a) {
+      nan |= std::isnan(obj[a * as]);
+      s.best[static_cast<std::size_t>(a)] *= obj[a * as];
+    }
+  }
+  if (nan) {
+    return invalid_argument(
+        "yolo: the model output " + raw.to_string() +
+        " has NaN scores: the model or its input is broken (check the preprocess "
+        "normalization and the model file)");
+  }
+
+  const FrameGeometry& g = raw.meta().geometry;
+  const double span = std::max<double>(
+      {static_cast<double>(g.source_width), static_cast<double>(g.source_height), 1e6});
+  s.boxes.clear();
+  s.source_boxes.clear();
+  s.scores.clear();
+  s.classes.clear();
+  for (std::int64_t a = 0; a < A; ++a) {
+    const float score = s.best[static_cast<std::size_t>(a)];
+    if (!(score >= params_.confidence) || s.best_class[static_cast<std::size_t>(a)] < 0) continue;
+    const float cx = base[0 * fs + a * as], cy = base[1 * fs + a * as];
+    const float w = base[2 * fs + a * as], h = base[3 * fs + a * as];
+    if (std::isnan(cx) || std::isnan(cy) || std::isnan(w) || std::isnan(h)) {
+      return invalid_argument("yolo: the model output " + raw.to_string() +
+                              " has a NaN box at anchor " + std::to_string(a) +
+                              ": the model or its input is broken");
+    }
+    const auto p1 = g.to_source_clamped(cx - w / 2.0, cy - h / 2.0);
+    const auto p2 = g.to_source_clamped(cx + w / 2.0, cy + h / 2.0);
+    const int cls = s.best_class[static_cast<std::size_t>(a)];
+    const double off = params_.class_agnostic ? 0.0 : static_cast<double>(cls) * 2.0 * span;
+    s.source_boxes.emplace_back(p1.x, p1.y, p2.x - p1.x, p2.y - p1.y);
+    s.boxes.emplace_back(p1.x + off, p1.y + off, p2.x - p1.x, p2.y - p1.y);
+    s.scores.push_back(score);
+    s.classes.push_back(cls);
+  }
+  s.kept.clear();
+  if (!s.boxes.empty()) {
+    cv::dnn::NMSBoxes(s.boxes, s.scores, params_.confidence, params_.iou, s.kept, 1.f,
+                      params_.max_detections);
+  }
+  const auto n = static_cast<std::int64_t>(
+      std::min<std::size_t>(s.kept.size(), static_cast<std::size_t>(params_.max_detections)));
+
+  NEAT_ASSIGN_OR_RETURN(NeatTensor dets,
+                        NeatTensor::allocate(DType::F32, {params_.max_detections, 6},
+                                             AllocOptions{false, options.allocator}));
+  NEAT_ASSIGN_OR_RETURN(dets, std::move(dets).make_writable());
+  {
+    NEAT_ASSIGN_OR_RETURN(Mapping w, dets.map(MapMode::Write));
+    auto* row = reinterpret_cast<float*>(w.mutable_data());
+    for (std::int64_t i = 0; i < n; ++i, row += 6) {
+      const int k = s.kept[static_cast<std::size_t>(i)];
+      const cv::Rect2d& b = s.source_boxes[static_cast<std::size_t>(k)];
+      row[0] = static_cast<float>(b.x);
+      row[1] = static_cast<float>(b.y);
+      row[2] = static_cast<float>(b.x + b.width);
+      row[3] = static_cast<float>(b.y + b.height);
+      row[4] = s.scores[static_cast<std::size_t>(k)];
+      row[5] = static_cast<float>(s.classes[static_cast<std::size_t>(k)]);
+    }
+  }
+  NEAT_ASSIGN_OR_RETURN(NeatTensor result, dets.narrow(0, 0, n));
+  // The same frame; the boxes are now in its source pixels.
+  FrameMeta meta = raw.meta();
+  meta.geometry = FrameGeometry{};
+  meta.geometry.source_width = g.source_width;
+  meta.geometry.source_height = g.source_height;
+  result.set_meta(meta);
+  return result;
+}
+
+Result<NeatTensor> decode_yolo(const NeatTensor& output, const YoloParams& params,
+                               const ConversionOptions& options, std::source_location where) {
+  YoloDecoder d(params);
+  return d.decode(output, options, where);
+}
+
+}  // namespace neat

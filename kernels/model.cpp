@@ -1,0 +1,351 @@
+#include "neat/kernels/model.hpp"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+#include <set>
+
+#include "neat/contract/copy_gate.hpp"
+#include "neat/contract/mapping.hpp"
+
+namespace neat {
+
+namespace {
+
+std::optional<DType> dtype_of_onnx(int elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto_DataType_FLOAT:
+      return DType::F32;
+    case onnx::TensorProto_DataType_UINT8:
+      return DType::U8;
+    case onnx::TensorProto_DataType_INT8:
+      return DType::I8;
+    case onnx::TensorProto_DataType_UINT16:
+      return DType::U16;
+    case onnx::TensorProto_DataType_INT16:
+      return DType::I16;
+    case onnx::TensorProto_DataType_INT32:
+      return DType::I32;
+    case onnx::TensorProto_DataType_INT64:
+      return DType::I64;
+    case onnx::TensorProto_DataType_FLOAT16:
+      return DType::F16;
+    case onnx::TensorProto_DataType_DOUBLE:
+      return DType::F64;
+    case onnx::TensorProto_DataType_BFLOAT16:
+      return DType::BF16;
+    case onnx::TensorProto_DataType_BOOL:
+      return DType::Bool;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<DType> dtype_of_cv(int depth) {
+  switch (depth) {
+    case CV_32F:
+      return DType::F32;
+    case CV_8U:
+      return DType::U8;
+    case CV_8S:
+      return DType::I8;
+    case CV_16U:
+      return DType::U16;
+    case CV_16S:
+      return DType::I16;
+    case CV_32S:
+      return DType::I32;
+    case CV_64F:
+      return DType::F64;
+    case CV_16F:
+      return DType::F16;
+    default:
+      return std::nullopt;
+  }
+}
+
+ModelTensorInfo info_of(const onnx::ValueInfoProto& v, std::string* unsupported) {
+  ModelTensorInfo info;
+  info.name = v.name();
+  if (!v.type().has_tensor_type()) {
+    *unsupported = "'" + v.name() + "' is not a tensor";
+    return info;
+  }
+  const auto& t = v.type().tensor_type();
+  const auto d = dtype_of_onnx(t.elem_type());
+  if (!d) {
+    *unsupported = "'" + v.name() + "' has ONNX element type " + std::to_string(t.elem_type());
+  } else {
+    info.dtype = *d;
+  }
+  for (const auto& dim : t.shape().dim()) {
+    info.shape.push_back(dim.has_dim_value() && dim.dim_value() > 0 ? dim.dim_value() : -1);
+  }
+  return info;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) s += ", ";
+    s += shape[i] < 0 ? "?" : std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::string cv_message(const cv::Exception& e) {
+  return e.err.empty() ? std::string(e.what()) : e.err;
+}
+
+}  // namespace
+
+bool ModelTensorInfo::is_static() const noexcept {
+  for (std::int64_t d : shape) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+std::string ModelTensorInfo::to_string() const {
+  return name + " " + std::string(neat::to_string(dtype)) + " " + shape_text(shape);
+}
+
+struct Model::Impl {
+  std::string path;
+  cv::dnn::Net net;
+  ModelTensorInfo input;
+  std::vector<ModelTensorInfo> outputs;
+  std::vector<cv::String> output_names;  // OpenCV's names, in outputs' order
+  std::vector<cv::Mat> forward_out;      // headers over the net's buffers (reused)
+  std::vector<int> input_dims;           // per run, reused
+  std::string input_detail;              // for the trace
+  std::vector<std::string> output_details;
+};
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+const std::string& Model::path() const noexcept {
+  return impl_->path;
+}
+const ModelTensorInfo& Model::input() const noexcept {
+  return impl_->input;
+}
+const std::vector<ModelTensorInfo>& Model::outputs() const noexcept {
+  return impl_->outputs;
+}
+std::int64_t Model::input_bytes() const noexcept {
+  std::int64_t n = item_size(impl_->input.dtype);
+  for (std::int64_t d : impl_->input.shape)
+    n *= d < 0 ? 1 : d;
+  return n;
+}
+
+Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
+  const std::string& path = options.path;
+  const std::string what = "model '" + path + "'";
+  if (path.empty()) return invalid_argument("model: no file given (model=PATH)");
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return invalid_argument(what + ": no such file");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return invalid_argument(what + ": is a directory, not an ONNX file");
+  }
+  if (options.threads < 0) {
+    return invalid_argument(what + ": threads=" + std::to_string(options.threads) +
+                            " must be 0 (OpenCV's setting) or more");
+  }
+  // The declared inputs and outputs, from the file (OpenCV 4.6 keeps them private).
+  onnx::ModelProto proto;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return invalid_argument(what + ": cannot be read (permissions?)");
+    if (!proto.ParseFromIstream(&in) || !proto.has_graph()) {
+      return invalid_argument(what + ": not an ONNX model (the file does not parse as ModelProto)");
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  std::set<std::string> weights;
+  for (const auto& init : proto.graph().initializer())
+    weights.insert(init.name());
+  std::vector<ModelTensorInfo> inputs;
+  std::string unsupported;
+  for (const auto& v : proto.graph().input()) {
+    if (weights.count(v.name()) == 0) inputs.push_back(info_of(v, &unsupported));
+  }
+  if (inputs.size() != 1) {
+    return unimplemented(what + ": has " + std::to_string(inputs.size()) +
+                         " inputs; the infer stage feeds models with exactly one");
+  }
+  if (!unsupported.empty() || inputs[0].dtype != DType::F32) {
+    return unimplemented(what + ": input " + inputs[0].to_string() +
+                         " is not f32; OpenCV DNN takes f32 input (preprocess to f32)");
+  }
+  impl->input = inputs[0];
+  std::vector<ModelTensorInfo> declared;
+  for (const auto& v : proto.graph().output()) {
+    std::string ignored;
+    declared.push_back(info_of(v, &ignored));
+  }
+
+  try {
+    impl->net = cv::dnn::readNetFromONNX(path);
+  } catch (const cv::Exception& e) {
+    return invalid_argument(what + ": OpenCV DNN cannot load it: " + cv_message(e));
+  }
+  if (impl->net.empty()) return invalid_argument(what + ": OpenCV DNN loaded an empty network");
+  impl->net.setPreferableBackend(options.backend == ModelBackend::OpenCv
+                                     ? cv::dnn::DNN_BACKEND_OPENCV
+                                     : cv::dnn::DNN_BACKEND_DEFAULT);
+  impl->net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+  if (options.threads > 0) cv::setNumThreads(options.threads);
+  impl->output_names = impl->net.getUnconnectedOutLayersNames();
+
+  // One run on zeros: OpenCV reports unsupported layers at the first forward;
+  // this finds them now (at build()) and learns the outputs' shapes.
+  std::vector<int> dims;
+  for (std::int64_t d : impl->input.shape)
+    dims.push_back(d < 0 ? 1 : static_cast<int>(d));
+  try {
+    cv::Mat zeros(static_cast<int>(dims.size()), dims.data(), CV_32F, cv::Scalar(0));
+    impl->net.setInput(zeros);
+    impl->net.forward(impl->forward_out, impl->output_names);
+  } catch (const cv::Exception& e) {
+    return invalid_argument(what + ": OpenCV DNN cannot run it on input " +
+                            impl->input.to_string() + ": " + cv_message(e));
+  }
+  for (std::size_t i = 0; i < impl->forward_out.size(); ++i) {
+    const cv::Mat& m = impl->forward_out[i];
+    ModelTensorInfo o;
+    o.name = i < impl->output_names.size() ? impl->output_names[i] : "output" + std::to_string(i);
+    for (const auto& d : declared) {
+      if (d.name == o.name) o = d;  // the file's dtype and (dynamic) shape
+    }
+    const auto dt = dtype_of_cv(m.depth());
+    if (!dt) return unimplemented(what + ": output '" + o.name + "' has an unsupported type");
+    o.dtype = *dt;
+    o.shape.assign(m.size.p, m.size.p + m.dims);  // what this input gives (fills dynamic dims)
+    impl->outputs.push_back(o);
+    impl->output_details.push_back("model '" + std::filesystem::path(path).filename().string() +
+                                   "' output '" + o.name + "'");
+  }
+  impl->input_detail = "model '" + std::filesystem::path(path).filename().string() + "' input '" +
+                       impl->input.name + "'";
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
+                  const ConversionOptions& options, std::source_location where) {
+  Impl& m = *impl_;
+  results.clear();
+  auto what = [&] { return "model '" + m.path + "' on " + input.to_string(); };
+  if (!input.defined()) return failed_precondition("model '" + m.path + "': undefined input");
+  if (input.device().type != DeviceType::Cpu) {
+    return failed_precondition(what() + ": not in CPU memory; transfer it with cpu() first");
+  }
+  if (input.dtype() != DType::F32 || input.is_composite()) {
+    return invalid_argument(what() + ": the model takes " + m.input.to_string() +
+                            "; convert the frame first (preprocess)");
+  }
+  if (input.rank() != static_cast<int>(m.input.shape.size())) {
+    return invalid_argument(what() + ": rank " + std::to_string(input.rank()) +
+                            ", the model takes " + m.input.to_string());
+  }
+  m.input_dims.resize(m.input.shape.size());
+  for (int i = 0; i < input.rank(); ++i) {
+    const std::int64_t want = m.input.shape[static_cast<std::size_t>(i)];
+    if (want >= 0 && input.shape()[i] != want) {
+      return invalid_argument(what() + ": dimension " + std::to_string(i) + " is " +
+                              std::to_string(input.shape()[i]) + ", the model takes " +
+                              m.input.to_string());
+    }
+    if (input.shape()[i] > INT32_MAX) return invalid_argument(what() + ": too large for OpenCV");
+    m.input_dims[static_cast<std::size_t>(i)] = static_cast<int>(input.shape()[i]);
+  }
+  if (!input.is_contiguous()) {
+    return failed_precondition(what() +
+                               ": strided; OpenCV DNN reads packed tensors (call contiguous() "
+                               "first, or add a `pack` stage)");
+  }
+  NEAT_ASSIGN_OR_RETURN(Mapping in, input.map(MapMode::Read));
+
+  // setInput copies the blob into the net: an explicit transfer into the model.
+  CopyRequest req;
+  req.kind = ConversionKind::Transfer;
+  req.reason = ConversionReason::ModelInput;
+  req.explicit_call = !options.implicit;
+  req.bytes = input.nbytes();
+  req.source = input.description();
+  req.destination = input.description();
+  req.destination.storage = StorageKind::Other;  // the net's own buffer
+  req.where = where;
+  req.policy = options.policy;
+  req.operation = options.requested_by.empty() ? std::string_view("Model::run (setInput)")
+                                               : options.requested_by;
+  req.detail = m.input_detail;
+  NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
+    try {
+      const cv::Mat blob(static_cast<int>(m.input_dims.size()), m.input_dims.data(), CV_32F,
+                         const_cast<std::byte*>(in.data()));
+      m.net.setInput(blob);
+    } catch (const cv::Exception& e) {
+      return invalid_argument(what() + ": OpenCV setInput: " + cv_message(e));
+    }
+    return {};
+  }));
+  try {
+    m.net.forward(m.forward_out, m.output_names);  // headers over the net's buffers
+  } catch (const cv::Exception& e) {
+    return invalid_argument(what() + ": OpenCV forward: " + cv_message(e));
+  }
+  if (m.forward_out.size() != m.outputs.size()) {
+    return internal_error(what() + ": OpenCV returned " + std::to_string(m.forward_out.size()) +
+                          " outputs, " + std::to_string(m.outputs.size()) + " at load");
+  }
+
+  for (std::size_t i = 0; i < m.forward_out.size(); ++i) {
+    const cv::Mat& src = m.forward_out[i];
+    const auto dt = dtype_of_cv(src.depth());
+    if (!dt || !src.isContinuous()) {
+      return internal_error(what() + ": output '" + m.outputs[i].name +
+                            "' came back in a form NeatTensor cannot take");
+    }
+    Dims shape;
+    for (int d = 0; d < src.dims; ++d)
+      shape.push_back(src.size[d]);
+    NEAT_ASSIGN_OR_RETURN(NeatTensor out,
+                          NeatTensor::allocate(*dt, shape, AllocOptions{false, options.allocator}));
+    NEAT_ASSIGN_OR_RETURN(out, std::move(out).make_writable());
+    CopyRequest oreq;
+    oreq.kind = ConversionKind::Pack;
+    oreq.reason = ConversionReason::ModelOutput;
+    oreq.explicit_call = !options.implicit;
+    oreq.bytes = out.nbytes();
+    oreq.source = out.description();
+    oreq.source.storage = StorageKind::Other;
+    oreq.destination = out.description();
+    oreq.where = where;
+    oreq.policy = options.policy;
+    oreq.operation = options.requested_by.empty() ? std::string_view("Model::run (output)")
+                                                  : options.requested_by;
+    oreq.detail = m.output_details[i];
+    {
+      NEAT_ASSIGN_OR_RETURN(Mapping w, out.map(MapMode::Write));
+      NEAT_RETURN_IF_ERROR(run_through_gate(oreq, [&]() -> Status {
+        std::memcpy(w.mutable_data(), src.data, static_cast<std::size_t>(out.nbytes()));
+        return {};
+      }));
+    }
+    out.set_meta(input.meta());
+    results.push_back(std::move(out));
+  }
+  return {};
+}
+
+}  // namespace neat

@@ -1,0 +1,177 @@
+#include "neat/stages/inference.hpp"
+
+#include <filesystem>
+#include <vector>
+
+namespace neat {
+namespace {
+
+std::string dims_text(const std::vector<std::int64_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (i != 0) s += ", ";
+    s += std::to_string(d[i]);
+  }
+  return s + "]";
+}
+
+class InferStage final : public Stage {
+ public:
+  InferStage(std::unique_ptr<Model> model, std::size_t output)
+      : model_(std::move(model)), output_(output) {
+    outputs_.reserve(model_->outputs().size());
+  }
+  std::string_view kind() const noexcept override { return "infer"; }
+  Accepts accepts() const override {
+    Accepts a;
+    a.dtypes = {DType::F32};
+    a.formats = {PixelFormat::None};
+    a.contiguous = true;  // OpenCV reads packed tensors
+    return a;
+  }
+  Result<FrameSpec> output_spec(const FrameSpec& in) const override {
+    const ModelTensorInfo& want = model_->input();
+    const std::string what = "infer (model '" + model_->path() + "')";
+    // A [3, H, W] frame feeds a [1, 3, H, W] model through a view.
+    add_batch_ = in.shape.size() + 1 == want.shape.size() && !want.shape.empty() &&
+                 (want.shape[0] == 1 || want.shape[0] < 0);
+    std::vector<std::int64_t> got(in.shape.begin(), in.shape.end());
+    if (add_batch_) got.insert(got.begin(), 1);
+    bool fits = got.size() == want.shape.size();
+    for (std::size_t i = 0; fits && i < got.size(); ++i) {
+      fits = want.shape[i] < 0 || want.shape[i] == got[i];
+    }
+    if (!fits) {
+      std::string fix = "preprocess the frames to the model's input";
+      if (want.shape.size() == 4 && want.shape[1] == 3 && want.shape[2] > 0 && want.shape[3] > 0) {
+        fix = "e.g. `preprocess size=" + std::to_string(want.shape[3]) + "x" +
+              std::to_string(want.shape[2]) + "` before `infer`";
+      }
+      return invalid_argument(what + ": takes " + want.to_string() + ", the edge brings " +
+                              in.to_string() + "; " + fix);
+    }
+    const ModelTensorInfo& o = model_->outputs()[output_];
+    FrameSpec out;
+    out.dtype = o.dtype;
+    for (std::int64_t d : o.shape)
+      out.shape.push_back(d);
+    out.device = kCpu;
+    std::int64_t input_bytes = 4;
+    for (std::int64_t d : got)
+      input_bytes *= d;
+    inner_.clear();
+    InnerConversion in_copy;
+    in_copy.element = "opencv-dnn";
+    in_copy.what = "setInput copies " + want.name + " " + dims_text(got) + " into the net";
+    in_copy.kind = ConversionKind::Transfer;
+    in_copy.reason = ConversionReason::ModelInput;
+    in_copy.bytes_read = in_copy.bytes_written = input_bytes;
+    inner_.push_back(in_copy);
+    for (const ModelTensorInfo& oi : model_->outputs()) {
+      InnerConversion c;
+      c.element = "opencv-dnn";
+      c.what = "output " + oi.name + " " + dims_text(oi.shape) + " out of the net's buffer";
+      c.kind = ConversionKind::Pack;
+      c.reason = ConversionReason::ModelOutput;
+      std::int64_t b = static_cast<std::int64_t>(item_size(oi.dtype));
+      for (std::int64_t d : oi.shape)
+        b *= d;
+      c.bytes_read = c.bytes_written = b;
+      inner_.push_back(c);
+    }
+    return out;
+  }
+  Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
+    if (add_batch_) {
+      NEAT_ASSIGN_OR_RETURN(frame, frame.unsqueeze(0));
+    }
+    NEAT_RETURN_IF_ERROR(model_->run(frame, outputs_, ctx.conversion_options()));
+    NeatTensor out = std::move(outputs_[output_]);
+    outputs_.clear();  // the others go back to the pool now
+    return out;
+  }
+  bool may_forward_input(const FrameSpec&) const override { return false; }
+  std::vector<InnerConversion> inner_conversions() const override { return inner_; }
+  std::string describe() const override {
+    return "infer model=" + std::filesystem::path(model_->path()).filename().string() + " " +
+           model_->input().to_string() + " -> " + model_->outputs()[output_].to_string() +
+           " (OpenCV DNN)";
+  }
+
+ private:
+  std::unique_ptr<Model> model_;
+  std::size_t output_;
+  std::vector<NeatTensor> outputs_;
+  mutable bool add_batch_ = false;              // set by output_spec() at build()
+  mutable std::vector<InnerConversion> inner_;  // set by output_spec() at build()
+};
+
+class YoloStage final : public Stage {
+ public:
+  explicit YoloStage(YoloParams p) : decoder_(std::move(p)) {}
+  std::string_view kind() const noexcept override { return "yolo"; }
+  Accepts accepts() const override {
+    Accepts a;
+    a.formats = {PixelFormat::None};
+    return a;
+  }
+  Result<FrameSpec> output_spec(const FrameSpec& in) const override {
+    NEAT_ASSIGN_OR_RETURN(shape_, yolo_shape(in.shape, decoder_.params()));
+    FrameSpec out;
+    out.dtype = DType::F32;
+    out.shape = Dims{decoder_.params().max_detections, 6};  // at most; N rows per frame
+    out.device = kCpu;
+    out.contiguous = true;
+    return out;
+  }
+  Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
+    return decoder_.decode(frame, ctx.conversion_options());
+  }
+  bool may_forward_input(const FrameSpec&) const override { return false; }
+  std::string describe() const override {
+    const YoloParams& p = decoder_.params();
+    std::string s =
+        "yolo " +
+        std::string(shape_.layout == YoloLayout::V8 ? "v8 [1, 4 + " : "v5 [1, anchors, 5 + ") +
+        std::to_string(shape_.classes) +
+        (shape_.layout == YoloLayout::V8 ? ", " + std::to_string(shape_.anchors) + "]" : "]") +
+        " conf=" + std::to_string(p.confidence).substr(0, 4) +
+        " iou=" + std::to_string(p.iou).substr(0, 4) + " max=" + std::to_string(p.max_detections);
+    if (!p.classes.empty()) s += " classes=" + std::to_string(p.classes.size());
+    return s + " -> f32 [N, 6] x1 y1 x2 y2 score class, source pixels (views, no pack)";
+  }
+
+ private:
+  YoloDecoder decoder_;
+  mutable YoloShape shape_;  // set by output_spec() at build()
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Stage>> infer_stage(InferOptions options) {
+  NEAT_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(options.model));
+  std::size_t index = 0;
+  if (!options.output.empty()) {
+    bool found = false;
+    std::string names;
+    for (std::size_t i = 0; i < model->outputs().size(); ++i) {
+      if (model->outputs()[i].name == options.output) {
+        index = i;
+        found = true;
+      }
+      names += (i == 0 ? "" : ", ") + model->outputs()[i].name;
+    }
+    if (!found) {
+      return invalid_argument("infer: model '" + options.model.path + "' has no output '" +
+                              options.output + "' (it has: " + names + ")");
+    }
+  }
+  return std::unique_ptr<Stage>(new InferStage(std::move(model), index));
+}
+
+Result<std::unique_ptr<Stage>> yolo_stage(YoloParams params) {
+  NEAT_RETURN_IF_ERROR(check_yolo_params(params));
+  return std::unique_ptr<Stage>(new YoloStage(std::move(params)));
+}
+
+}  // namespace neat
