@@ -124,6 +124,7 @@ struct Model::Impl {
   std::vector<int> input_dims;           // per run, reused
   std::string input_detail;              // for the trace
   std::vector<std::string> output_details;
+  std::vector<int> output_depth;  // OpenCV's element type of each output
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -230,6 +231,7 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
     const auto dt = dtype_of_cv(m.depth());
     if (!dt) return unimplemented(what + ": output '" + o.name + "' has an unsupported type");
     o.dtype = *dt;
+    impl->output_depth.push_back(m.depth());
     o.shape.assign(m.size.p, m.size.p + m.dims);  // what this input gives (fills dynamic dims)
     impl->outputs.push_back(o);
     impl->output_details.push_back("model '" + std::filesystem::path(path).filename().string() +
@@ -299,29 +301,55 @@ Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
     }
     return {};
   }));
+  // Each output gets a buffer of its own (from the pool), for the copy out
+  // of the net.
+  for (const ModelTensorInfo& o : m.outputs) {
+    Dims shape;
+    for (std::int64_t d : o.shape)
+      shape.push_back(d);
+    NEAT_ASSIGN_OR_RETURN(
+        NeatTensor out,
+        NeatTensor::allocate(o.dtype, shape, AllocOptions{false, options.allocator}));
+    NEAT_ASSIGN_OR_RETURN(out, std::move(out).make_writable());
+    results.push_back(std::move(out));
+  }
+  // One output: forward(name) returns a header over the net's buffer (which
+  // the next run overwrites) and the copy out is ours, timed. Several:
+  // forward(vector, names) copies each into the Mat it is given (OpenCV's
+  // _OutputArray::assign), so it is given headers over our buffers and
+  // OpenCV's copy is the only one (its time is inside forward()'s).
+  const bool single = m.outputs.size() == 1;
+  std::vector<Mapping> writes;
+  cv::Mat single_out;
   try {
-    m.net.forward(m.forward_out, m.output_names);  // headers over the net's buffers
+    if (single) {
+      single_out = m.net.forward(m.output_names[0]);
+    } else {
+      m.forward_out.resize(results.size());
+      writes.reserve(results.size());
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        NEAT_ASSIGN_OR_RETURN(Mapping w, results[i].map(MapMode::Write));
+        std::vector<int> dims(results[i].shape().begin(), results[i].shape().end());
+        m.forward_out[i] = cv::Mat(static_cast<int>(dims.size()), dims.data(), m.output_depth[i],
+                                   w.mutable_data());
+        writes.push_back(std::move(w));
+      }
+      m.net.forward(m.forward_out, m.output_names);
+    }
   } catch (const cv::Exception& e) {
     return invalid_argument(what() + ": OpenCV forward: " + cv_message(e));
   }
-  if (m.forward_out.size() != m.outputs.size()) {
-    return internal_error(what() + ": OpenCV returned " + std::to_string(m.forward_out.size()) +
-                          " outputs, " + std::to_string(m.outputs.size()) + " at load");
-  }
 
-  for (std::size_t i = 0; i < m.forward_out.size(); ++i) {
-    const cv::Mat& src = m.forward_out[i];
-    const auto dt = dtype_of_cv(src.depth());
-    if (!dt || !src.isContinuous()) {
-      return internal_error(what() + ": output '" + m.outputs[i].name +
-                            "' came back in a form NeatTensor cannot take");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    NeatTensor& out = results[i];
+    const cv::Mat& src = single ? single_out : m.forward_out[i];
+    std::int64_t got = static_cast<std::int64_t>(src.total() * src.elemSize());
+    if (!src.isContinuous() || got != out.nbytes() ||
+        (!single && reinterpret_cast<const std::byte*>(src.data) != writes[i].data())) {
+      return internal_error(what() + ": output '" + m.outputs[i].name + "' came back as " +
+                            std::to_string(got) + " bytes, " + std::to_string(out.nbytes()) +
+                            " expected (a shape that changed with the input?)");
     }
-    Dims shape;
-    for (int d = 0; d < src.dims; ++d)
-      shape.push_back(src.size[d]);
-    NEAT_ASSIGN_OR_RETURN(NeatTensor out,
-                          NeatTensor::allocate(*dt, shape, AllocOptions{false, options.allocator}));
-    NEAT_ASSIGN_OR_RETURN(out, std::move(out).make_writable());
     CopyRequest oreq;
     oreq.kind = ConversionKind::Pack;
     oreq.reason = ConversionReason::ModelOutput;
@@ -335,15 +363,16 @@ Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
     oreq.operation = options.requested_by.empty() ? std::string_view("Model::run (output)")
                                                   : options.requested_by;
     oreq.detail = m.output_details[i];
-    {
+    if (single) {
       NEAT_ASSIGN_OR_RETURN(Mapping w, out.map(MapMode::Write));
       NEAT_RETURN_IF_ERROR(run_through_gate(oreq, [&]() -> Status {
         std::memcpy(w.mutable_data(), src.data, static_cast<std::size_t>(out.nbytes()));
         return {};
       }));
+    } else {  // already copied by OpenCV inside forward(): recorded here
+      NEAT_RETURN_IF_ERROR(run_through_gate(oreq, [] { return Status{}; }));
     }
     out.set_meta(input.meta());
-    results.push_back(std::move(out));
   }
   return {};
 }

@@ -13,6 +13,7 @@ packages=(
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-tools
   libdrm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri
   libdlpack-dev python3-dev python3-numpy
+  libopencv-dnn-dev libonnx-dev libprotobuf-dev python3-onnx
   clang-16 libclang-rt-16-dev
 )
 
