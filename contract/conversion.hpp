@@ -17,7 +17,8 @@ enum class ConversionKind : std::uint8_t {
   View,         ///< new shape/strides/offset over the same storage
   Pack,         ///< a copy of the same values into a new (contiguous) buffer
   Convert,      ///< dtype, pixel format or layout change into a new buffer
-  Transfer,     ///< a copy to another device, with synchronisation
+  Transfer,     ///< a copy to another device (with synchronisation) or into a runtime
+                ///< that keeps its own memory (a model's input)
 };
 inline constexpr int kConversionKindCount = 5;
 

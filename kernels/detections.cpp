@@ -11,19 +11,6 @@
 
 namespace neat {
 
-namespace {
-
-std::string shape_text(DimsRef s) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i != 0) out += ", ";
-    out += std::to_string(s[i]);
-  }
-  return out + "]";
-}
-
-}  // namespace
-
 Status check_yolo_params(const YoloParams& p) {
   if (!(p.confidence >= 0.f && p.confidence <= 1.f)) {
     return invalid_argument("yolo: conf=" + std::to_string(p.confidence) +
@@ -52,7 +39,7 @@ Status check_yolo_params(const YoloParams& p) {
 
 Result<YoloShape> yolo_shape(DimsRef s, const YoloParams& p) {
   NEAT_RETURN_IF_ERROR(check_yolo_params(p));
-  const std::string what = "yolo: model output " + shape_text(s);
+  const std::string what = "yolo: model output " + dims_to_string(s);
   if (s.size() != 3) {
     return invalid_argument(what +
                             " is not [1, 4 + classes, anchors] (YOLOv8) or [1, anchors, 5 + "

@@ -11,6 +11,7 @@
 
 #include "neat/contract/copy_gate.hpp"
 #include "neat/contract/mapping.hpp"
+#include "neat/storage/cv_mat.hpp"
 
 namespace neat {
 
@@ -40,29 +41,6 @@ std::optional<DType> dtype_of_onnx(int elem_type) {
       return DType::BF16;
     case onnx::TensorProto_DataType_BOOL:
       return DType::Bool;
-    default:
-      return std::nullopt;
-  }
-}
-
-std::optional<DType> dtype_of_cv(int depth) {
-  switch (depth) {
-    case CV_32F:
-      return DType::F32;
-    case CV_8U:
-      return DType::U8;
-    case CV_8S:
-      return DType::I8;
-    case CV_16U:
-      return DType::U16;
-    case CV_16S:
-      return DType::I16;
-    case CV_32S:
-      return DType::I32;
-    case CV_64F:
-      return DType::F64;
-    case CV_16F:
-      return DType::F16;
     default:
       return std::nullopt;
   }
@@ -124,7 +102,6 @@ struct Model::Impl {
   std::vector<int> input_dims;           // per run, reused
   std::string input_detail;              // for the trace
   std::vector<std::string> output_details;
-  std::vector<int> output_depth;  // OpenCV's element type of each output
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -228,10 +205,9 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
     for (const auto& d : declared) {
       if (d.name == o.name) o = d;  // the file's dtype and (dynamic) shape
     }
-    const auto dt = dtype_of_cv(m.depth());
-    if (!dt) return unimplemented(what + ": output '" + o.name + "' has an unsupported type");
+    const auto dt = dtype_from_cv_depth(m.depth());
+    if (!dt.ok()) return unimplemented(what + ": output '" + o.name + "': " + dt.error().message());
     o.dtype = *dt;
-    impl->output_depth.push_back(m.depth());
     o.shape.assign(m.size.p, m.size.p + m.dims);  // what this input gives (fills dynamic dims)
     impl->outputs.push_back(o);
     impl->output_details.push_back("model '" + std::filesystem::path(path).filename().string() +
@@ -329,9 +305,10 @@ Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
       writes.reserve(results.size());
       for (std::size_t i = 0; i < results.size(); ++i) {
         NEAT_ASSIGN_OR_RETURN(Mapping w, results[i].map(MapMode::Write));
+        NEAT_ASSIGN_OR_RETURN(int depth, cv_depth_from_dtype(results[i].dtype()));
         std::vector<int> dims(results[i].shape().begin(), results[i].shape().end());
-        m.forward_out[i] = cv::Mat(static_cast<int>(dims.size()), dims.data(), m.output_depth[i],
-                                   w.mutable_data());
+        m.forward_out[i] =
+            cv::Mat(static_cast<int>(dims.size()), dims.data(), depth, w.mutable_data());
         writes.push_back(std::move(w));
       }
       m.net.forward(m.forward_out, m.output_names);

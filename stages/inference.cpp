@@ -6,15 +6,6 @@
 namespace neat {
 namespace {
 
-std::string dims_text(const std::vector<std::int64_t>& d) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    if (i != 0) s += ", ";
-    s += std::to_string(d[i]);
-  }
-  return s + "]";
-}
-
 class InferStage final : public Stage {
  public:
   InferStage(std::unique_ptr<Model> model, std::size_t output)
@@ -62,7 +53,7 @@ class InferStage final : public Stage {
     inner_.clear();
     InnerConversion in_copy;
     in_copy.element = "opencv-dnn";
-    in_copy.what = "setInput copies " + want.name + " " + dims_text(got) + " into the net";
+    in_copy.what = "setInput copies " + want.name + " " + dims_to_string(got) + " into the net";
     in_copy.kind = ConversionKind::Transfer;
     in_copy.reason = ConversionReason::ModelInput;
     in_copy.bytes_read = in_copy.bytes_written = input_bytes;
@@ -70,7 +61,7 @@ class InferStage final : public Stage {
     for (const ModelTensorInfo& oi : model_->outputs()) {
       InnerConversion c;
       c.element = "opencv-dnn";
-      c.what = "output " + oi.name + " " + dims_text(oi.shape) + " out of the net's buffer";
+      c.what = "output " + oi.name + " " + dims_to_string(oi.shape) + " out of the net's buffer";
       c.kind = ConversionKind::Pack;
       c.reason = ConversionReason::ModelOutput;
       std::int64_t b = static_cast<std::int64_t>(item_size(oi.dtype));

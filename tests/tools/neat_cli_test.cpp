@@ -239,6 +239,29 @@ TEST(NeatCliRun, BadPipelinesPointAtTheToken) {
   EXPECT_NE(s.out.find("must be a sink"), std::string::npos) << s.out;
 }
 
+TEST(NeatCliRun, PrintsDetectionsOfTheGeneratedDetector) {
+  const CliRun r =
+      run("run --quiet --print-detections 'gst:\"videotestsrc pattern=ball num-buffers=3 ! "
+          "video/x-raw,format=NV12,width=640,height=480\" ! preprocess fit=letterbox batch=true ! "
+          "infer model=models:detector ! yolo ! appsink'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("frame 0 pts 0.000 s: 1 detection\n  class 0  score 1.000  box ("),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("frame 2 pts 0.067 s: 1 detection"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model_input"), std::string::npos) << r.out;
+  // Not detections: refused before a frame flows, with the fix.
+  const CliRun bad = run("run --quiet --print-detections 'default frames=2 ! appsink'");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("not detections (f32 [N, 6])"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("infer model=... ! yolo ! appsink"), std::string::npos) << bad.out;
+  // A model file that is not there: a bad pipeline, pointing at the element.
+  const CliRun missing =
+      run("run 'default frames=2 ! preprocess ! infer model=/nope.onnx ! appsink'");
+  EXPECT_EQ(missing.status, 2) << missing.out;
+  EXPECT_NE(missing.out.find("no such file"), std::string::npos) << missing.out;
+}
+
 TEST(NeatCliRun, StrictRefusalsAndGstreamerErrorsExitWithOne) {
   const CliRun strict =
       run("run 'synthetic size=64x48 frames=2 ! layout to=chw ! appsink' --policy strict");
