@@ -1,8 +1,10 @@
 # The two set-up commands of the README:
-#   make run   installs missing packages, builds, runs the demo pipeline (`neat run`) on its
-#              built-in input (videotestsrc 1920x1080 NV12 -> fused preprocess -> appsink)
-#   make test  installs missing packages, builds, runs the normal, ASan+UBSan and TSan suites,
-#              then every fuzz target for FUZZ_SECONDS (60) each
+#   make run   installs missing packages (what building and running need), builds, runs the
+#              demo pipeline (`neat run`) on its built-in input: videotestsrc 1920x1080 NV12
+#              (the ball) -> letterbox preprocess -> infer (generated detector) -> yolo -> appsink
+#   make test  installs missing packages (test tools too), builds, runs the normal (with the
+#              ONNX conformance suite), ASan+UBSan and TSan suites, then every fuzz target for
+#              FUZZ_SECONDS (60) each
 # Both are idempotent: a second run with nothing changed only re-checks.
 
 SHELL := /bin/bash
@@ -19,23 +21,31 @@ FUZZ_TARGETS := layout dlpack gst_caps pipeline trace
 FUZZ_CC  ?= clang-16
 FUZZ_CXX ?= clang++-16
 
-.PHONY: run demo soak bench-report test deps build build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
+.PHONY: run demo soak bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
 
+# `make run` installs what building and running needs; test tools (GoogleTest,
+# Google Benchmark, clang, promtool, the ONNX test data) come with `make test`.
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh run
 
+deps-test:
+	@bash scripts/install-deps.sh test
+
+# First configuration without the test and benchmark programs (their tools may
+# be missing); `make test` turns them on.
 $(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DNEAT_BUILD_TESTS=OFF -DNEAT_BUILD_BENCH=OFF $(CMAKE_ARGS)
 
-$(BUILD_ASAN)/build.ninja: | deps
+$(BUILD_ASAN)/build.ninja: | deps-test
 	cmake -S . -B $(BUILD_ASAN) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=Debug \
 	  -DNEAT_SANITIZE=address -DNEAT_BUILD_BENCH=OFF $(CMAKE_ARGS)
 
-$(BUILD_TSAN)/build.ninja: | deps
+$(BUILD_TSAN)/build.ninja: | deps-test
 	cmake -S . -B $(BUILD_TSAN) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DNEAT_SANITIZE=thread -DNEAT_BUILD_BENCH=OFF -DNEAT_BUILD_TOOLS=OFF $(CMAKE_ARGS)
 
-$(BUILD_FUZZ)/build.ninja: | deps
+$(BUILD_FUZZ)/build.ninja: | deps-test
 	CC=$(FUZZ_CC) CXX=$(FUZZ_CXX) cmake -S . -B $(BUILD_FUZZ) -G $(GENERATOR) \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEAT_SANITIZE=fuzzer -DNEAT_BUILD_FUZZERS=ON \
 	  -DNEAT_BUILD_TESTS=OFF -DNEAT_BUILD_TOOLS=OFF -DNEAT_BUILD_BENCH=OFF $(CMAKE_ARGS)
@@ -43,10 +53,14 @@ $(BUILD_FUZZ)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-build-asan: deps $(BUILD_ASAN)/build.ninja
+build-tests: deps-test $(BUILD)/build.ninja
+	cmake -S . -B $(BUILD) -DNEAT_BUILD_TESTS=ON -DNEAT_BUILD_BENCH=ON > /dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps-test $(BUILD_ASAN)/build.ninja
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 
-build-tsan: deps $(BUILD_TSAN)/build.ninja
+build-tsan: deps-test $(BUILD_TSAN)/build.ninja
 	cmake --build $(BUILD_TSAN) -j $(JOBS) --target neat_threaded_tests
 
 run: build
@@ -60,7 +74,7 @@ demo: build
 	@echo "== neat audit $(BUILD)/demo.jsonl"
 	./$(BUILD)/tools/neat audit $(BUILD)/demo.jsonl
 
-test-normal: build
+test-normal: build-tests
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: build-asan
@@ -69,7 +83,7 @@ test-asan: build-asan
 test-tsan: build-tsan
 	cd $(BUILD_TSAN) && ctest --output-on-failure -j $(JOBS) -L threaded
 
-build-fuzz: deps $(BUILD_FUZZ)/build.ninja
+build-fuzz: deps-test $(BUILD_FUZZ)/build.ninja
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 
 # Each target fuzzes for FUZZ_SECONDS from its seed corpus (tests/fuzz/corpus/<t>),
@@ -90,16 +104,16 @@ fuzz: build-fuzz
 
 test: test-normal test-asan test-tsan fuzz
 
-bench: build
+bench: build-tests
 	./$(BUILD)/bench/neat_bench
 
 # Runs the benchmarks and writes their report (tables and plots) into docs/benchmarks.md.
-bench-report: build
-	@bash scripts/install-deps.sh python3-matplotlib
+bench-report: build-tests
+	@bash scripts/install-deps.sh test python3-matplotlib
 	/usr/bin/python3 scripts/bench_report.py $(BUILD)
 
 # The default pipeline for 110,000 frames (about six minutes): RSS, fds, mappings.
-soak: build
+soak: build-tests
 	./$(BUILD)/bench/neat_soak $(SOAK_FRAMES)
 
 format:

@@ -1,4 +1,4 @@
-// Soak: the default pipeline (videotestsrc 1920x1080 NV12 -> fused
+// Soak: the preprocess pipeline (videotestsrc 1920x1080 NV12 -> fused
 // preprocess 640x640 -> appsink) for FRAMES frames (default 110,000, about six
 // minutes here). Prints the resident memory, fd count, live wrapped GStreamer
 // buffers and mappings at frame 10,000 and near the end; the goal is RSS

@@ -95,12 +95,13 @@ std::string ModelTensorInfo::to_string() const {
 struct Model::Impl {
   std::string path;
   cv::dnn::Net net;
-  ModelTensorInfo input;
+  std::vector<ModelTensorInfo> inputs;
+  std::vector<cv::String> input_names;  // for setInput(blob, name)
   std::vector<ModelTensorInfo> outputs;
-  std::vector<cv::String> output_names;  // OpenCV's names, in outputs' order
-  std::vector<cv::Mat> forward_out;      // headers over the net's buffers (reused)
-  std::vector<int> input_dims;           // per run, reused
-  std::string input_detail;              // for the trace
+  std::vector<cv::String> output_names;      // OpenCV's names, in outputs' order
+  std::vector<cv::Mat> forward_out;          // headers over the net's buffers (reused)
+  std::vector<std::vector<int>> input_dims;  // per input, per run, reused
+  std::vector<std::string> input_details;    // for the trace
   std::vector<std::string> output_details;
 };
 
@@ -111,16 +112,23 @@ const std::string& Model::path() const noexcept {
   return impl_->path;
 }
 const ModelTensorInfo& Model::input() const noexcept {
-  return impl_->input;
+  return impl_->inputs.front();
+}
+const std::vector<ModelTensorInfo>& Model::inputs() const noexcept {
+  return impl_->inputs;
 }
 const std::vector<ModelTensorInfo>& Model::outputs() const noexcept {
   return impl_->outputs;
 }
 std::int64_t Model::input_bytes() const noexcept {
-  std::int64_t n = item_size(impl_->input.dtype);
-  for (std::int64_t d : impl_->input.shape)
-    n *= d < 0 ? 1 : d;
-  return n;
+  std::int64_t total = 0;
+  for (const ModelTensorInfo& i : impl_->inputs) {
+    std::int64_t n = item_size(i.dtype);
+    for (std::int64_t d : i.shape)
+      n *= d < 0 ? 1 : d;
+    total += n;
+  }
+  return total;
 }
 
 Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
@@ -157,15 +165,22 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
   for (const auto& v : proto.graph().input()) {
     if (weights.count(v.name()) == 0) inputs.push_back(info_of(v, &unsupported));
   }
-  if (inputs.size() != 1) {
-    return unimplemented(what + ": has " + std::to_string(inputs.size()) +
-                         " inputs; the infer stage feeds models with exactly one");
+  if (inputs.empty()) {
+    return unimplemented(what + ": declares no input (every graph input is a weight)");
   }
-  if (!unsupported.empty() || inputs[0].dtype != DType::F32) {
-    return unimplemented(what + ": input " + inputs[0].to_string() +
-                         " is not f32; OpenCV DNN takes f32 input (preprocess to f32)");
+  for (const ModelTensorInfo& i : inputs) {
+    if (!unsupported.empty() || i.dtype != DType::F32) {
+      return unimplemented(what + ": input " + (unsupported.empty() ? i.to_string() : unsupported) +
+                           " is not f32; OpenCV DNN takes f32 input (preprocess to f32)");
+    }
   }
-  impl->input = inputs[0];
+  impl->inputs = std::move(inputs);
+  const std::string file = std::filesystem::path(path).filename().string();
+  for (const ModelTensorInfo& i : impl->inputs) {
+    impl->input_names.push_back(i.name);
+    impl->input_details.push_back("model '" + file + "' input '" + i.name + "'");
+  }
+  impl->input_dims.resize(impl->inputs.size());
   std::vector<ModelTensorInfo> declared;
   for (const auto& v : proto.graph().output()) {
     std::string ignored;
@@ -187,16 +202,21 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
 
   // One run on zeros: OpenCV reports unsupported layers at the first forward;
   // this finds them now (at build()) and learns the outputs' shapes.
-  std::vector<int> dims;
-  for (std::int64_t d : impl->input.shape)
-    dims.push_back(d < 0 ? 1 : static_cast<int>(d));
+  std::string shapes;
   try {
-    cv::Mat zeros(static_cast<int>(dims.size()), dims.data(), CV_32F, cv::Scalar(0));
-    impl->net.setInput(zeros);
+    if (impl->inputs.size() > 1) impl->net.setInputsNames(impl->input_names);
+    for (const ModelTensorInfo& i : impl->inputs) {
+      std::vector<int> dims;
+      for (std::int64_t d : i.shape)
+        dims.push_back(d < 0 ? 1 : static_cast<int>(d));
+      shapes += (shapes.empty() ? "" : ", ") + i.to_string();
+      cv::Mat zeros(static_cast<int>(dims.size()), dims.data(), CV_32F, cv::Scalar(0));
+      impl->net.setInput(zeros, impl->inputs.size() > 1 ? i.name : cv::String());
+    }
     impl->net.forward(impl->forward_out, impl->output_names);
   } catch (const cv::Exception& e) {
-    return invalid_argument(what + ": OpenCV DNN cannot run it on input " +
-                            impl->input.to_string() + ": " + cv_message(e));
+    return invalid_argument(what + ": OpenCV DNN cannot run it on input " + shapes + ": " +
+                            cv_message(e));
   }
   for (std::size_t i = 0; i < impl->forward_out.size(); ++i) {
     const cv::Mat& m = impl->forward_out[i];
@@ -210,73 +230,92 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
     o.dtype = *dt;
     o.shape.assign(m.size.p, m.size.p + m.dims);  // what this input gives (fills dynamic dims)
     impl->outputs.push_back(o);
-    impl->output_details.push_back("model '" + std::filesystem::path(path).filename().string() +
-                                   "' output '" + o.name + "'");
+    impl->output_details.push_back("model '" + file + "' output '" + o.name + "'");
   }
-  impl->input_detail = "model '" + std::filesystem::path(path).filename().string() + "' input '" +
-                       impl->input.name + "'";
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 
 Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
                   const ConversionOptions& options, std::source_location where) {
+  return run(std::span<const NeatTensor>(&input, 1), results, options, where);
+}
+
+Status Model::run(std::span<const NeatTensor> inputs, std::vector<NeatTensor>& results,
+                  const ConversionOptions& options, std::source_location where) {
   Impl& m = *impl_;
   results.clear();
-  auto what = [&] { return "model '" + m.path + "' on " + input.to_string(); };
-  if (!input.defined()) return failed_precondition("model '" + m.path + "': undefined input");
-  if (input.device().type != DeviceType::Cpu) {
-    return failed_precondition(what() + ": not in CPU memory; transfer it with cpu() first");
+  if (inputs.size() != m.inputs.size()) {
+    return invalid_argument("model '" + m.path + "': given " + std::to_string(inputs.size()) +
+                            " input(s), it takes " + std::to_string(m.inputs.size()));
   }
-  if (input.dtype() != DType::F32 || input.is_composite()) {
-    return invalid_argument(what() + ": the model takes " + m.input.to_string() +
-                            "; convert the frame first (preprocess)");
-  }
-  if (input.rank() != static_cast<int>(m.input.shape.size())) {
-    return invalid_argument(what() + ": rank " + std::to_string(input.rank()) +
-                            ", the model takes " + m.input.to_string());
-  }
-  m.input_dims.resize(m.input.shape.size());
-  for (int i = 0; i < input.rank(); ++i) {
-    const std::int64_t want = m.input.shape[static_cast<std::size_t>(i)];
-    if (want >= 0 && input.shape()[i] != want) {
-      return invalid_argument(what() + ": dimension " + std::to_string(i) + " is " +
-                              std::to_string(input.shape()[i]) + ", the model takes " +
-                              m.input.to_string());
+  // Check every input before the first copy: a refused run moves nothing.
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const NeatTensor& input = inputs[k];
+    const ModelTensorInfo& want = m.inputs[k];
+    auto what = [&] {
+      return "model '" + m.path + "' input '" + want.name + "' on " + input.to_string();
+    };
+    if (!input.defined()) return failed_precondition(what() + ": undefined tensor");
+    if (input.device().type != DeviceType::Cpu) {
+      return failed_precondition(what() + ": not in CPU memory; transfer it with cpu() first");
     }
-    if (input.shape()[i] > INT32_MAX) return invalid_argument(what() + ": too large for OpenCV");
-    m.input_dims[static_cast<std::size_t>(i)] = static_cast<int>(input.shape()[i]);
-  }
-  if (!input.is_contiguous()) {
-    return failed_precondition(what() +
-                               ": strided; OpenCV DNN reads packed tensors (call contiguous() "
-                               "first, or add a `pack` stage)");
-  }
-  NEAT_ASSIGN_OR_RETURN(Mapping in, input.map(MapMode::Read));
-
-  // setInput copies the blob into the net: an explicit transfer into the model.
-  CopyRequest req;
-  req.kind = ConversionKind::Transfer;
-  req.reason = ConversionReason::ModelInput;
-  req.explicit_call = !options.implicit;
-  req.bytes = input.nbytes();
-  req.source = input.description();
-  req.destination = input.description();
-  req.destination.storage = StorageKind::Other;  // the net's own buffer
-  req.where = where;
-  req.policy = options.policy;
-  req.operation = options.requested_by.empty() ? std::string_view("Model::run (setInput)")
-                                               : options.requested_by;
-  req.detail = m.input_detail;
-  NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
-    try {
-      const cv::Mat blob(static_cast<int>(m.input_dims.size()), m.input_dims.data(), CV_32F,
-                         const_cast<std::byte*>(in.data()));
-      m.net.setInput(blob);
-    } catch (const cv::Exception& e) {
-      return invalid_argument(what() + ": OpenCV setInput: " + cv_message(e));
+    if (input.dtype() != DType::F32 || input.is_composite()) {
+      return invalid_argument(what() + ": the model takes " + want.to_string() +
+                              "; convert the frame first (preprocess)");
     }
-    return {};
-  }));
+    if (input.rank() != static_cast<int>(want.shape.size())) {
+      return invalid_argument(what() + ": rank " + std::to_string(input.rank()) +
+                              ", the model takes " + want.to_string());
+    }
+    std::vector<int>& dims = m.input_dims[k];
+    dims.resize(want.shape.size());
+    for (int i = 0; i < input.rank(); ++i) {
+      const std::int64_t w = want.shape[static_cast<std::size_t>(i)];
+      if (w >= 0 && input.shape()[i] != w) {
+        return invalid_argument(what() + ": dimension " + std::to_string(i) + " is " +
+                                std::to_string(input.shape()[i]) + ", the model takes " +
+                                want.to_string());
+      }
+      if (input.shape()[i] > INT32_MAX) return invalid_argument(what() + ": too large for OpenCV");
+      dims[static_cast<std::size_t>(i)] = static_cast<int>(input.shape()[i]);
+    }
+    if (!input.is_contiguous()) {
+      return failed_precondition(what() +
+                                 ": strided; OpenCV DNN reads packed tensors (call contiguous() "
+                                 "first, or add a `pack` stage)");
+    }
+  }
+  auto what = [&] { return "model '" + m.path + "' on " + inputs[0].to_string(); };
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const NeatTensor& input = inputs[k];
+    NEAT_ASSIGN_OR_RETURN(Mapping in, input.map(MapMode::Read));
+    // setInput copies the blob into the net: an explicit transfer into the model.
+    CopyRequest req;
+    req.kind = ConversionKind::Transfer;
+    req.reason = ConversionReason::ModelInput;
+    req.explicit_call = !options.implicit;
+    req.bytes = input.nbytes();
+    req.source = input.description();
+    req.destination = input.description();
+    req.destination.storage = StorageKind::Other;  // the net's own buffer
+    req.where = where;
+    req.policy = options.policy;
+    req.operation = options.requested_by.empty() ? std::string_view("Model::run (setInput)")
+                                                 : options.requested_by;
+    req.detail = m.input_details[k];
+    NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
+      try {
+        const std::vector<int>& dims = m.input_dims[k];
+        const cv::Mat blob(static_cast<int>(dims.size()), dims.data(), CV_32F,
+                           const_cast<std::byte*>(in.data()));
+        m.net.setInput(blob, m.inputs.size() > 1 ? m.input_names[k] : cv::String());
+      } catch (const cv::Exception& e) {
+        return invalid_argument("model '" + m.path + "' input '" + m.inputs[k].name +
+                                "': OpenCV setInput: " + cv_message(e));
+      }
+      return {};
+    }));
+  }
   // Each output gets a buffer of its own (from the pool), for the copy out
   // of the net.
   for (const ModelTensorInfo& o : m.outputs) {
@@ -349,7 +388,7 @@ Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
     } else {  // already copied by OpenCV inside forward(): recorded here
       NEAT_RETURN_IF_ERROR(run_through_gate(oreq, [] { return Status{}; }));
     }
-    out.set_meta(input.meta());
+    out.set_meta(inputs[0].meta());
   }
   return {};
 }

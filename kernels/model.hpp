@@ -1,12 +1,12 @@
 // A neural network model on OpenCV DNN (cv::dnn::readNetFromONNX), with every
 // byte that crosses its boundary accounted for:
 //
-//  * Input: the model's declared inputs (name, dtype, shape) are read from
+//  * Inputs: the model's declared inputs (name, dtype, shape) are read from
 //    the ONNX file itself (OpenCV 4.6 does not expose them), so a graph's
-//    build() checks the edge before a frame flows. run() takes a contiguous
-//    F32 tensor of that shape and hands OpenCV a header over its mapped bytes;
-//    Net::setInput copies them into the net (one explicit transfer per run,
-//    reason model_input, recorded with its time).
+//    build() checks the edge before a frame flows. run() takes one contiguous
+//    F32 tensor per input, of its shape, and hands OpenCV a header over its
+//    mapped bytes; Net::setInput copies them into the net (one explicit
+//    transfer per input per run, reason model_input, recorded with its time).
 //  * Outputs: Net::forward returns views of buffers the net reuses on the
 //    next run, so a consumer that still held them would see them change.
 //    run() copies each output into a tensor of its own (from the options'
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <source_location>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,17 +59,20 @@ class Model {
   /// layers at the first run: this moves that error to load time and learns
   /// the outputs' shapes). Errors: InvalidArgument (no such file, unreadable,
   /// not ONNX, a graph OpenCV rejects, with OpenCV's message), Unimplemented
-  /// (not exactly one input, or a non-f32 input).
+  /// (no input, or an input that is not f32: OpenCV DNN computes in f32).
   static Result<std::unique_ptr<Model>> load(const ModelOptions& options);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
   const std::string& path() const noexcept;
+  /// The first input (the only one of a model a stage feeds).
   const ModelTensorInfo& input() const noexcept;
+  /// In the order the file declares them (and run() takes them).
+  const std::vector<ModelTensorInfo>& inputs() const noexcept;
   /// In the order run() returns them.
   const std::vector<ModelTensorInfo>& outputs() const noexcept;
-  /// The bytes setInput copies per run (the input's size).
+  /// The bytes setInput copies per run (all inputs; dynamic dimensions as 1).
   std::int64_t input_bytes() const noexcept;
 
   /// Runs the model on `input` (F32, the input's shape; dynamic dimensions
@@ -77,6 +81,11 @@ class Model {
   /// its own buffer, carrying the input's frame metadata. The vector's
   /// capacity is reused: a steady loop allocates nothing here.
   Status run(const NeatTensor& input, std::vector<NeatTensor>& outputs,
+             const ConversionOptions& options = {},
+             std::source_location where = std::source_location::current());
+  /// The same for a model with several inputs: one tensor per input, in
+  /// inputs() order; the outputs carry the first input's frame metadata.
+  Status run(std::span<const NeatTensor> inputs, std::vector<NeatTensor>& outputs,
              const ConversionOptions& options = {},
              std::source_location where = std::source_location::current());
 

@@ -19,6 +19,7 @@ context window of 9s.
 
 scale.onnx: y = 2 * x + 1 on [1, 3, 8, 8] (a minimal model for the
 stage's tests). two_outputs.onnx: [1, 4] -> ([1, 4] x + 1, [1, 2, 2] reshaped x).
+two_inputs.onnx: a [1, 4], b [1, 4] -> y = a + 2 * b (the input order matters).
 """
 import os
 import sys
@@ -151,6 +152,18 @@ def two_outputs(path):
     save(graph, path)
 
 
+def two_inputs(path):
+    inits = []
+    nodes = [helper.make_node("Mul", ["b", const("two", [2.0], inits)], ["b2"]),
+             helper.make_node("Add", ["a", "b2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "neat_two_inputs",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    save(graph, path)
+
+
 def save(graph, path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="neat models/make_models.py")
@@ -169,6 +182,7 @@ def main():
     detector(os.path.join(out, "detector.onnx"))
     scale(os.path.join(out, "scale.onnx"))
     two_outputs(os.path.join(out, "two_outputs.onnx"))
+    two_inputs(os.path.join(out, "two_inputs.onnx"))
 
 
 if __name__ == "__main__":

@@ -1,22 +1,47 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages NeatTensor builds against, only when one is
-# missing, so `make run` / `make test` stay quick once a machine is set up.
+# Installs the Debian 12 packages NeatTensor needs, only when one is missing,
+# so `make run` / `make test` stay quick once a machine is set up.
+#
+#   install-deps.sh run  [EXTRA...]   what building and running `neat` needs
+#   install-deps.sh test [EXTRA...]   that, plus the test and benchmark tools
+#
+# No service is left enabled or running: packages that ship one (prometheus,
+# a test tool here: promtool and a server the tests start themselves) are
+# installed with service starts refused and their boot links removed.
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build pkg-config git
-  libopencv-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev
-  prometheus
+mode=${1:-run}
+shift || true
+
+run_packages=(
+  build-essential cmake ninja-build pkg-config
+  libopencv-dev libopencv-dnn-dev
+  libonnx-dev libprotobuf-dev python3-onnx
+  nlohmann-json3-dev libcli11-dev libdlpack-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
-  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-tools
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libdrm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri
-  libdlpack-dev python3-dev python3-numpy
-  libopencv-dnn-dev libonnx-dev libprotobuf-dev python3-onnx
+)
+test_packages=(
+  git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  gstreamer1.0-tools
+  python3-dev python3-numpy
+  libonnx-testdata
+  prometheus
   clang-16 libclang-rt-16-dev
 )
+# Packages whose maintainer scripts enable and start a service.
+services=(prometheus)
 
+case "$mode" in
+  run) packages=("${run_packages[@]}") ;;
+  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *)
+    echo "usage: install-deps.sh run|test [EXTRA_PACKAGE...]" >&2
+    exit 2
+    ;;
+esac
 # Extra packages for optional targets (e.g. python3-matplotlib for make bench-report).
 packages+=("$@")
 
@@ -37,5 +62,37 @@ else
   sudo=
 fi
 export DEBIAN_FRONTEND=noninteractive
+
+# invoke-rc.d asks /usr/sbin/policy-rc.d before starting a service: exit 101
+# refuses. Ours is temporary; one already there (Docker images ship one) stays.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# temporary, scripts/install-deps.sh: no service starts\nexit 101\n' |
+    $sudo tee "$policy" > /dev/null
+  $sudo chmod 755 "$policy"
+  own_policy=1
+fi
+cleanup() { if [ "$own_policy" = 1 ]; then $sudo rm -f "$policy"; fi; }
+trap cleanup EXIT
+
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# A service package is a tool here: leave it disabled at boot and stopped.
+for s in "${services[@]}"; do
+  for p in "${missing[@]}"; do
+    [ "$p" = "$s" ] || continue
+    if command -v deb-systemd-helper > /dev/null; then
+      $sudo deb-systemd-helper disable "$s.service" > /dev/null 2>&1 || true
+    fi
+    if [ -x "/etc/init.d/$s" ] && command -v update-rc.d > /dev/null; then
+      $sudo update-rc.d "$s" disable > /dev/null 2>&1 || true
+    fi
+    if command -v systemctl > /dev/null && [ -d /run/systemd/system ]; then
+      $sudo systemctl stop "$s.service" > /dev/null 2>&1 || true
+    elif [ -x "/etc/init.d/$s" ]; then
+      $sudo "/etc/init.d/$s" stop > /dev/null 2>&1 || true
+    fi
+  done
+done

@@ -271,12 +271,26 @@ std::vector<ElementSpec> make_registry() {
   r.push_back({"default",
                {R::Source},
                "the built-in input: videotestsrc, 1920x1080 NV12",
-               {prop("frames", T::Integer, "300", "frames to produce (videotestsrc num-buffers)")},
+               {prop("frames", T::Integer, "300", "frames to produce (videotestsrc num-buffers)"),
+                prop("pattern", T::Text, "smpte",
+                     "videotestsrc's picture: smpte, ball (a white ball moving on black), "
+                     "snow, ... (gst-inspect-1.0 videotestsrc lists them)")},
                [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
                  NEAT_ASSIGN_OR_RETURN(std::int64_t frames,
                                        a.integer("frames", a.options().default_frames));
                  if (frames <= 0) return a.fail("frames must be positive");
-                 return source(gst_source(default_gst_source_description(frames)));
+                 std::string pattern = a.take("pattern").value_or("");
+                 if (!pattern.empty()) {
+                   NEAT_ASSIGN_OR_RETURN(std::vector<std::string> known, videotestsrc_patterns());
+                   if (std::find(known.begin(), known.end(), pattern) == known.end()) {
+                     std::string list;
+                     for (const std::string& k : known)
+                       list += (list.empty() ? "" : ", ") + k;
+                     return a.fail("pattern=" + pattern + " is not a videotestsrc pattern (" +
+                                   list + ")");
+                   }
+                 }
+                 return source(gst_source(default_gst_source_description(frames, pattern)));
                }});
   r.push_back(
       {"file",

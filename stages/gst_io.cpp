@@ -470,9 +470,30 @@ class GstAppsrcSink final : public Sink {
 
 }  // namespace
 
-std::string default_gst_source_description(std::int64_t frames) {
+std::string default_gst_source_description(std::int64_t frames, const std::string& pattern) {
   return "videotestsrc num-buffers=" + std::to_string(frames) +
+         (pattern.empty() ? "" : " pattern=" + pattern) +
          " ! video/x-raw,format=NV12,width=1920,height=1080";
+}
+
+Result<std::vector<std::string>> videotestsrc_patterns() {
+  NEAT_RETURN_IF_ERROR(ensure_gstreamer());
+  GstRef<GstElementFactory> factory(gst_element_factory_find("videotestsrc"));
+  if (!factory) {
+    return unavailable("GStreamer has no videotestsrc element (Debian: gstreamer1.0-plugins-base)");
+  }
+  GstRef<GstElement> element(gst_element_factory_create(factory.get(), nullptr));
+  if (!element) return internal_error("videotestsrc: the factory made no element");
+  gst_object_ref_sink(element.get());  // floating: take it, so GstRef's unref ends it
+  GParamSpec* spec = g_object_class_find_property(G_OBJECT_GET_CLASS(element.get()), "pattern");
+  if (spec == nullptr || !G_IS_PARAM_SPEC_ENUM(spec)) {
+    return internal_error("videotestsrc has no enum property 'pattern'");
+  }
+  const GEnumClass* e = G_PARAM_SPEC_ENUM(spec)->enum_class;
+  std::vector<std::string> names;
+  for (guint i = 0; i < e->n_values; ++i)
+    names.emplace_back(e->values[i].value_nick);
+  return names;
 }
 
 std::unique_ptr<Source> gst_source(std::string description, GstSourceOptions options) {

@@ -31,8 +31,14 @@
 
 namespace neat {
 
-/// The built-in default input: videotestsrc, 1920x1080 NV12, `frames` frames.
-std::string default_gst_source_description(std::int64_t frames = 300);
+/// The built-in default input: videotestsrc, 1920x1080 NV12, `frames` frames,
+/// in videotestsrc's `pattern` (empty: its default, smpte).
+std::string default_gst_source_description(std::int64_t frames = 300,
+                                           const std::string& pattern = {});
+
+/// The patterns videotestsrc offers (their nicks, e.g. "smpte", "ball"), read
+/// from the installed element; an error when GStreamer or the element is missing.
+Result<std::vector<std::string>> videotestsrc_patterns();
 
 struct GstSourceOptions {
   int max_buffers = 4;  ///< appsink queue: GStreamer waits when the graph is behind

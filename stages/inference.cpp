@@ -24,8 +24,8 @@ class InferStage final : public Stage {
     const ModelTensorInfo& want = model_->input();
     const std::string what = "infer (model '" + model_->path() + "')";
     // A [3, H, W] frame feeds a [1, 3, H, W] model through a view.
-    add_batch_ = in.shape.size() + 1 == want.shape.size() && !want.shape.empty() &&
-                 (want.shape[0] == 1 || want.shape[0] < 0);
+    add_batch_ = static_cast<std::size_t>(in.shape.size()) + 1 == want.shape.size() &&
+                 !want.shape.empty() && (want.shape[0] == 1 || want.shape[0] < 0);
     std::vector<std::int64_t> got(in.shape.begin(), in.shape.end());
     if (add_batch_) got.insert(got.begin(), 1);
     bool fits = got.size() == want.shape.size();
@@ -141,6 +141,14 @@ class YoloStage final : public Stage {
 
 Result<std::unique_ptr<Stage>> infer_stage(InferOptions options) {
   NEAT_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(options.model));
+  if (model->inputs().size() != 1) {
+    std::string names;
+    for (const ModelTensorInfo& i : model->inputs())
+      names += (names.empty() ? "" : ", ") + i.to_string();
+    return unimplemented("infer: model '" + options.model.path + "' takes " +
+                         std::to_string(model->inputs().size()) + " inputs (" + names +
+                         "); a stage has one input edge: feed it with neat::Model::run from C++");
+  }
   std::size_t index = 0;
   if (!options.output.empty()) {
     bool found = false;

@@ -113,8 +113,8 @@ Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text) {
 }
 
 std::string default_pipeline_text() {
-  return "default ! preprocess size=640x640 mean=0.485,0.456,0.406 std=0.229,0.224,0.225 ! "
-         "appsink";
+  return "default pattern=ball ! preprocess size=640x640 fit=letterbox batch=true ! "
+         "infer model=models:detector ! yolo ! appsink";
 }
 
 Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions options) {

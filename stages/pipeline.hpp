@@ -48,8 +48,10 @@ struct BuiltPipeline {
 /// Unknown elements, properties and bad values are errors pointing at the token.
 Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions options = {});
 
-/// The built-in demo pipeline: the default source (videotestsrc 1920x1080
-/// NV12) through the fused preprocess (640x640, ImageNet mean/std) into an appsink.
+/// The built-in demo pipeline, a detector end to end: the default source
+/// (videotestsrc 1920x1080 NV12, the moving ball) letterboxed into 640x640 F32
+/// by the fused preprocess, the generated YOLO-shaped detector (models:detector)
+/// on OpenCV DNN, the yolo decode, detections [N, 6] in source pixels into an appsink.
 std::string default_pipeline_text();
 
 }  // namespace neat

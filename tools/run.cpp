@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include <neat/neat.hpp>
@@ -62,6 +63,36 @@ void print_detections(const NeatTensor& d) {
                 static_cast<double>(r[2]), static_cast<double>(r[3]));
   }
 }
+
+// What the appsink's detections added up to over a run.
+struct DetectionSummary {
+  std::uint64_t frames = 0, with_any = 0, boxes = 0;
+  std::map<int, std::uint64_t> per_class;
+  void add(const NeatTensor& d) {
+    ++frames;
+    const std::int64_t n = d.rank() == 2 ? d.shape()[0] : 0;
+    if (n == 0) return;
+    ++with_any;
+    boxes += static_cast<std::uint64_t>(n);
+    auto map = d.map();
+    if (!map.ok()) return;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto* r = reinterpret_cast<const float*>(map->data() + i * d.strides()[0]);
+      ++per_class[static_cast<int>(r[5])];
+    }
+  }
+  void print() const {
+    std::printf("  detections: %llu frame(s), %llu with at least one, %llu in all",
+                static_cast<unsigned long long>(frames), static_cast<unsigned long long>(with_any),
+                static_cast<unsigned long long>(boxes));
+    std::string classes;
+    for (const auto& [c, n] : per_class)
+      classes +=
+          (classes.empty() ? "" : ", ") + ("class " + std::to_string(c)) + ": " + std::to_string(n);
+    std::printf("%s%s%s\n", classes.empty() ? "" : " (", classes.c_str(),
+                classes.empty() ? "" : ")");
+  }
+};
 
 }  // namespace
 
@@ -139,12 +170,14 @@ int run_pipeline(const RunOptions& options) {
     if (temporary) std::remove(trace.c_str());
     return kGraphFailed;
   }
+  const EdgePlan* last = nullptr;
+  for (const auto& e : graph->plan().edges) {
+    if (declared->appsink && e.to == graph->plan().nodes.back().name) last = &e;
+  }
+  const bool detections = last != nullptr && is_detections(last->consumed);
+  DetectionSummary summary;
   if (options.print_detections) {
-    const EdgePlan* last = nullptr;
-    for (const auto& e : graph->plan().edges) {
-      if (declared->appsink && e.to == graph->plan().nodes.back().name) last = &e;
-    }
-    if (last == nullptr || !is_detections(last->consumed)) {
+    if (!detections) {
       std::fprintf(stderr,
                    "neat run: --print-detections: %s, not detections (f32 [N, 6]); end the "
                    "pipeline with `infer model=... ! yolo ! appsink`\n",
@@ -192,13 +225,17 @@ int run_pipeline(const RunOptions& options) {
       graph->stop();
     }
     if (declared->appsink) {
-      if (auto f = declared->appsink->pull(std::chrono::milliseconds(200))) {
+      auto take = [&](const NeatTensor& f) {
         ++pulled;
-        if (options.print_detections) print_detections(*f);
+        if (options.print_detections) print_detections(f);
+        if (detections) summary.add(f);
+      };
+      if (auto f = declared->appsink->pull(std::chrono::milliseconds(200))) {
+        take(*f);
         if (limit > 0 && static_cast<std::int64_t>(pulled) >= limit) graph->stop();
       } else if (declared->appsink->at_end() || graph->done()) {
-        while (declared->appsink->try_pull())
-          ++pulled;  // drain what is left
+        while (auto rest = declared->appsink->try_pull())
+          take(*rest);  // drain what is left
         break;
       }
     } else {
@@ -229,6 +266,7 @@ int run_pipeline(const RunOptions& options) {
               seconds, seconds > 0 ? static_cast<double>(delivered) / seconds : 0.0);
   std::printf("  accounting: %s%s\n", frames.to_string().c_str(),
               frames.balanced() ? " (balanced)" : " (NOT balanced)");
+  if (detections) summary.print();
 
   if (Status st = (*jsonl)->flush(); !st.ok()) {
     std::fprintf(stderr, "neat run: %s\n", st.error().message().c_str());

@@ -59,6 +59,8 @@ template <>
 struct GstRelease<GstBus> : GstObjectRelease<GstBus> {};
 template <>
 struct GstRelease<GstPad> : GstObjectRelease<GstPad> {};
+template <>
+struct GstRelease<GstElementFactory> : GstObjectRelease<GstElementFactory> {};
 
 /// One owned reference; move-only; null when empty.
 template <class T>

@@ -187,6 +187,37 @@ TEST(Model, SeveralOutputsAndTheStagesChoice) {
   EXPECT_EQ((*det)->inner_conversions().size(), 2u);
 }
 
+TEST(Model, SeveralInputsInDeclaredOrderEachCopyRecorded) {
+  auto model = Model::load({.path = model_path("two_inputs.onnx")});
+  NEAT_ASSERT_OK(model);
+  ASSERT_EQ((*model)->inputs().size(), 2u);
+  EXPECT_EQ((*model)->inputs()[0].to_string(), "a f32 [1, 4]");
+  EXPECT_EQ((*model)->inputs()[1].to_string(), "b f32 [1, 4]");
+  EXPECT_EQ((*model)->input_bytes(), 32);
+  auto sink = std::make_shared<MemorySink>();
+  auto reg = add_event_sink(sink);
+  std::vector<NeatTensor> out;
+  const std::vector<NeatTensor> in = {floats_tensor({1, 2, 3, 4}, {1, 4}),
+                                      floats_tensor({10, 20, 30, 40}, {1, 4})};
+  NEAT_ASSERT_OK((*model)->run(in, out));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(values(out[0]), (std::vector<float>{21, 42, 63, 84}));  // a + 2b, not b + 2a
+  int inputs_copied = 0;
+  for (const auto& e : sink->events())
+    if (e.event.reason == ConversionReason::ModelInput) ++inputs_copied;
+  EXPECT_EQ(inputs_copied, 2);
+  // Wrong count, or one bad input: nothing is copied into the net.
+  const std::size_t before = sink->events().size();
+  NEAT_EXPECT_ERROR((*model)->run(in[0], out), ErrorCode::InvalidArgument,
+                    "given 1 input(s), it takes 2");
+  const std::vector<NeatTensor> bad = {in[0], floats_tensor({1, 2}, {1, 2})};
+  NEAT_EXPECT_ERROR((*model)->run(bad, out), ErrorCode::InvalidArgument, "input 'b'");
+  EXPECT_EQ(sink->events().size(), before);
+  // A stage has one input edge: the infer stage says so and names the way.
+  NEAT_EXPECT_ERROR(infer_stage({.model = {.path = model_path("two_inputs.onnx")}}),
+                    ErrorCode::Unimplemented, "neat::Model::run");
+}
+
 // ---- YOLO decode -----------------------------------------------------------------
 
 // A V8 output [1, 4 + classes, anchors] from per-anchor rows (cx, cy, w, h, scores...).

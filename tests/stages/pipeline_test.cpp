@@ -117,6 +117,9 @@ TEST(PipelineDeclare, TheDefaultPipelineDeclares) {
   auto g = p->builder.build();
   NEAT_ASSERT_OK(g);
   EXPECT_EQ(g->plan().edge_bytes_per_frame(), 0);
+  // The demo is the detector: its only copies are the model boundary's, listed.
+  EXPECT_NE(g->explain().find("infer model=detector.onnx"), std::string::npos) << g->explain();
+  EXPECT_NE(g->explain().find("model_output"), std::string::npos) << g->explain();
 }
 
 TEST(BoundedQueue, BlocksWhenFullClosesAndAborts) {
@@ -187,6 +190,7 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
       const std::string v = p.name == "model"     ? "models:scale"
                             : p.name == "output"  ? "y"
                             : p.name == "classes" ? "0"
+                            : p.name == "pattern" ? "ball"
                                                   : value(p);
       props += " " + p.name + "=" + v;
     }

@@ -1,4 +1,4 @@
-// Soak (CI version): the default pipeline, videotestsrc 1920x1080 NV12 ->
+// Soak (CI version): the preprocess pipeline, videotestsrc 1920x1080 NV12 ->
 // fused preprocess -> appsink, for 5,000 frames. Between frame 1,000 and the
 // end: resident memory grows by at most 1 MiB, the process's fd count is
 // constant, and wrapped GStreamer buffers and their mappings stay bounded by

@@ -217,9 +217,20 @@ TEST(NeatCliRun, TheDefaultPipelineRunsWithAFrameLimit) {
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("videotestsrc num-buffers=5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("5 frames in"), std::string::npos) << r.out;
+  // The demo is the detector end to end: the ball is found in every frame,
+  // and the model boundary's copies are in the plan and in the audit.
+  EXPECT_NE(r.out.find("pattern=ball"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("detections: 5 frame(s), 5 with at least one, 5 in all (class 0: 5)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("expected bytes copied per frame inside stages (model runtimes): 7.38 MiB"),
+            std::string::npos)
+      << r.out;
   const CliRun audit = run("audit " + trace);
   EXPECT_EQ(audit.status, 0) << audit.out;
   EXPECT_NE(audit.out.find("default->preprocess"), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("model_input"), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("model_output"), std::string::npos) << audit.out;
   std::filesystem::remove(trace);
 }
 
@@ -234,6 +245,11 @@ TEST(NeatCliRun, BadPipelinesPointAtTheToken) {
   const CliRun p = run("run 'default ! resize size=64 ! appsink'");
   EXPECT_EQ(p.status, 2) << p.out;
   EXPECT_NE(p.out.find("size=64 is not WIDTHxHEIGHT"), std::string::npos) << p.out;
+  const CliRun pat = run("run 'default pattern=bal ! appsink'");
+  EXPECT_EQ(pat.status, 2) << pat.out;
+  EXPECT_NE(pat.out.find("pattern=bal is not a videotestsrc pattern (smpte, "), std::string::npos)
+      << pat.out;
+  EXPECT_NE(pat.out.find(" ball,"), std::string::npos) << pat.out;
   const CliRun s = run("run 'default ! preprocess'");
   EXPECT_EQ(s.status, 2) << s.out;
   EXPECT_NE(s.out.find("must be a sink"), std::string::npos) << s.out;
