@@ -136,12 +136,27 @@ Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOp
   for (std::int64_t c = 0; c < C; ++c) {
     if (!s.class_on[static_cast<std::size_t>(c)]) continue;
     const float* row = base + (first_class + c) * fs;
-    for (std::int64_t a = 0; a < A; ++a) {
-      const float v = row[a * as];
-      nan |= std::isnan(v);
-      if (v > s.best[static_cast<std::size_t>(a)]) {
-        s.best[static_cast<std::size_t>(a)] = v;
-        s.best_class[static_cast<std::size_t>(a)] = static_cast<int>(c);
+    float* best = s.best.data();
+    int* best_class = s.best_class.data();
+    const int ci = static_cast<int>(c);
+    if (as == 1) {  // V8: a contiguous row, branch-free so that it vectorizes
+      int nans = 0;
+      for (std::int64_t a = 0; a < A; ++a) {
+        const float v = row[a];
+        const bool gt = v > best[a];
+        nans |= static_cast<int>(v != v);
+        best[a] = gt ? v : best[a];
+        best_class[a] = gt ? ci : best_class[a];
+      }
+      nan |= nans != 0;
+    } else {
+      for (std::int64_t a = 0; a < A; ++a) {
+        const float v = row[a * as];
+        nan |= std::isnan(v);
+        if (v > best[a]) {
+          best[a] = v;
+          best_class[a] = ci;
+        }
       }
     }
   }

@@ -43,8 +43,6 @@ def level(stride, g, nodes, inits, tag):
     cells = SIZE // stride
     k = 3 * stride  # window
     pad = (k - stride) // 2
-    ck = 9 * stride  # context window
-    cpad = (ck - stride) // 2
     # mass, sum(x * b), sum(y * b) over the window, x and y from its origin
     w = np.zeros((3, 1, k, k), dtype=np.float32)
     w[0, 0] = 1.0
@@ -54,10 +52,17 @@ def level(stride, g, nodes, inits, tag):
     nodes.append(helper.make_node(
         "Conv", [g, const(f"{tag}_w", w, inits)], [m],
         kernel_shape=[k, k], strides=[stride, stride], pads=[pad, pad, pad, pad]))
+    # The context mass (a 9s window, centred on the cell, stride s) in two
+    # cheap steps, exactly: the mass of each s x s cell, then the sum of the
+    # 9 x 9 cells around each (zero outside the image, as a padded window).
+    blocks = f"{tag}_blocks"
+    nodes.append(helper.make_node(
+        "Conv", [g, const(f"{tag}_bw", np.ones((1, 1, stride, stride), np.float32), inits)],
+        [blocks], kernel_shape=[stride, stride], strides=[stride, stride]))
     ctx = f"{tag}_context"
     nodes.append(helper.make_node(
-        "Conv", [g, const(f"{tag}_cw", np.ones((1, 1, ck, ck), np.float32), inits)], [ctx],
-        kernel_shape=[ck, ck], strides=[stride, stride], pads=[cpad, cpad, cpad, cpad]))
+        "Conv", [blocks, const(f"{tag}_cw", np.ones((1, 1, 9, 9), np.float32), inits)], [ctx],
+        kernel_shape=[9, 9], pads=[4, 4, 4, 4]))
     # split the moments with 1x1 convolutions (one channel each)
     names = []
     for i, part in enumerate(["mass", "sx", "sy"]):
