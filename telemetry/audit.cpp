@@ -1,7 +1,10 @@
 #include "neat/telemetry/audit.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -186,9 +189,21 @@ Result<std::vector<AuditRecord>> read_trace(std::istream& in, std::string_view n
 }
 
 Result<std::vector<AuditRecord>> read_trace_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return failed_precondition("trace '" + path +
+                               "' is a directory; give a trace file (JSON Lines from --trace, or "
+                               "a Chrome trace from --chrome)");
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return failed_precondition("cannot open trace '" + path + "'");
-  return read_trace(in, path);
+  if (!in) {
+    return failed_precondition("cannot open trace '" + path + "': " + std::strerror(errno));
+  }
+  try {
+    return read_trace(in, path);
+  } catch (const std::ios_base::failure& e) {
+    return failed_precondition("cannot read trace '" + path + "': " + e.what());
+  }
 }
 
 AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {

@@ -12,9 +12,12 @@
 // Reads a conversion trace (JSON Lines from JsonlSink, or a Chrome trace
 // from ChromeTraceSink) and prints, per edge, stage, kind and reason: the
 // count, bytes, bytes per frame, time and the top call sites.
-// Exit status: 0 fine; 2 the trace (or an argument) is malformed, with the
-// line or offset; 3 --fail-on matched a conversion (for CI gates).
+// Exit status: 0 fine; 2 a usage error (an unknown command or option, a bad
+// value) or a malformed trace, with the line or offset; 3 --fail-on matched a
+// conversion (for CI gates). `neat run` adds its own (tools/run.hpp).
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -72,17 +75,30 @@ int run_audit(const std::string& path, const std::string& format, int top,
   return status;
 }
 
+// A whole number >= 1 (CLI11's PositiveNumber prints DBL_MAX as its bound).
+const CLI::Validator kPositiveCount(
+    [](std::string& v) -> std::string {
+      std::int64_t n = 0;
+      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || p != v.data() + v.size() || n < 1) {
+        return "'" + v + "' is not a whole number of 1 or more";
+      }
+      return {};
+    },
+    "N >= 1");
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"NeatTensor command line"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("neat ") + NEAT_VERSION);
   CLI::App* run = app.add_subcommand("run", "Build and run a pipeline (default: the demo)");
   neat::tools::RunOptions ro;
   run->add_option("pipeline", ro.pipeline,
                   "the pipeline, e.g. 'default ! preprocess size=640x640 ! appsink'");
   run->add_option("--frames", ro.frames, "frames to run (default: the source's own count)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
   run->add_option("--policy", ro.policy, "strict, trace or silent")
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
   run->add_option("--trace", ro.trace, "write the JSON Lines conversion trace here");
@@ -116,7 +132,14 @@ int main(int argc, char** argv) {
       "elements", "List the pipeline elements, or one element's properties and defaults");
   std::string element_name;
   elements->add_option("name", element_name, "an element, e.g. preprocess");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints CLI11's message and the hint to --help
+    return kMalformed;
+  }
   if (run->parsed()) return neat::tools::run_pipeline(ro);
   if (elements->parsed()) {
     if (element_name.empty()) {

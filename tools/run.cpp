@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -22,13 +23,51 @@ namespace {
 
 constexpr int kGraphFailed = 1;
 constexpr int kBadInput = 2;
-constexpr int kInterrupted = 130;
+// SIGINT (Ctrl-C), SIGTERM (docker, systemd, Kubernetes) and SIGHUP (a closed
+// terminal) all stop a run the same way: the graph stops, sinks get their end
+// of stream, traces and metrics are flushed, temporary files removed, the
+// accounting printed; the exit status is 128 + the signal.
+std::atomic<int> g_signal{0};
 
-std::atomic<bool> g_interrupted{false};
-
-void on_sigint(int) {
-  g_interrupted.store(true);
+void on_signal(int sig) {
+  g_signal.store(sig);
 }
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT (Ctrl-C)";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
+  }
+}
+
+// Installs on_signal for the three signals; restores the old handlers.
+class SignalScope {
+ public:
+  SignalScope() {
+    g_signal.store(0);
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~SignalScope() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
 
 Result<std::optional<ConversionPolicy>> policy_option(const std::string& s) {
   if (s.empty()) return std::optional<ConversionPolicy>();
@@ -119,6 +158,7 @@ int explain_pipeline(const std::string& pipeline, const std::string& policy) {
 }
 
 int run_pipeline(const RunOptions& options) {
+  const SignalScope signals;  // from the start: a signal during the build still cleans up
   auto policy = policy_option(options.policy);
   if (!policy.ok()) {
     std::fprintf(stderr, "neat run: %s\n", policy.error().message().c_str());
@@ -168,7 +208,12 @@ int run_pipeline(const RunOptions& options) {
   if (!graph.ok()) {
     std::fprintf(stderr, "neat run: %s\n", graph.error().message().c_str());
     if (temporary) std::remove(trace.c_str());
-    return kGraphFailed;
+    return g_signal.load() != 0 ? 128 + g_signal.load() : kGraphFailed;
+  }
+  if (const int sig = g_signal.load(); sig != 0) {  // arrived while the graph was built
+    std::fprintf(stderr, "neat run: stopped by %s before the first frame\n", signal_name(sig));
+    if (temporary) std::remove(trace.c_str());
+    return 128 + sig;
   }
   const EdgePlan* last = nullptr;
   for (const auto& e : graph->plan().edges) {
@@ -193,12 +238,6 @@ int run_pipeline(const RunOptions& options) {
     std::fflush(stdout);
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_sa {};
-  ::sigaction(SIGINT, &sa, &old_sa);
-
   const MetricsSnapshot metrics_before = labeled_metrics().snapshot();
   const auto t0 = std::chrono::steady_clock::now();
   if (Status st = graph->start(); !st.ok()) {
@@ -220,7 +259,7 @@ int run_pipeline(const RunOptions& options) {
     std::fflush(stderr);
   };
   while (true) {
-    if (g_interrupted.load() && !interrupted) {
+    if (g_signal.load() != 0 && !interrupted) {
       interrupted = true;
       graph->stop();
     }
@@ -250,9 +289,9 @@ int run_pipeline(const RunOptions& options) {
   }
   auto report = graph->wait();
 
-  ::sigaction(SIGINT, &old_sa, nullptr);
   progress(true);
-  int status = interrupted ? kInterrupted : 0;
+  const int sig = g_signal.load();
+  int status = interrupted ? 128 + sig : 0;
   if (!report.ok()) {
     std::fprintf(stderr, "neat run: %s\n", report.error().message().c_str());
     status = kGraphFailed;
@@ -261,7 +300,8 @@ int run_pipeline(const RunOptions& options) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto delivered = declared->appsink ? pulled : frames.consumed;
-  std::printf("== result%s\n", interrupted ? " (interrupted with Ctrl-C)" : "");
+  std::printf("== result%s%s%s\n", interrupted ? " (stopped by " : "",
+              interrupted ? signal_name(sig) : "", interrupted ? ")" : "");
   std::printf("  %llu frames in %.2f s: %.1f fps\n", static_cast<unsigned long long>(delivered),
               seconds, seconds > 0 ? static_cast<double>(delivered) / seconds : 0.0);
   std::printf("  accounting: %s%s\n", frames.to_string().c_str(),

@@ -20,7 +20,8 @@ struct RunOptions {
 };
 
 /// Exit status: 0 done, 1 the graph failed (build or run), 2 a bad pipeline
-/// or option, 130 interrupted (Ctrl-C; the audit is still printed).
+/// or option, 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it (the
+/// accounting and the audit are still printed, traces flushed).
 int run_pipeline(const RunOptions& options);
 int explain_pipeline(const std::string& pipeline, const std::string& policy);
 

@@ -1,12 +1,18 @@
 // `neat audit` as a user runs it: exit status and output.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -26,6 +32,38 @@ CliRun run(const std::string& args) {
   const int rc = ::pclose(p);
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   return r;
+}
+
+// Starts `neat ARGS` (output to a file), waits until the output shows
+// `ready` (up to 60 s: CI machines are slow), then `after`, sends `sig`, waits.
+CliRun run_and_signal(const std::string& args, const std::string& ready, int sig,
+                      std::chrono::milliseconds after, pid_t* pid_out = nullptr) {
+  const std::string out =
+      std::filesystem::temp_directory_path() / ("signal." + std::to_string(::getpid()) + ".out");
+  const std::string cmd = "exec " + std::string(NEAT_CLI_PATH) + " " + args + " > " + out + " 2>&1";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  if (pid_out) *pid_out = pid;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(out);
+    std::stringstream sofar;
+    sofar << in.rdbuf();
+    if (sofar.str().find(ready) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(after);
+  ::kill(pid, sig);
+  int rc = 0;
+  ::waitpid(pid, &rc, 0);
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(out);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -WTERMSIG(rc), text.str()};
 }
 
 std::string write(const std::string& name, const std::string& text) {
@@ -311,7 +349,7 @@ TEST(NeatCliRun, CtrlCStopsCleanlyAndStillPrintsTheAudit) {
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream f(out);
   const std::string text((std::istreambuf_iterator<char>(f)), {});
-  EXPECT_NE(text.find("(interrupted with Ctrl-C)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(stopped by SIGINT (Ctrl-C))"), std::string::npos) << text;
   EXPECT_NE(text.find("(balanced)"), std::string::npos) << text;
   EXPECT_NE(text.find("default->preprocess"), std::string::npos) << text;
   EXPECT_NE(text.find("status=130"), std::string::npos) << text;
@@ -334,6 +372,55 @@ TEST(GraphExample, TheDocumentedProgramRuns) {
   EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << out;
   EXPECT_NE(out.find("100 model inputs"), std::string::npos) << out;
   EXPECT_NE(out.find("expected bytes copied per frame on edges: 0 B"), std::string::npos) << out;
+}
+
+}  // namespace
+
+namespace {
+
+// SIGTERM (what docker, systemd and Kubernetes send) and SIGHUP stop a run the
+// way Ctrl-C does: the accounting and the audit are printed, the trace is
+// flushed, the temporary trace removed, and the exit status is 128 + signal.
+TEST(NeatCliRun, SigtermAndSighupStopARunCleanly) {
+  const std::string trace = write("term.jsonl", "");
+  // The plan is printed once the graph is built; frames flow right after.
+  const std::string ready = "expected bytes copied per frame";
+  const CliRun t = run_and_signal(
+      "run --trace " + trace + " 'default frames=100000 ! preprocess size=64x64 ! appsink'", ready,
+      SIGTERM, std::chrono::milliseconds(1000));
+  EXPECT_EQ(t.status, 128 + SIGTERM) << t.out;
+  EXPECT_NE(t.out.find("== result (stopped by SIGTERM)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("(balanced)"), std::string::npos) << t.out;
+  EXPECT_GT(std::filesystem::file_size(trace), 0u) << "the trace was not flushed";
+  const CliRun audit = run("audit " + trace);
+  EXPECT_EQ(audit.status, 0) << audit.out;
+  EXPECT_NE(audit.out.find("default->preprocess"), std::string::npos) << audit.out;
+  std::filesystem::remove(trace);
+
+  pid_t pid = 0;
+  const CliRun h = run_and_signal("run 'default frames=100000 ! appsink'", ready, SIGHUP,
+                                  std::chrono::milliseconds(1000), &pid);
+  EXPECT_EQ(h.status, 128 + SIGHUP) << h.out;
+  EXPECT_NE(h.out.find("stopped by SIGHUP"), std::string::npos) << h.out;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/neat-run-" + std::to_string(pid) + ".jsonl"))
+      << "the temporary trace was left behind";
+}
+
+TEST(NeatCli, UsageErrorsExit2VersionAndTraceThatIsADirectory) {
+  for (const char* args : {"bogus", "run --frames abc", "run --frames 0", "explain --nope", "audit",
+                           "run --policy lax"}) {
+    const CliRun r = run(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+  }
+  const CliRun zero = run("run --frames 0");
+  EXPECT_NE(zero.out.find("'0' is not a whole number of 1 or more"), std::string::npos) << zero.out;
+  EXPECT_LT(zero.out.size(), 200u) << zero.out;  // no 300-digit bound
+  const CliRun v = run("--version");
+  EXPECT_EQ(v.status, 0) << v.out;
+  EXPECT_EQ(v.out.rfind("neat ", 0), 0u) << v.out;
+  const CliRun dir = run("audit " + std::filesystem::temp_directory_path().string());
+  EXPECT_EQ(dir.status, 2) << dir.out;
+  EXPECT_NE(dir.out.find("is a directory; give a trace file"), std::string::npos) << dir.out;
 }
 
 }  // namespace
