@@ -132,6 +132,18 @@ int main(int argc, char** argv) {
       "elements", "List the pipeline elements, or one element's properties and defaults");
   std::string element_name;
   elements->add_option("name", element_name, "an element, e.g. preprocess");
+  auto is_command = [&](const char* name) {
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == name) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::fprintf(stderr,
+                 "neat: unknown command '%s' (commands: run, explain, audit, timeline, "
+                 "elements; neat --help)\n",
+                 argv[1]);
+    return kMalformed;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version

@@ -415,6 +415,8 @@ TEST(NeatCli, UsageErrorsExit2VersionAndTraceThatIsADirectory) {
   const CliRun zero = run("run --frames 0");
   EXPECT_NE(zero.out.find("'0' is not a whole number of 1 or more"), std::string::npos) << zero.out;
   EXPECT_LT(zero.out.size(), 200u) << zero.out;  // no 300-digit bound
+  EXPECT_NE(run("bogus").out.find("unknown command 'bogus' (commands: run, explain"),
+            std::string::npos);
   const CliRun v = run("--version");
   EXPECT_EQ(v.status, 0) << v.out;
   EXPECT_EQ(v.out.rfind("neat ", 0), 0u) << v.out;
