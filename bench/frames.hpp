@@ -45,6 +45,20 @@ inline Planes mats_of(const neat::Mapping& m, const neat::NeatTensor& f) {
                   static_cast<size_t>(cl.row_stride))};
 }
 
+// Every frame mapped once, with cv::Mat views of its planes; [i] cycles.
+struct MappedPlanes {
+  explicit MappedPlanes(const std::vector<neat::NeatTensor>& frames) {
+    maps.reserve(frames.size());  // the Planes point into the mappings
+    for (const auto& f : frames) {
+      maps.push_back(*f.map());
+      planes.push_back(mats_of(maps.back(), f));
+    }
+  }
+  const Planes& operator[](std::size_t i) const { return planes[i % planes.size()]; }
+  std::vector<neat::Mapping> maps;
+  std::vector<Planes> planes;
+};
+
 inline neat::PreprocessParams model_params() {
   neat::PreprocessParams p;
   p.mean = {0.485f, 0.456f, 0.406f};

@@ -214,12 +214,7 @@ double first_box_gap(const neat::NeatTensor& ours, const OpenCvDetector& cv) {
 void BM_Paired_DetectionGraphVsOpenCV(benchmark::State& state) {
   cv::setNumThreads(2);
   const auto& frames = scenes();
-  std::vector<neat::Mapping> maps;
-  std::vector<Planes> planes;
-  for (const auto& f : frames) {
-    maps.push_back(*f.map());
-    planes.push_back(mats_of(maps.back(), f));
-  }
+  const MappedPlanes planes(frames);
   OpenCvDetector by_hand;
   auto graph = DetectionGraph::create();
   if (!graph) {
@@ -228,8 +223,8 @@ void BM_Paired_DetectionGraphVsOpenCV(benchmark::State& state) {
   }
   // Warm both (pools, OpenCV's first-run allocations), and check they agree.
   graph->run(4);
-  for (const auto& p : planes)
-    by_hand(p);
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    by_hand(planes[i]);
   const double gap = first_box_gap(graph->last(), by_hand);
   constexpr std::int64_t n = 24;
   const auto before = neat::conversion_counters().snapshot();
@@ -238,7 +233,7 @@ void BM_Paired_DetectionGraphVsOpenCV(benchmark::State& state) {
       state, [&] { benchmark::DoNotOptimize(graph->run(n)); },
       [&] {
         for (std::int64_t i = 0; i < n; ++i)
-          by_hand(planes[static_cast<std::size_t>(i) % planes.size()]);
+          by_hand(planes[static_cast<std::size_t>(i)]);
       });
   const auto d = neat::conversion_counters().snapshot().since(before);
   const double frames_run = static_cast<double>(graph->taken() - taken_before);
@@ -260,9 +255,8 @@ void BM_Paired_DetectionGraphVsOpenCV(benchmark::State& state) {
 }
 BENCHMARK(BM_Paired_DetectionGraphVsOpenCV)->Unit(benchmark::kMillisecond)->Iterations(10);
 
-// Where a frame's time goes, one part at a time on the calling thread (OpenCV
-// forward on its pool of 2): ours (preprocess, Model::run, yolo decode) and
-// the hand-written loop's (preparation up to the blob, forward, decode).
+// Where a frame's time goes in ours, one part after another on the calling
+// thread (OpenCV's forward on its pool of 2): preprocess, Model::run, yolo decode.
 void BM_Detection_Parts(benchmark::State& state) {
   cv::setNumThreads(2);
   using clock = std::chrono::steady_clock;
@@ -273,13 +267,6 @@ void BM_Detection_Parts(benchmark::State& state) {
     return;
   }
   neat::YoloDecoder decoder({});
-  OpenCvDetector by_hand;
-  std::vector<neat::Mapping> maps;
-  std::vector<Planes> planes;
-  for (const auto& f : frames) {
-    maps.push_back(*f.map());
-    planes.push_back(mats_of(maps.back(), f));
-  }
   double pre = 0, run = 0, dec = 0, n = 0;
   std::vector<neat::NeatTensor> outputs;
   for (auto _ : state) {

@@ -1,4 +1,4 @@
-// The default pipeline (1080p NV12 -> fused preprocess 640x640 -> appsink)
+// The preprocess pipeline (1080p NV12 -> fused preprocess 640x640 -> appsink)
 // as a stage graph, against (a) the same work written by hand on the same
 // frames in this process, with OpenCV (target: the graph >= 0.95x its frame
 // rate) and with the NeatTensor kernel directly (the graph's own overhead),
@@ -86,16 +86,11 @@ BENCHMARK(BM_Pipeline_Graph)->Unit(benchmark::kMillisecond)->UseRealTime()->Iter
 void BM_Pipeline_HandOpenCV(benchmark::State& state) {
   cv::setNumThreads(2);  // OpenCV's default here: both cores
   const auto& frames = prepared_frames();
-  std::vector<neat::Mapping> maps;
-  std::vector<Planes> planes;
-  for (const auto& f : frames) {
-    maps.push_back(*f.map());
-    planes.push_back(mats_of(maps.back(), f));
-  }
+  const MappedPlanes planes(frames);
   OpenCvChain chain(model_params());
   for (auto _ : state) {
     for (std::int64_t i = 0; i < kFrames; ++i)
-      chain(planes[static_cast<std::size_t>(i) % planes.size()]);
+      chain(planes[static_cast<std::size_t>(i)]);
   }
   state.SetItemsProcessed(state.iterations() * kFrames);
 }
@@ -158,12 +153,7 @@ BENCHMARK(BM_Pipeline_GstStock)->Unit(benchmark::kMillisecond)->UseRealTime()->I
 void BM_Paired_PipelineVsOpenCV(benchmark::State& state) {
   cv::setNumThreads(2);
   const auto& frames = prepared_frames();
-  std::vector<neat::Mapping> maps;
-  std::vector<Planes> planes;
-  for (const auto& f : frames) {
-    maps.push_back(*f.map());
-    planes.push_back(mats_of(maps.back(), f));
-  }
+  const MappedPlanes planes(frames);
   OpenCvChain chain(model_params());
   constexpr std::int64_t n = 24;
   paired(
@@ -171,7 +161,7 @@ void BM_Paired_PipelineVsOpenCV(benchmark::State& state) {
       [&] { benchmark::DoNotOptimize(run_graph(std::make_unique<CyclingSource>(frames, n))); },
       [&] {
         for (std::int64_t i = 0; i < n; ++i)
-          chain(planes[static_cast<std::size_t>(i) % planes.size()]);
+          chain(planes[static_cast<std::size_t>(i)]);
       });
 }
 BENCHMARK(BM_Paired_PipelineVsOpenCV)->Unit(benchmark::kMillisecond)->Iterations(20);

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -191,6 +192,20 @@ Outcome run_case(const fs::path& dir) {
       sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {"data", "no test_data_set_N folder"};
+  // The reference outputs follow the graph's declared outputs; OpenCV's come
+  // in its own order, under the same names: where reference output k is.
+  std::vector<std::size_t> index_of;
+  {
+    onnx::ModelProto proto;
+    std::ifstream in(dir / "model.onnx", std::ios::binary);
+    proto.ParseFromIstream(&in);  // Model::load parsed it already
+    for (int k = 0; k < proto.graph().output_size(); ++k) {
+      std::size_t index = static_cast<std::size_t>(k);
+      for (std::size_t j = 0; j < (*model)->outputs().size(); ++j)
+        if ((*model)->outputs()[j].name == proto.graph().output(k).name()) index = j;
+      index_of.push_back(index);
+    }
+  }
   bool shape_differs = false;
   std::string shape_detail;
   for (const fs::path& set : sets) {
@@ -218,23 +233,11 @@ Outcome run_case(const fs::path& dir) {
     std::vector<NeatTensor> outputs;
     if (Status s = (*model)->run(inputs, outputs); !s.ok()) return {"run", s.error().message()};
     const auto expected_files = numbered(set, "output_");
-    // The reference outputs follow the graph's declared outputs; OpenCV's
-    // come in its own order, under the same names.
-    onnx::ModelProto proto;
-    {
-      std::ifstream in(dir / "model.onnx", std::ios::binary);
-      proto.ParseFromIstream(&in);
-    }
     for (std::size_t k = 0; k < expected_files.size(); ++k) {
       std::string why;
       auto ref = read_reference(expected_files[k], &why);
       if (!ref) return {"data", why};
-      std::size_t index = k;
-      if (static_cast<int>(k) < proto.graph().output_size()) {
-        const std::string& name = proto.graph().output(static_cast<int>(k)).name();
-        for (std::size_t j = 0; j < (*model)->outputs().size(); ++j)
-          if ((*model)->outputs()[j].name == name) index = j;
-      }
+      const std::size_t index = k < index_of.size() ? index_of[k] : k;
       if (index >= outputs.size()) {
         return {"mismatch", "output " + std::to_string(k) + " missing (OpenCV gives " +
                                 std::to_string(outputs.size()) + ")"};
