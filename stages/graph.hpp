@@ -131,6 +131,56 @@ struct FrameAccounting {
   std::string to_string() const;
 };
 
+/// A histogram of durations, as Prometheus keeps one: `cumulative[i]` counts
+/// the observations <= `bounds[i]`; `count` all of them.
+struct DurationHistogram {
+  std::vector<double> bounds;  ///< seconds
+  std::vector<std::uint64_t> cumulative;
+  std::uint64_t count = 0;
+  double sum_seconds = 0;
+};
+
+/// One node's live counts. Stages: frames in (popped from the input edge),
+/// out (handed on; a filtered frame is a drop), busy time per frame (the
+/// input edge's implicit conversions + process()). Sinks: frames in, out
+/// (kept), busy (conversions + consume()). Sources: frames out only.
+/// in == out + dropped for stages and sinks once they are idle.
+struct NodeStats {
+  std::string name;
+  NodeKind kind = NodeKind::Stage;
+  std::uint64_t frames_in = 0;
+  std::uint64_t frames_out = 0;
+  std::map<std::string, std::uint64_t>
+      dropped;  ///< by reason; an edge's drops count for its consumer
+  DurationHistogram busy;
+};
+
+struct EdgeStats {
+  std::string name, from, to;
+  std::uint64_t frames = 0;     ///< frames it carried
+  std::size_t queue_depth = 0;  ///< frames waiting now
+  std::size_t capacity = 0;
+};
+
+/// A graph's live state, read while it runs (stats()) from any thread.
+struct GraphStats {
+  std::string graph;
+  bool running = false;
+  double seconds = 0;  ///< since start()
+  FrameAccounting frames;
+  std::vector<NodeStats> nodes;  ///< in plan order
+  std::vector<EdgeStats> edges;
+};
+
+/// The live graph metrics in the Prometheus text format, every family once
+/// whatever the number of graphs (labels graph, stage / edge, kind, reason):
+///   neat_graph_running, neat_graph_uptime_seconds, neat_graph_source_frames_total,
+///   neat_graph_deliveries_total, neat_graph_consumed_total,
+///   neat_stage_frames_in_total, neat_stage_frames_out_total,
+///   neat_stage_dropped_frames_total, neat_stage_busy_seconds (histogram),
+///   neat_edge_frames_total, neat_edge_queue_depth, neat_edge_queue_capacity.
+std::string graph_prometheus_text(const std::vector<GraphStats>& graphs);
+
 struct RunReport {
   FrameAccounting frames;
   double seconds = 0;
@@ -162,6 +212,12 @@ class Graph {
   /// True once every node's thread has finished (end of stream, stop or error);
   /// wait() then returns at once.
   bool done() const noexcept;
+  /// Live per-node and per-edge counts, queue depths and busy times (from
+  /// any thread; reads atomics and each queue's size, allocates the result).
+  GraphStats stats() const;
+  /// graph_prometheus_text({stats()}): what a metrics endpoint serves for
+  /// this graph (MetricsServer::add_collector).
+  std::string prometheus_text() const;
   /// Breaches of the graph's budgets and steady-state rules so far.
   std::vector<RuleBreach> rule_breaches() const;
 

@@ -38,7 +38,7 @@ struct Graph::Impl {
   std::vector<std::unique_ptr<EdgeRt>> edges;
   std::vector<RuleRegistration> rules;
   std::atomic<bool> stop{false};
-  bool started = false;
+  std::atomic<bool> started{false};  // atomic: stats() reads it from any thread
   bool joined = false;
   std::mutex error_mutex;
   std::optional<Error> error;
@@ -49,16 +49,29 @@ struct Graph::Impl {
   std::chrono::steady_clock::time_point t0;
   double seconds = 0;
   std::atomic<int> live_threads{0};
+  std::atomic<std::int64_t> finished_ns{-1};  // since t0, when the last thread ended
 
-  void drop(DropReason r, std::uint64_t n = 1) {
-    dropped[r].fetch_add(n, std::memory_order_relaxed);
+  void thread_done() {
+    if (live_threads.fetch_sub(1) == 1) {
+      finished_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count());
+    }
   }
+
+  // A drop counted for the graph and for the node it happened at (an edge's
+  // drops count for its consumer).
+  void drop(NodeRt& at, DropReason r, std::uint64_t n = 1) {
+    dropped[r].fetch_add(n, std::memory_order_relaxed);
+    at.counters->dropped[r].fetch_add(n, std::memory_order_relaxed);
+  }
+  NodeRt& consumer(const EdgeRt& e) { return nodes[static_cast<std::size_t>(e.to)]; }
 
   void abort_all() {
     stop.store(true);
     for (auto& e : edges) {
       auto left = e->queue.abort();
-      if (!left.empty()) drop(kStopped, left.size());
+      if (!left.empty()) drop(consumer(*e), kStopped, left.size());
     }
     for (auto& n : nodes) {
       if (n.sink) n.sink->abort();
@@ -90,7 +103,7 @@ struct Graph::Impl {
       if (e.queue.push(copy) == BoundedQueue<Item>::PushResult::Pushed) {
         e.frames.fetch_add(1, std::memory_order_relaxed);
       } else {
-        drop(kStopped);
+        drop(consumer(e), kStopped);
       }
     }
   }
@@ -128,6 +141,7 @@ struct Graph::Impl {
       }
       if (!next->has_value()) break;  // end of stream
       source_frames.fetch_add(1, std::memory_order_relaxed);
+      node.counters->frames_out.fetch_add(1, std::memory_order_relaxed);
       produced.fetch_add(node.out_edges.size(), std::memory_order_relaxed);
       NeatTensor& t = **next;
       // Every frame leaves its source numbered, its geometry rooted in itself.
@@ -176,27 +190,32 @@ struct Graph::Impl {
     sc.graph = plan.graph;
     sc.stage = node.plan.name;
     sc.allocator = node.pool.get();
+    NodeCounters& counters = *node.counters;
     Item item;
     while (pop(node, item)) {
+      counters.frames_in.fetch_add(1, std::memory_order_relaxed);
+      const auto busy_from = std::chrono::steady_clock::now();
       scope.set_frame(item.frame);
       sc.frame = item.frame;
       auto input = convert(in, std::move(item.tensor), item.frame);
       if (!input.ok()) {
-        drop(kStageError);
+        drop(node, kStageError);
         fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
         break;
       }
       const FrameMeta meta = input->meta();
       auto out = guarded([&] { return node.stage->process(std::move(*input), sc); }, "process()");
+      counters.add_busy(std::chrono::steady_clock::now() - busy_from);
       if (!out.ok()) {
-        drop(kStageError);
+        drop(node, kStageError);
         fail(node, out.error());
         break;
       }
       if (!out->defined()) {
-        drop(kFiltered);
+        drop(node, kFiltered);
         continue;
       }
+      counters.frames_out.fetch_add(1, std::memory_order_relaxed);
       // A stage that made a new tensor without metadata still hands on its frame's.
       if (out->meta().empty()) out->set_meta(meta);
       produced.fetch_add(node.out_edges.size() - 1, std::memory_order_relaxed);
@@ -209,21 +228,25 @@ struct Graph::Impl {
   void run_sink(NodeRt& node) {
     EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
     ScopedContext scope(consumer_context(node, in));
+    NodeCounters& counters = *node.counters;
     Item item;
     bool ended = true;
     while (pop(node, item)) {
+      counters.frames_in.fetch_add(1, std::memory_order_relaxed);
+      const auto busy_from = std::chrono::steady_clock::now();
       scope.set_frame(item.frame);
       auto input = convert(in, std::move(item.tensor), item.frame);
       if (!input.ok()) {
-        drop(kStageError);
+        drop(node, kStageError);
         fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
         ended = false;
         break;
       }
       auto outcome =
           guarded([&] { return node.sink->consume(std::move(*input), item.frame); }, "consume()");
+      counters.add_busy(std::chrono::steady_clock::now() - busy_from);
       if (!outcome.ok()) {
-        drop(kStageError);
+        drop(node, kStageError);
         fail(node, outcome.error());
         ended = false;
         break;
@@ -231,12 +254,13 @@ struct Graph::Impl {
       switch (*outcome) {
         case SinkOutcome::Consumed:
           consumed.fetch_add(1, std::memory_order_relaxed);
+          counters.frames_out.fetch_add(1, std::memory_order_relaxed);
           break;
         case SinkOutcome::DroppedOldest:
-          drop(kSinkOverflow);  // the older frame; this one took its place
+          drop(node, kSinkOverflow);  // the older frame; this one took its place
           break;
         case SinkOutcome::Stopped:
-          drop(kStopped);
+          drop(node, kStopped);
           break;
       }
     }
@@ -284,13 +308,15 @@ Status Graph::start() {
     return failed_precondition("graph '" + impl_->plan.graph +
                                "' was already started; build a new graph to run again");
   }
-  impl_->started = true;
   impl_->t0 = std::chrono::steady_clock::now();
+  impl_->started = true;
+  // Every thread counted before the first starts: the count reaches 0 only
+  // when all have ended.
+  impl_->live_threads.store(static_cast<int>(impl_->nodes.size()));
   // Consumers first, so the sources find someone waiting.
   for (auto it = impl_->nodes.rbegin(); it != impl_->nodes.rend(); ++it) {
     NodeRt& n = *it;
     Impl* g = impl_.get();
-    g->live_threads.fetch_add(1);
     try {
       n.thread = std::thread([g, &n] {
         switch (n.plan.kind) {
@@ -304,10 +330,11 @@ Status Graph::start() {
             g->run_sink(n);
             break;
         }
-        g->live_threads.fetch_sub(1);
+        g->thread_done();
       });
     } catch (const std::system_error& e) {
-      g->live_threads.fetch_sub(1);
+      for (auto rest = it; rest != impl_->nodes.rend(); ++rest)
+        g->thread_done();  // this node and the ones never started
       g->fail(n, resource_exhausted(std::string("cannot start a thread: ") + e.what()));
       break;
     }
@@ -351,6 +378,54 @@ FrameAccounting Graph::frames() const {
   return impl_->accounting();
 }
 
+GraphStats Graph::stats() const {
+  GraphStats g;
+  g.graph = impl_->plan.graph;
+  if (impl_->started.load()) {
+    const std::int64_t finished = impl_->finished_ns.load();
+    g.running = finished < 0;
+    g.seconds =
+        finished >= 0
+            ? static_cast<double>(finished) * 1e-9
+            : std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->t0).count();
+  }
+  g.frames = impl_->accounting();
+  for (const NodeRt& n : impl_->nodes) {
+    NodeStats s;
+    s.name = n.plan.name;
+    s.kind = n.plan.kind;
+    const NodeCounters& c = *n.counters;
+    s.frames_in = c.frames_in.load(std::memory_order_relaxed);
+    s.frames_out = c.frames_out.load(std::memory_order_relaxed);
+    for (std::size_t r = 0; r < kReasons; ++r)
+      s.dropped[kDropNames[r]] = c.dropped[r].load(std::memory_order_relaxed);
+    s.busy.bounds.assign(kBusyBounds.begin(), kBusyBounds.end());
+    std::uint64_t cumulative = 0;
+    for (std::size_t b = 0; b < c.busy.size(); ++b) {
+      cumulative += c.busy[b].load(std::memory_order_relaxed);
+      if (b < kBusyBounds.size()) s.busy.cumulative.push_back(cumulative);
+    }
+    s.busy.count = cumulative;
+    s.busy.sum_seconds = static_cast<double>(c.busy_ns.load(std::memory_order_relaxed)) * 1e-9;
+    g.nodes.push_back(std::move(s));
+  }
+  for (const auto& e : impl_->edges) {
+    EdgeStats s;
+    s.name = e->plan.name;
+    s.from = e->plan.from;
+    s.to = e->plan.to;
+    s.frames = e->frames.load(std::memory_order_relaxed);
+    s.queue_depth = e->queue.size();
+    s.capacity = e->plan.capacity;
+    g.edges.push_back(std::move(s));
+  }
+  return g;
+}
+
+std::string Graph::prometheus_text() const {
+  return graph_prometheus_text({stats()});
+}
+
 std::vector<RuleBreach> Graph::rule_breaches() const {
   std::vector<RuleBreach> out;
   for (const auto& r : impl_->rules) {
@@ -372,6 +447,11 @@ Graph make_graph(GraphPlan plan, std::vector<NodeRt> nodes, std::vector<RuleRegi
     impl->edges.push_back(std::make_unique<EdgeRt>(ep, ep.capacity, impl->plan.graph));
   }
   impl->nodes = std::move(nodes);
+  for (auto& e : impl->edges) {
+    for (std::size_t i = 0; i < impl->nodes.size(); ++i) {
+      if (impl->nodes[i].plan.name == e->plan.to) e->to = static_cast<int>(i);
+    }
+  }
   impl->rules = std::move(rules);
   return Graph(std::move(impl));
 }

@@ -1,36 +1,15 @@
 #include "neat/telemetry/metrics.hpp"
 
+#include "neat/telemetry/prometheus.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 
 namespace neat {
 
-namespace {
-
-void label_value(std::string& out, std::string_view v) {
-  out += '"';
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
-std::string number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-}  // namespace
+using prometheus::label_value;
+using prometheus::number;
 
 template <class Map>
 typename Map::mapped_type& LabeledMetrics::slot(Map& map, const KeyView& k) {

@@ -1,7 +1,7 @@
 // neat: the NeatTensor command line.
 //
 //   neat run [PIPELINE] [--frames N] [--policy strict|trace|silent] [--trace FILE]
-//            [--chrome FILE] [--metrics FILE] [--quiet]
+//            [--chrome FILE] [--metrics FILE] [--metrics-listen HOST:PORT] [--quiet]
 //   neat explain [PIPELINE] [--policy strict|trace|silent]
 //   neat audit TRACE [--format table|json] [--top N] [--fail-on pack,transfer]
 //   neat timeline TRACE --out timeline.png [--width 1400]
@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
   run->add_option("--trace", ro.trace, "write the JSON Lines conversion trace here");
   run->add_option("--chrome", ro.chrome, "write a Chrome / Perfetto trace here");
   run->add_option("--metrics", ro.metrics, "write Prometheus metrics here at the end");
+  run->add_option("--metrics-listen", ro.metrics_listen,
+                  "serve Prometheus metrics at http://HOST:PORT/metrics while running "
+                  "(e.g. 127.0.0.1:9464; a bare port is loopback; port 0 picks a free one)");
   run->add_flag("--quiet", ro.quiet, "no plan, no progress line");
   run->add_flag("--print-detections", ro.print_detections,
                 "print the detections of every frame the appsink receives (from `yolo`)");

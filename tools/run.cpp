@@ -17,6 +17,7 @@
 #include <neat/telemetry/chrome_trace_sink.hpp>
 #include <neat/telemetry/jsonl_sink.hpp>
 #include <neat/telemetry/metrics.hpp>
+#include <neat/telemetry/metrics_server.hpp>
 
 namespace neat::tools {
 namespace {
@@ -179,6 +180,24 @@ int run_pipeline(const RunOptions& options) {
     return kBadInput;
   }
 
+  // The live endpoint first: process metrics are there while a source prerolls.
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (!options.metrics_listen.empty()) {
+    auto address = parse_listen_address(options.metrics_listen);
+    if (!address.ok()) {
+      std::fprintf(stderr, "neat run: --metrics-listen: %s\n", address.error().message().c_str());
+      return kBadInput;
+    }
+    auto server = MetricsServer::start(*address);
+    if (!server.ok()) {
+      std::fprintf(stderr, "neat run: --metrics-listen: %s\n", server.error().message().c_str());
+      return kGraphFailed;
+    }
+    metrics_server = std::move(*server);
+    std::fprintf(stderr, "neat run: serving metrics at %s\n", metrics_server->url().c_str());
+    std::fflush(stderr);
+  }
+
   // Telemetry: a JSON Lines trace (the audit reads it back), optionally Chrome.
   std::string trace = options.trace;
   bool temporary = false;
@@ -238,6 +257,13 @@ int run_pipeline(const RunOptions& options) {
     std::fflush(stdout);
   }
 
+  // The graph's series join every scrape until the graph is gone.
+  MetricsServer::Registration graph_metrics;
+  if (metrics_server) {
+    const Graph* g = &*graph;
+    graph_metrics =
+        metrics_server->add_collector([g](std::string& out) { out += g->prometheus_text(); });
+  }
   const MetricsSnapshot metrics_before = labeled_metrics().snapshot();
   const auto t0 = std::chrono::steady_clock::now();
   if (Status st = graph->start(); !st.ok()) {

@@ -13,6 +13,9 @@ struct RunOptions {
   std::string trace;        ///< JSON Lines trace file ("" = a temporary one for the audit)
   std::string chrome;       ///< Chrome / Perfetto trace file
   std::string metrics;      ///< Prometheus text file written at the end
+  /// Serve GET /metrics here while the run lasts ("" = no endpoint; "9464" and
+  /// ":9464" mean 127.0.0.1:9464; port 0 picks a free one, printed).
+  std::string metrics_listen;
   bool quiet = false;       ///< no plan, no progress line
   /// Print each frame pulled from the appsink as detections (an f32 [N, 6]
   /// tensor from `yolo`): frame number, timestamp, one line per box.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -67,6 +68,30 @@ enum DropReason : std::size_t { kStopped, kStageError, kSinkOverflow, kFiltered,
 inline constexpr std::array<const char*, kReasons> kDropNames = {"stopped", "stage_error",
                                                                  "sink_overflow", "filtered"};
 
+// Busy-time histogram bounds of the live metrics, seconds.
+inline constexpr std::array<double, 12> kBusyBounds = {1e-5, 5e-5, 1e-4,   5e-4, 1e-3, 2.5e-3,
+                                                       5e-3, 1e-2, 2.5e-2, 5e-2, 0.1,  1.0};
+
+// A node's live counters: relaxed atomics, written by the node's thread,
+// read by stats() from any thread (no lock, no allocation per frame).
+struct NodeCounters {
+  std::atomic<std::uint64_t> frames_in{0};
+  std::atomic<std::uint64_t> frames_out{0};
+  std::array<std::atomic<std::uint64_t>, kReasons> dropped{};
+  std::array<std::atomic<std::uint64_t>, kBusyBounds.size() + 1> busy{};  // per bucket, +Inf last
+  std::atomic<std::uint64_t> busy_ns{0};
+
+  void add_busy(std::chrono::steady_clock::duration d) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+    const double s = static_cast<double>(ns) * 1e-9;
+    std::size_t b = 0;
+    while (b < kBusyBounds.size() && s > kBusyBounds[b])
+      ++b;
+    busy[b].fetch_add(1, std::memory_order_relaxed);
+    busy_ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+  }
+};
+
 struct Item {
   NeatTensor tensor;
   std::int64_t frame = -1;
@@ -89,6 +114,7 @@ struct EdgeRt {
   BoundedQueue<Item> queue;
   std::shared_ptr<HeapPool> pool;
   std::atomic<std::uint64_t> frames{0};
+  int to = -1;  ///< the consumer's index in the graph's nodes
   /// One context per planned conversion: its stage runs implicitly, under the
   /// edge's policy, into the edge's pool.
   std::vector<StageContext> contexts;
@@ -120,6 +146,7 @@ struct NodeRt {
   std::vector<int> out_edges;
   std::shared_ptr<HeapPool> pool;
   std::thread thread;
+  std::unique_ptr<NodeCounters> counters = std::make_unique<NodeCounters>();
 };
 
 /// The runnable graph from its plan, its nodes (in plan order) and its rules;

@@ -569,3 +569,135 @@ TEST(GraphEdgeStagesStandalone, PackAndTransferStagesPassThroughWhatIsAlreadyRig
 
 }  // namespace
 }  // namespace neat
+
+namespace neat {
+namespace {
+
+// Live stats: what stats() and the metrics endpoint read while a graph runs.
+TEST_F(GraphTest, LiveStatsCountEveryNodeAndEdgeAndAddUp) {
+  GraphBuilder b("live");
+  auto out = AppSink::create({.capacity = 2, .overflow = Overflow::DropOldest});
+  b.add_source("cam", nv12(30));
+  // Keeps even frames only: odd ones are drops with reason "filtered".
+  b.add_stage("evens", make_stage("evens", Accepts::anything(),
+                                  [](NeatTensor t, StageContext& c) -> Result<NeatTensor> {
+                                    if (c.frame % 2 != 0) return NeatTensor();
+                                    return t;
+                                  }));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "evens"));
+  NEAT_ASSERT_OK(b.connect("evens", "out", {.capacity = 3}));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  const GraphStats before = g->stats();
+  EXPECT_FALSE(before.running);
+  EXPECT_EQ(before.nodes.size(), 3u);
+  NEAT_ASSERT_OK(g->run());  // nobody pulls: the sink keeps the newest 2
+  const GraphStats s = g->stats();
+  EXPECT_FALSE(s.running);
+  EXPECT_GT(s.seconds, 0.0);
+  ASSERT_EQ(s.nodes.size(), 3u);
+  const NodeStats& cam = s.nodes[0];
+  const NodeStats& evens = s.nodes[1];
+  const NodeStats& sink = s.nodes[2];
+  EXPECT_EQ(cam.name, "cam");
+  EXPECT_EQ(cam.frames_out, 30u);
+  EXPECT_EQ(evens.frames_in, 30u);
+  EXPECT_EQ(evens.frames_out, 15u);
+  EXPECT_EQ(evens.dropped.at("filtered"), 15u);
+  EXPECT_EQ(evens.busy.count, 30u);
+  EXPECT_GE(evens.busy.sum_seconds, 0.0);
+  ASSERT_EQ(evens.busy.cumulative.size(), evens.busy.bounds.size());
+  EXPECT_TRUE(std::is_sorted(evens.busy.cumulative.begin(), evens.busy.cumulative.end()));
+  EXPECT_LE(evens.busy.cumulative.back(), evens.busy.count);
+  EXPECT_EQ(sink.frames_in, 15u);
+  EXPECT_EQ(sink.frames_out + sink.dropped.at("sink_overflow"), 15u);
+  EXPECT_EQ(sink.dropped.at("sink_overflow"), 13u);
+  ASSERT_EQ(s.edges.size(), 2u);
+  EXPECT_EQ(s.edges[0].frames, 30u);
+  EXPECT_EQ(s.edges[1].frames, 15u);
+  EXPECT_EQ(s.edges[1].capacity, 3u);
+  EXPECT_EQ(s.edges[1].queue_depth, 0u);
+  // Per node drops add up to the graph's.
+  std::uint64_t per_node = 0;
+  for (const NodeStats& n : s.nodes)
+    for (const auto& [reason, count] : n.dropped)
+      per_node += count;
+  EXPECT_EQ(per_node, s.frames.dropped_total());
+
+  const std::string text = g->prometheus_text();
+  for (const char* want : {
+           "neat_graph_running{graph=\"live\"} 0\n",
+           "neat_stage_frames_out_total{graph=\"live\",stage=\"cam\",kind=\"source\"} 30\n",
+           "neat_stage_frames_in_total{graph=\"live\",stage=\"evens\",kind=\"stage\"} 30\n",
+           "neat_stage_dropped_frames_total{graph=\"live\",stage=\"evens\",reason=\"filtered\"} "
+           "15\n",
+           "neat_stage_busy_seconds_count{graph=\"live\",stage=\"evens\",kind=\"stage\"} 30\n",
+           "neat_stage_busy_seconds_bucket{graph=\"live\",stage=\"evens\",kind=\"stage\",le=\"+"
+           "Inf\"} "
+           "30\n",
+           "neat_edge_frames_total{graph=\"live\",edge=\"evens->out\",from=\"evens\",to=\"out\"} "
+           "15\n",
+           "neat_edge_queue_capacity{graph=\"live\",edge=\"evens->out\"} 3\n",
+           "# TYPE neat_stage_busy_seconds histogram\n",
+       }) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\nin\n" << text;
+  }
+}
+
+TEST_F(GraphTest, LiveStatsShowAFullQueueWhileTheConsumerIsBlocked) {
+  GraphBuilder b("stalled");
+  std::atomic<bool> release{false};
+  b.add_source("cam", nv12(20));
+  b.add_stage("slow", make_stage("slow", Accepts::anything(),
+                                 [&](NeatTensor t, StageContext&) -> Result<NeatTensor> {
+                                   while (!release.load())
+                                     std::this_thread::sleep_for(1ms);
+                                   return t;
+                                 }));
+  auto out = AppSink::create();
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "slow", {.capacity = 4}));
+  NEAT_ASSERT_OK(b.connect("slow", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->start());
+  // The stage holds one frame; the edge fills up to its capacity.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  GraphStats s;
+  do {
+    std::this_thread::sleep_for(5ms);
+    s = g->stats();
+  } while (s.edges[0].queue_depth < 4 && std::chrono::steady_clock::now() < deadline);
+  EXPECT_TRUE(s.running);
+  EXPECT_EQ(s.edges[0].queue_depth, 4u);
+  EXPECT_EQ(s.nodes[1].frames_in, 1u);
+  EXPECT_NE(
+      g->prometheus_text().find("neat_edge_queue_depth{graph=\"stalled\",edge=\"cam->slow\"} 4\n"),
+      std::string::npos);
+  release.store(true);
+  EXPECT_EQ(drain(*out).size(), 20u);
+  NEAT_ASSERT_OK(g->wait());
+  EXPECT_EQ(g->stats().edges[0].queue_depth, 0u);
+}
+
+TEST(GraphMetrics, SeveralGraphsShareOneFamilyEachAndLabelsAreEscaped) {
+  GraphStats a;
+  a.graph = "a\"b\\c\nd";
+  a.nodes.push_back({.name = "s", .kind = NodeKind::Source, .frames_out = 3});
+  GraphStats b;
+  b.graph = "b";
+  const std::string text = graph_prometheus_text({a, b});
+  std::size_t families = 0;
+  for (std::size_t p = 0; (p = text.find("# TYPE neat_graph_running ", p)) != std::string::npos;
+       ++p)
+    ++families;
+  EXPECT_EQ(families, 1u) << text;
+  EXPECT_NE(text.find("neat_graph_running{graph=\"a\\\"b\\\\c\\nd\"} 0\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("neat_graph_running{graph=\"b\"} 0\n"), std::string::npos) << text;
+  EXPECT_EQ(graph_prometheus_text({}), "");
+}
+
+}  // namespace
+}  // namespace neat

@@ -1,0 +1,111 @@
+// The graphs' live metrics in the Prometheus text format (graph.hpp).
+#include <string>
+#include <vector>
+
+#include "neat/stages/graph.hpp"
+#include "neat/stages/internal/graph_impl.hpp"
+#include "neat/telemetry/prometheus.hpp"
+
+namespace neat {
+
+namespace {
+
+using prometheus::family;
+using prometheus::sample;
+
+std::string_view kind_label(NodeKind k) {
+  return detail::node_kind_text(k);
+}
+
+}  // namespace
+
+std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
+  std::string out;
+  if (graphs.empty()) return out;
+  family(out, "neat_graph_running", "gauge", "1 while the graph's threads run, 0 once they ended.");
+  for (const GraphStats& g : graphs)
+    sample(out, "neat_graph_running", {{"graph", g.graph}}, std::uint64_t{g.running ? 1u : 0u});
+  family(out, "neat_graph_uptime_seconds", "gauge", "Seconds since the graph started.");
+  for (const GraphStats& g : graphs)
+    sample(out, "neat_graph_uptime_seconds", {{"graph", g.graph}}, g.seconds);
+  family(out, "neat_graph_source_frames_total", "counter", "Frames the graph's sources emitted.");
+  for (const GraphStats& g : graphs)
+    sample(out, "neat_graph_source_frames_total", {{"graph", g.graph}}, g.frames.source_frames);
+  family(
+      out, "neat_graph_deliveries_total", "counter",
+      "Deliveries created (a frame on its way to one consumer; fan-out makes one per consumer).");
+  for (const GraphStats& g : graphs)
+    sample(out, "neat_graph_deliveries_total", {{"graph", g.graph}}, g.frames.produced);
+  family(out, "neat_graph_consumed_total", "counter", "Deliveries the sinks took and kept.");
+  for (const GraphStats& g : graphs)
+    sample(out, "neat_graph_consumed_total", {{"graph", g.graph}}, g.frames.consumed);
+
+  family(out, "neat_stage_frames_in_total", "counter",
+         "Frames a stage or sink took from its input edge.");
+  for (const GraphStats& g : graphs) {
+    for (const NodeStats& n : g.nodes) {
+      if (n.kind == NodeKind::Source) continue;
+      sample(out, "neat_stage_frames_in_total",
+             {{"graph", g.graph}, {"stage", n.name}, {"kind", kind_label(n.kind)}}, n.frames_in);
+    }
+  }
+  family(out, "neat_stage_frames_out_total", "counter",
+         "Frames a source emitted, a stage handed on, or a sink kept.");
+  for (const GraphStats& g : graphs) {
+    for (const NodeStats& n : g.nodes)
+      sample(out, "neat_stage_frames_out_total",
+             {{"graph", g.graph}, {"stage", n.name}, {"kind", kind_label(n.kind)}}, n.frames_out);
+  }
+  family(out, "neat_stage_dropped_frames_total", "counter",
+         "Frames dropped at a stage or sink (or on its input edge), by reason: stopped, "
+         "stage_error, sink_overflow, filtered.");
+  for (const GraphStats& g : graphs) {
+    for (const NodeStats& n : g.nodes) {
+      if (n.kind == NodeKind::Source) continue;
+      for (const auto& [reason, count] : n.dropped)
+        sample(out, "neat_stage_dropped_frames_total",
+               {{"graph", g.graph}, {"stage", n.name}, {"reason", reason}}, count);
+    }
+  }
+  family(out, "neat_stage_busy_seconds", "histogram",
+         "Time a stage or sink spent on one frame (its input edge's conversions included).");
+  for (const GraphStats& g : graphs) {
+    for (const NodeStats& n : g.nodes) {
+      if (n.kind == NodeKind::Source) continue;
+      const auto kind = kind_label(n.kind);
+      for (std::size_t b = 0; b < n.busy.bounds.size() && b < n.busy.cumulative.size(); ++b) {
+        const std::string le = prometheus::number(n.busy.bounds[b]);
+        sample(out, "neat_stage_busy_seconds_bucket",
+               {{"graph", g.graph}, {"stage", n.name}, {"kind", kind}, {"le", le}},
+               n.busy.cumulative[b]);
+      }
+      sample(out, "neat_stage_busy_seconds_bucket",
+             {{"graph", g.graph}, {"stage", n.name}, {"kind", kind}, {"le", "+Inf"}}, n.busy.count);
+      sample(out, "neat_stage_busy_seconds_sum",
+             {{"graph", g.graph}, {"stage", n.name}, {"kind", kind}}, n.busy.sum_seconds);
+      sample(out, "neat_stage_busy_seconds_count",
+             {{"graph", g.graph}, {"stage", n.name}, {"kind", kind}}, n.busy.count);
+    }
+  }
+  family(out, "neat_edge_frames_total", "counter", "Frames an edge carried.");
+  for (const GraphStats& g : graphs) {
+    for (const EdgeStats& e : g.edges)
+      sample(out, "neat_edge_frames_total",
+             {{"graph", g.graph}, {"edge", e.name}, {"from", e.from}, {"to", e.to}}, e.frames);
+  }
+  family(out, "neat_edge_queue_depth", "gauge", "Frames waiting in an edge's queue.");
+  for (const GraphStats& g : graphs) {
+    for (const EdgeStats& e : g.edges)
+      sample(out, "neat_edge_queue_depth", {{"graph", g.graph}, {"edge", e.name}},
+             static_cast<std::uint64_t>(e.queue_depth));
+  }
+  family(out, "neat_edge_queue_capacity", "gauge", "Frames an edge's queue holds at most.");
+  for (const GraphStats& g : graphs) {
+    for (const EdgeStats& e : g.edges)
+      sample(out, "neat_edge_queue_capacity", {{"graph", g.graph}, {"edge", e.name}},
+             static_cast<std::uint64_t>(e.capacity));
+  }
+  return out;
+}
+
+}  // namespace neat
