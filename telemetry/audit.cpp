@@ -1,15 +1,21 @@
 #include "neat/telemetry/audit.hpp"
 
+#include <simdjson.h>
+
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <sstream>
+#include <tuple>
+#include <unordered_map>
 
 namespace neat {
 
@@ -17,138 +23,451 @@ namespace {
 
 using nlohmann::json;
 
-// Validates one event object (a JSON Lines line, or a Chrome slice's args).
-Result<AuditRecord> record_of(const json& j, const std::string& where) {
-  if (!j.is_object())
-    return invalid_argument(where + ": expected an object, found " + j.type_name());
-  auto str = [&](const char* k, bool required) -> Result<std::string> {
-    auto it = j.find(k);
-    if (it == j.end()) {
-      if (required) return invalid_argument(where + ": missing field \"" + k + "\"");
-      return std::string();
-    }
-    if (!it->is_string()) {
-      return invalid_argument(where + ": field \"" + k + "\" must be a string, found " +
-                              it->type_name());
-    }
-    return it->get<std::string>();
-  };
-  auto integer = [&](const char* k, bool required, std::int64_t min,
-                     std::int64_t fallback) -> Result<std::int64_t> {
-    auto it = j.find(k);
-    if (it == j.end()) {
-      if (required) return invalid_argument(where + ": missing field \"" + k + "\"");
-      return fallback;
-    }
-    if (it->is_number_unsigned()) {
-      const auto u = it->get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(INT64_MAX)) {
-        return invalid_argument(where + ": field \"" + k + "\" = " + it->dump() +
-                                " is out of range");
-      }
-      return static_cast<std::int64_t>(u);
-    }
-    if (!it->is_number_integer()) {
-      return invalid_argument(
-          where + ": field \"" + k + "\" must be an integer, found " +
-          (it->is_number_float() ? "the number " + it->dump() : std::string(it->type_name())));
-    }
-    const auto v = it->get<std::int64_t>();
-    if (v < min)
-      return invalid_argument(where + ": field \"" + k + "\" = " + std::to_string(v) +
-                              " is negative");
-    return v;
-  };
+// One event as parsed: the strings point into the parser's buffer (valid
+// until the next document) so that reading allocates nothing per event.
+struct RecordView {
+  ConversionKind kind = ConversionKind::Pack;
+  ConversionReason reason = ConversionReason::UserRequest;
+  bool explicit_call = true;
+  std::int64_t bytes = 0, duration_ns = 0, timestamp_ns = 0, thread = 0, frame = -1, line = 0;
+  std::string_view policy, graph, stage, edge, operation, file, detail;
+  std::string_view run;  ///< the trace header's run id ("" without a header)
+};
+
+RecordView view_of(const AuditRecord& r) {
+  RecordView v;
+  v.kind = r.kind;
+  v.reason = r.reason;
+  v.explicit_call = r.explicit_call;
+  v.bytes = r.bytes;
+  v.duration_ns = r.duration_ns;
+  v.timestamp_ns = r.timestamp_ns;
+  v.thread = r.thread;
+  v.frame = r.frame;
+  v.line = r.line;
+  v.policy = r.policy;
+  v.graph = r.graph;
+  v.stage = r.stage;
+  v.edge = r.edge;
+  v.operation = r.operation;
+  v.file = r.file;
+  v.detail = r.detail;
+  v.run = r.run;
+  return v;
+}
+
+AuditRecord record_of(const RecordView& v) {
   AuditRecord r;
-  NEAT_ASSIGN_OR_RETURN(std::string kind, str("kind", true));
-  NEAT_ASSIGN_OR_RETURN(std::string reason, str("reason", true));
-  const auto k = parse_conversion_kind(kind);
-  if (!k)
-    return invalid_argument(where + ": unknown kind \"" + kind +
-                            "\" (pack, convert, transfer, view, reinterpret)");
-  const auto rs = parse_conversion_reason(reason);
-  if (!rs) return invalid_argument(where + ": unknown reason \"" + reason + "\"");
-  r.kind = *k;
-  r.reason = *rs;
-  NEAT_ASSIGN_OR_RETURN(r.bytes, integer("bytes", true, 0, 0));
-  NEAT_ASSIGN_OR_RETURN(r.duration_ns, integer("duration_ns", false, 0, 0));
-  NEAT_ASSIGN_OR_RETURN(r.frame, integer("frame", false, -1, -1));
-  NEAT_ASSIGN_OR_RETURN(r.line, integer("line", false, 0, 0));
-  NEAT_ASSIGN_OR_RETURN(r.timestamp_ns, integer("ts_ns", false, 0, 0));
-  NEAT_ASSIGN_OR_RETURN(r.thread, integer("thread", false, 0, 0));
-  if (auto it = j.find("explicit"); it != j.end()) {
-    if (!it->is_boolean())
-      return invalid_argument(where + ": field \"explicit\" must be true or false");
-    r.explicit_call = it->get<bool>();
-  }
-  NEAT_ASSIGN_OR_RETURN(r.policy, str("policy", false));
-  NEAT_ASSIGN_OR_RETURN(r.graph, str("graph", false));
-  NEAT_ASSIGN_OR_RETURN(r.stage, str("stage", false));
-  NEAT_ASSIGN_OR_RETURN(r.edge, str("edge", false));
-  NEAT_ASSIGN_OR_RETURN(r.operation, str("operation", false));
-  NEAT_ASSIGN_OR_RETURN(r.file, str("file", false));
-  NEAT_ASSIGN_OR_RETURN(r.detail, str("detail", false));
+  r.kind = v.kind;
+  r.reason = v.reason;
+  r.explicit_call = v.explicit_call;
+  r.bytes = v.bytes;
+  r.duration_ns = v.duration_ns;
+  r.timestamp_ns = v.timestamp_ns;
+  r.thread = v.thread;
+  r.frame = v.frame;
+  r.line = v.line;
+  r.policy = v.policy;
+  r.graph = v.graph;
+  r.stage = v.stage;
+  r.edge = v.edge;
+  r.operation = v.operation;
+  r.file = v.file;
+  r.detail = v.detail;
+  r.run = v.run;
   return r;
 }
 
-Result<std::vector<AuditRecord>> read_jsonl(std::istream& in, std::string_view name) {
-  std::vector<AuditRecord> out;
-  std::string text;
-  std::int64_t line_no = 0;
-  while (std::getline(in, text)) {
-    ++line_no;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = std::string(name) + " line " + std::to_string(line_no);
-    json j;
-    try {
-      j = json::parse(text);
-    } catch (const json::parse_error& e) {
-      return invalid_argument(where + ", column " + std::to_string(e.byte) +
-                              ": not valid JSON (truncated or corrupt line): " + e.what());
-    } catch (const json::exception& e) {  // e.g. a number too large for any type
-      return invalid_argument(where + ": unreadable value: " + e.what());
-    }
-    NEAT_ASSIGN_OR_RETURN(AuditRecord r, record_of(j, where));
-    out.push_back(std::move(r));
+template <class R>
+bool filter_keeps(const AuditFilter& f, const R& r) {
+  if (f.since_ns || f.until_ns) {
+    if (r.timestamp_ns <= 0) return false;
+    if (f.since_ns && r.timestamp_ns < *f.since_ns) return false;
+    if (f.until_ns && r.timestamp_ns >= *f.until_ns) return false;
   }
-  return out;
+  if (!f.graph.empty() && std::string_view(r.graph) != f.graph) return false;
+  if (!f.stage.empty() && std::string_view(r.stage) != f.stage) return false;
+  if (!f.edge.empty() && std::string_view(r.edge) != f.edge) return false;
+  return true;
 }
 
-Result<std::vector<AuditRecord>> read_chrome(const std::string& text, std::string_view name) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return invalid_argument(std::string(name) + " at byte offset " + std::to_string(e.byte) +
-                            ": not valid JSON (truncated or corrupt trace): " + e.what());
-  } catch (const json::exception& e) {
-    return invalid_argument(std::string(name) + ": unreadable value: " + e.what());
+const char* type_name(simdjson::dom::element_type t) {
+  using T = simdjson::dom::element_type;
+  switch (t) {
+    case T::ARRAY:
+      return "array";
+    case T::OBJECT:
+      return "object";
+    case T::INT64:
+    case T::UINT64:
+    case T::DOUBLE:
+      return "number";
+    case T::STRING:
+      return "string";
+    case T::BOOL:
+      return "boolean";
+    case T::NULL_VALUE:
+      return "null";
   }
-  const json* events = &j;
-  if (j.is_object()) {
-    auto it = j.find("traceEvents");
-    if (it == j.end())
-      return invalid_argument(std::string(name) + ": a Chrome trace object needs \"traceEvents\"");
-    events = &*it;
-  }
-  if (!events->is_array())
-    return invalid_argument(std::string(name) + ": \"traceEvents\" must be an array");
-  std::vector<AuditRecord> out;
-  std::size_t index = 0;
-  for (const json& ev : *events) {
-    const std::string where = std::string(name) + " event #" + std::to_string(index++);
-    if (!ev.is_object()) return invalid_argument(where + ": expected an object");
-    auto ph = ev.find("ph");
-    if (ph == ev.end() || !ph->is_string())
-      return invalid_argument(where + ": missing string field \"ph\"");
-    if (*ph != "X") continue;  // metadata and counters
-    auto args = ev.find("args");
-    if (args == ev.end()) return invalid_argument(where + ": a conversion slice needs \"args\"");
-    NEAT_ASSIGN_OR_RETURN(AuditRecord r, record_of(*args, where + " args"));
-    out.push_back(std::move(r));
-  }
-  return out;
+  return "value";
 }
+
+// A double as the trace wrote it, near enough for an error message.
+std::string prometheus_free_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+enum class Parsed { Event, Header };
+
+// Where an error is: built only when there is one.
+using Where = std::function<std::string()>;
+
+// Where simdjson refused a text, in the words of a parser that says where:
+// the byte offset nlohmann's parser stops at (only on this error path).
+std::string json_problem(std::string_view text, simdjson::error_code e) {
+  try {
+    (void)json::parse(text.begin(), text.end()).is_null();
+  } catch (const json::parse_error& pe) {
+    return "column " + std::to_string(pe.byte) +
+           ": not valid JSON (truncated or corrupt line): " + pe.what();
+  } catch (const json::exception& je) {
+    return std::string("unreadable value: ") + je.what();
+  }
+  return std::string("not valid JSON: ") + simdjson::error_message(e);
+}
+
+// Reads one event object's fields into `r` (unknown fields are skipped:
+// src, dst, function, ...). A header object ({"neat_trace": ...}) is not an event.
+Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, const Where& where) {
+  using T = simdjson::dom::element_type;
+  r = RecordView{};
+  bool have_kind = false, have_reason = false, have_bytes = false, header = false;
+  std::string_view kind_text, reason_text;
+  for (const auto field : obj) {
+    const std::string_view key = field.key;
+    const simdjson::dom::element v = field.value;
+    const T t = v.type();
+    auto want_string = [&](std::string_view& out) -> Status {
+      if (t != T::STRING) {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" must be a string, found " + type_name(t));
+      }
+      out = v.get_string().value_unsafe();
+      return {};
+    };
+    auto want_integer = [&](std::int64_t& out, std::int64_t min) -> Status {
+      if (t == T::DOUBLE) {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" must be an integer, found the number " +
+                                prometheus_free_number(v.get_double().value_unsafe()));
+      }
+      if (t == T::UINT64) {
+        const std::uint64_t u = v.get_uint64().value_unsafe();
+        if (u > static_cast<std::uint64_t>(INT64_MAX)) {
+          return invalid_argument(where() + ": field \"" + std::string(key) +
+                                  "\" = " + std::to_string(u) + " is out of range");
+        }
+        out = static_cast<std::int64_t>(u);
+      } else if (t == T::INT64) {
+        out = v.get_int64().value_unsafe();
+      } else {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" must be an integer, found " + type_name(t));
+      }
+      if (out < min) {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" = " + std::to_string(out) + " is negative");
+      }
+      return {};
+    };
+    Status st;
+    if (key == "kind") {
+      st = want_string(kind_text);
+      have_kind = true;
+    } else if (key == "reason") {
+      st = want_string(reason_text);
+      have_reason = true;
+    } else if (key == "bytes") {
+      st = want_integer(r.bytes, 0);
+      have_bytes = true;
+    } else if (key == "duration_ns") {
+      st = want_integer(r.duration_ns, 0);
+    } else if (key == "frame") {
+      st = want_integer(r.frame, -1);
+    } else if (key == "line") {
+      st = want_integer(r.line, 0);
+    } else if (key == "ts_ns") {
+      st = want_integer(r.timestamp_ns, 0);
+    } else if (key == "thread") {
+      st = want_integer(r.thread, 0);
+    } else if (key == "explicit") {
+      if (t != T::BOOL)
+        return invalid_argument(where() + ": field \"explicit\" must be true or false");
+      r.explicit_call = v.get_bool().value_unsafe();
+    } else if (key == "policy") {
+      st = want_string(r.policy);
+    } else if (key == "graph") {
+      st = want_string(r.graph);
+    } else if (key == "stage") {
+      st = want_string(r.stage);
+    } else if (key == "edge") {
+      st = want_string(r.edge);
+    } else if (key == "operation") {
+      st = want_string(r.operation);
+    } else if (key == "file") {
+      st = want_string(r.file);
+    } else if (key == "detail") {
+      st = want_string(r.detail);
+    } else if (key == "neat_trace") {
+      header = true;
+    } else if (key == "run" && t == T::STRING) {
+      r.run = v.get_string().value_unsafe();
+    }
+    if (!st.ok()) return st.error();
+  }
+  if (header) return Parsed::Header;
+  if (!have_kind) return invalid_argument(where() + ": missing field \"kind\"");
+  if (!have_reason) return invalid_argument(where() + ": missing field \"reason\"");
+  if (!have_bytes) return invalid_argument(where() + ": missing field \"bytes\"");
+  const auto k = parse_conversion_kind(kind_text);
+  if (!k) {
+    return invalid_argument(where() + ": unknown kind \"" + std::string(kind_text) +
+                            "\" (pack, convert, transfer, view, reinterpret)");
+  }
+  const auto rs = parse_conversion_reason(reason_text);
+  if (!rs)
+    return invalid_argument(where() + ": unknown reason \"" + std::string(reason_text) + "\"");
+  r.kind = *k;
+  r.reason = *rs;
+  return Parsed::Event;
+}
+
+using OnRecord = std::function<void(const RecordView&)>;
+
+struct ScanCounts {
+  std::uint64_t events = 0, headers = 0;
+  std::string run;  // the last header's run id: the events after it belong to that run
+};
+
+// simdjson's number errors, in the trace's terms.
+Error parse_failure(const Where& where, std::string_view text, simdjson::error_code e) {
+  if (e == simdjson::NUMBER_ERROR) {  // an integer beyond 64 bits, or a double beyond range
+    return invalid_argument(where() +
+                            ": a number must be an integer of at most 64 bits, found one out of "
+                            "range");
+  }
+  return invalid_argument(where() + ", " + json_problem(text, e));
+}
+
+// One JSON Lines line (its bytes are followed by at least SIMDJSON_PADDING
+// readable bytes).
+Status scan_line(simdjson::dom::parser& parser, const char* data, std::size_t size,
+                 std::string_view name, std::int64_t line_no, const OnRecord& on_record,
+                 ScanCounts& counts) {
+  const Where where = [&] { return std::string(name) + " line " + std::to_string(line_no); };
+  simdjson::dom::element doc;
+  if (auto e = parser.parse(data, size, false).get(doc))
+    return parse_failure(where, std::string_view(data, size), e);
+  if (doc.type() != simdjson::dom::element_type::OBJECT)
+    return invalid_argument(where() + ": expected an object, found " + type_name(doc.type()));
+  RecordView r;
+  NEAT_ASSIGN_OR_RETURN(Parsed p, parse_event(doc.get_object().value_unsafe(), r, where));
+  if (p == Parsed::Header) {
+    ++counts.headers;
+    counts.run.assign(r.run);
+  } else {
+    ++counts.events;
+    r.run = counts.run;
+    on_record(r);
+  }
+  return {};
+}
+
+bool blank(const char* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r') return false;
+  }
+  return true;
+}
+
+constexpr std::size_t kChunk = std::size_t{4} << 20;
+constexpr std::size_t kMaxLine = std::size_t{256} << 20;
+constexpr std::size_t kPadding = simdjson::SIMDJSON_PADDING;
+
+// JSON Lines, streamed: `buffer` holds [0, have) already read (format detection).
+Status scan_jsonl(std::istream& in, std::string_view name, std::vector<char>& buffer,
+                  std::size_t have, const OnRecord& on_record, ScanCounts& counts) {
+  simdjson::dom::parser parser;
+  std::int64_t line_no = 0;
+  std::size_t start = 0;  // first byte not yet consumed
+  bool eof = !in;
+  for (;;) {
+    // Every complete line in [start, have): the bytes after each (the next
+    // lines, then the buffer's spare room) are its padding.
+    for (;;) {
+      const void* nl = std::memchr(buffer.data() + start, '\n', have - start);
+      if (nl == nullptr) break;
+      const std::size_t end =
+          static_cast<std::size_t>(static_cast<const char*>(nl) - buffer.data());
+      ++line_no;
+      if (!blank(buffer.data() + start, end - start)) {
+        NEAT_RETURN_IF_ERROR(scan_line(parser, buffer.data() + start, end - start, name, line_no,
+                                       on_record, counts));
+      }
+      start = end + 1;
+    }
+    if (eof) break;
+    // Keep the partial line, read more behind it.
+    std::memmove(buffer.data(), buffer.data() + start, have - start);
+    have -= start;
+    start = 0;
+    if (buffer.size() - have < kChunk + kPadding) {
+      if (have > kMaxLine) {
+        return invalid_argument(std::string(name) + " line " + std::to_string(line_no + 1) +
+                                ": longer than " + std::to_string(kMaxLine >> 20) +
+                                " MiB without a newline (not a JSON Lines trace)");
+      }
+      buffer.resize(have + kChunk + kPadding);
+    }
+    in.read(buffer.data() + have, static_cast<std::streamsize>(kChunk));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    have += got;
+    if (in.bad()) return failed_precondition("cannot read trace '" + std::string(name) + "'");
+    if (got == 0 || !in) eof = true;
+  }
+  if (start < have && !blank(buffer.data() + start, have - start)) {  // a last line without '\n'
+    ++line_no;
+    NEAT_RETURN_IF_ERROR(
+        scan_line(parser, buffer.data() + start, have - start, name, line_no, on_record, counts));
+  }
+  return {};
+}
+
+// A Chrome trace (one JSON document): its "X" slices' args are the events.
+Status scan_chrome(const simdjson::padded_string& text, std::string_view name,
+                   const OnRecord& on_record, ScanCounts& counts) {
+  using T = simdjson::dom::element_type;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto e = parser.parse(text).get(doc)) {
+    if (e == simdjson::NUMBER_ERROR) {
+      return parse_failure([&] { return std::string(name); }, text, e);
+    }
+    try {
+      (void)json::parse(text.data(), text.data() + text.size()).is_null();
+    } catch (const json::parse_error& pe) {
+      return invalid_argument(std::string(name) + " at byte offset " + std::to_string(pe.byte) +
+                              ": not valid JSON (truncated or corrupt trace): " + pe.what());
+    } catch (const json::exception& je) {
+      return invalid_argument(std::string(name) + ": unreadable value: " + je.what());
+    }
+    return invalid_argument(std::string(name) + ": not valid JSON: " + simdjson::error_message(e));
+  }
+  simdjson::dom::array events;
+  if (doc.type() == T::OBJECT) {
+    simdjson::dom::element te;
+    if (doc.get_object().value_unsafe().at_key("traceEvents").get(te))
+      return invalid_argument(std::string(name) + ": a Chrome trace object needs \"traceEvents\"");
+    if (te.get_array().get(events))
+      return invalid_argument(std::string(name) + ": \"traceEvents\" must be an array");
+  } else if (doc.type() == T::ARRAY) {
+    events = doc.get_array().value_unsafe();
+  } else {
+    return invalid_argument(std::string(name) +
+                            ": expected a Chrome trace (an object with \"traceEvents\", or an "
+                            "array), found " +
+                            type_name(doc.type()));
+  }
+  std::size_t index = 0;
+  for (const simdjson::dom::element ev : events) {
+    const std::size_t i = index++;
+    const Where where = [&] { return std::string(name) + " event #" + std::to_string(i); };
+    simdjson::dom::object obj;
+    if (ev.get_object().get(obj)) return invalid_argument(where() + ": expected an object");
+    std::string_view ph;
+    if (obj.at_key("ph").get_string().get(ph))
+      return invalid_argument(where() + ": missing string field \"ph\"");
+    if (ph != "X") continue;  // metadata and counters
+    simdjson::dom::object args;
+    if (obj.at_key("args").get_object().get(args))
+      return invalid_argument(where() + ": a conversion slice needs \"args\"");
+    RecordView r;
+    NEAT_ASSIGN_OR_RETURN(Parsed p, parse_event(args, r, [&] { return where() + " args"; }));
+    if (p == Parsed::Event) {
+      ++counts.events;
+      on_record(r);
+    }
+  }
+  return {};
+}
+
+// Reads `in` (either format) and hands every event to `on_record`.
+Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_record,
+                  ScanCounts& counts) {
+  std::vector<char> buffer(kChunk + kPadding);
+  in.read(buffer.data(), static_cast<std::streamsize>(kChunk));
+  std::size_t have = static_cast<std::size_t>(in.gcount());
+  if (in.bad()) return failed_precondition("cannot read trace '" + std::string(name) + "'");
+  std::size_t first = 0;
+  while (first < have && (buffer[first] == ' ' || buffer[first] == '\t' || buffer[first] == '\r' ||
+                          buffer[first] == '\n')) {
+    ++first;
+  }
+  if (first == have && !in) return {};  // nothing at all
+  bool chrome = false;
+  if (first < have) {
+    const std::string_view head(buffer.data() + first, have - first);
+    const auto te = head.find("\"traceEvents\"");
+    chrome =
+        head[0] == '[' || (head[0] == '{' && te != std::string_view::npos && head.find('\n') > te);
+  }
+  if (!chrome) return scan_jsonl(in, name, buffer, have, on_record, counts);
+  // A Chrome trace is one document: read it whole.
+  std::string text(buffer.data(), have);
+  text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const simdjson::padded_string padded(text);
+  return scan_chrome(padded, name, on_record, counts);
+}
+
+Status check_trace_path(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return failed_precondition("trace '" + path +
+                               "' is a directory; give a trace file (JSON Lines from --trace, or "
+                               "a Chrome trace from --chrome)");
+  }
+  return {};
+}
+
+// Distinct frame numbers: a bitmap in chunks of 512 frames.
+class FrameSet {
+ public:
+  void insert(std::int64_t f) {
+    if (f < 0 || f == last_) return;
+    last_ = f;
+    const std::int64_t chunk = f >> 9;
+    if (chunk != last_chunk_) {
+      words_ = &chunks_[chunk];
+      last_chunk_ = chunk;
+    }
+    std::uint64_t& w = (*words_)[static_cast<std::size_t>((f >> 6) & 7)];
+    const std::uint64_t bit = std::uint64_t{1} << (f & 63);
+    if ((w & bit) == 0) {
+      w |= bit;
+      ++count_;
+    }
+  }
+  std::int64_t count() const noexcept { return count_; }
+
+ private:
+  std::unordered_map<std::int64_t, std::array<std::uint64_t, 8>> chunks_;
+  std::array<std::uint64_t, 8>* words_ = nullptr;
+  std::int64_t last_chunk_ = -1;
+  std::int64_t last_ = -2;
+  std::int64_t count_ = 0;
+};
 
 std::string human_bytes(double b) {
   char buf[32];
@@ -174,87 +493,402 @@ std::string human_ns(std::int64_t ns) {
   return buf;
 }
 
+// Keys compared as views, so that finding a row or a call site builds no string.
+struct RowKey {
+  std::string edge, stage;
+  int kind = 0, reason = 0;
+  auto tie() const {
+    return std::tuple<std::string_view, std::string_view, int, int>(edge, stage, kind, reason);
+  }
+};
+struct SiteKey {
+  std::string file, operation, detail;
+  std::int64_t line = 0;
+  auto tie() const {
+    return std::tuple<std::string_view, std::int64_t, std::string_view, std::string_view>(
+        file, line, operation, detail);
+  }
+};
+struct ByView {
+  using is_transparent = void;
+  template <class T>
+  static auto v(const T& t) {
+    if constexpr (requires { t.tie(); }) {
+      return t.tie();
+    } else {
+      return t;
+    }
+  }
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return v(a) < v(b);
+  }
+};
+
+struct Site {
+  std::uint64_t count = 0;
+  std::int64_t bytes = 0;
+};
+
+struct RowAcc {
+  std::uint64_t count = 0, implicit_count = 0;
+  std::int64_t bytes = 0, duration_ns = 0;
+  FrameSet frames;
+  std::map<SiteKey, Site, ByView> sites;
+};
+
+std::string site_text(const SiteKey& k) {
+  std::string where =
+      k.file.empty() ? std::string("(unknown)") : k.file + ":" + std::to_string(k.line);
+  if (!k.operation.empty()) where += " (" + k.operation + ")";
+  if (!k.detail.empty()) where += " [" + k.detail + "]";
+  return where;
+}
+
 }  // namespace
 
-Result<std::vector<AuditRecord>> read_trace(std::istream& in, std::string_view name) {
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return std::vector<AuditRecord>{};
-  const bool chrome = text[first] == '[' ||
-                      (text[first] == '{' && text.find("\"traceEvents\"") != std::string::npos &&
-                       text.find('\n', first) > text.find("\"traceEvents\""));
-  if (chrome) return read_chrome(text, name);
-  std::istringstream lines(text);
-  return read_jsonl(lines, name);
+bool AuditFilter::keeps(const AuditRecord& r) const noexcept {
+  return filter_keeps(*this, r);
 }
 
-Result<std::vector<AuditRecord>> read_trace_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return failed_precondition("trace '" + path +
-                               "' is a directory; give a trace file (JSON Lines from --trace, or "
-                               "a Chrome trace from --chrome)");
+Result<std::int64_t> parse_audit_time(std::string_view text) {
+  const std::string what = "time '" + std::string(text) + "'";
+  const std::string forms =
+      ": write it as 2026-11-23T18:00:00Z (UTC; fractions and +00:00 allowed) or as "
+      "@SECONDS since the epoch";
+  if (!text.empty() && text.front() == '@') {
+    const std::string digits(text.substr(1));
+    char* end = nullptr;
+    errno = 0;
+    const double s = std::strtod(digits.c_str(), &end);
+    if (digits.empty() || end != digits.c_str() + digits.size() || errno != 0 || !(s >= 0) ||
+        s > 9.2e9) {
+      return invalid_argument(what + forms);
+    }
+    return static_cast<std::int64_t>(std::llround(s * 1e9));
   }
+  std::tm tm{};
+  int consumed = 0;
+  const std::string s(text);
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
+      consumed != 19) {
+    return invalid_argument(what + forms);
+  }
+  std::string_view rest = text.substr(19);
+  std::int64_t frac_ns = 0;
+  if (!rest.empty() && rest.front() == '.') {
+    rest.remove_prefix(1);
+    std::int64_t scale = 100000000;
+    std::size_t n = 0;
+    while (n < rest.size() && rest[n] >= '0' && rest[n] <= '9') {
+      frac_ns += (rest[n] - '0') * scale;
+      scale /= 10;
+      ++n;
+    }
+    if (n == 0) return invalid_argument(what + forms);
+    rest.remove_prefix(n);
+  }
+  if (rest != "Z" && rest != "+00:00") {
+    return invalid_argument(what + ": only UTC times are read (end it with Z)" +
+                            forms.substr(0, 0));
+  }
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+      tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970) {
+    return invalid_argument(what + ": not a valid date and time" + forms);
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const std::time_t t = ::timegm(&tm);
+  if (t < 0) return invalid_argument(what + forms);
+  return static_cast<std::int64_t>(t) * 1000000000 + frac_ns;
+}
+
+struct AuditAggregator::Impl {
+  AuditFilter filter;
+  std::map<RowKey, RowAcc, ByView> rows;
+  RowAcc* last_row = nullptr;
+  RowKey last_key;
+  // Frame numbers restart with every run: a frame is (run, number).
+  std::map<std::string, std::int64_t, std::less<>> runs;
+  std::string last_run = "\x01";
+  std::int64_t last_run_id = 0;
+  std::uint64_t read = 0, kept = 0, headers = 0;
+  std::int64_t bytes = 0, duration_ns = 0;
+
+  void add(const RecordView& r) {
+    ++read;
+    if (!filter_keeps(filter, r)) return;
+    ++kept;
+    const auto key = std::tuple<std::string_view, std::string_view, int, int>(
+        r.edge, r.stage, static_cast<int>(r.kind), static_cast<int>(r.reason));
+    RowAcc* row = last_row;
+    if (row == nullptr || last_key.tie() != key) {
+      auto it = rows.find(key);
+      if (it == rows.end()) {
+        it = rows.emplace(RowKey{std::string(r.edge), std::string(r.stage),
+                                 static_cast<int>(r.kind), static_cast<int>(r.reason)},
+                          RowAcc{})
+                 .first;
+      }
+      row = &it->second;
+      last_row = row;
+      last_key = it->first;
+    }
+    row->count += 1;
+    row->implicit_count += r.explicit_call ? 0 : 1;
+    row->bytes += r.bytes;
+    row->duration_ns += r.duration_ns;
+    if (r.frame >= 0) {
+      if (r.run != last_run) {
+        auto it = runs.find(r.run);
+        if (it == runs.end())
+          it = runs.emplace(std::string(r.run), static_cast<std::int64_t>(runs.size())).first;
+        last_run = it->first;
+        last_run_id = it->second;
+      }
+      constexpr std::int64_t kFrameBits = 40;
+      row->frames.insert((last_run_id << kFrameBits) |
+                         (r.frame & ((std::int64_t{1} << kFrameBits) - 1)));
+    }
+    const auto site =
+        std::tuple<std::string_view, std::int64_t, std::string_view, std::string_view>(
+            r.file, r.line, r.operation, r.detail);
+    auto s = row->sites.find(site);
+    if (s == row->sites.end()) {
+      s = row->sites
+              .emplace(SiteKey{std::string(r.file), std::string(r.operation), std::string(r.detail),
+                               r.line},
+                       Site{})
+              .first;
+    }
+    s->second.count += 1;
+    s->second.bytes += r.bytes;
+    bytes += r.bytes;
+    duration_ns += r.duration_ns;
+  }
+
+  Status read_stream(std::istream& in, std::string_view name) {
+    ScanCounts counts;
+    Status st = scan_trace(
+        in, name, [this](const RecordView& r) { add(r); }, counts);
+    headers += counts.headers;
+    return st;
+  }
+};
+
+AuditAggregator::AuditAggregator(AuditFilter filter) : impl_(std::make_unique<Impl>()) {
+  impl_->filter = std::move(filter);
+}
+AuditAggregator::AuditAggregator(AuditAggregator&&) noexcept = default;
+AuditAggregator& AuditAggregator::operator=(AuditAggregator&&) noexcept = default;
+AuditAggregator::~AuditAggregator() = default;
+
+Status AuditAggregator::read(std::istream& in, std::string_view name) {
+  return impl_->read_stream(in, name);
+}
+
+Status AuditAggregator::read_file(const std::string& path) {
+  NEAT_RETURN_IF_ERROR(check_trace_path(path));
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return failed_precondition("cannot open trace '" + path + "': " + std::strerror(errno));
-  }
-  try {
-    return read_trace(in, path);
-  } catch (const std::ios_base::failure& e) {
-    return failed_precondition("cannot read trace '" + path + "': " + e.what());
-  }
+  if (!in) return failed_precondition("cannot open trace '" + path + "': " + std::strerror(errno));
+  return impl_->read_stream(in, path);
 }
 
-AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {
-  struct Acc {
-    AuditRow row;
-    std::set<std::int64_t> frames;
-    std::map<std::string, AuditCallSite> sites;
-  };
-  std::map<std::tuple<std::string, std::string, int, int>, Acc> groups;
+void AuditAggregator::add(const AuditRecord& record) {
+  impl_->add(view_of(record));
+}
+
+std::uint64_t AuditAggregator::events_read() const noexcept {
+  return impl_->read;
+}
+std::uint64_t AuditAggregator::events_kept() const noexcept {
+  return impl_->kept;
+}
+std::uint64_t AuditAggregator::headers_read() const noexcept {
+  return impl_->headers;
+}
+
+AuditReport AuditAggregator::report(int top_sites) const {
   AuditReport report;
-  for (const AuditRecord& r : records) {
-    Acc& a = groups[{r.edge, r.stage, static_cast<int>(r.kind), static_cast<int>(r.reason)}];
-    a.row.edge = r.edge;
-    a.row.stage = r.stage;
-    a.row.kind = r.kind;
-    a.row.reason = r.reason;
-    a.row.count += 1;
-    a.row.implicit_count += r.explicit_call ? 0 : 1;
-    a.row.bytes += r.bytes;
-    a.row.duration_ns += r.duration_ns;
-    if (r.frame >= 0) a.frames.insert(r.frame);
-    std::string where =
-        r.file.empty() ? std::string("(unknown)") : r.file + ":" + std::to_string(r.line);
-    if (!r.operation.empty()) where += " (" + r.operation + ")";
-    if (!r.detail.empty()) where += " [" + r.detail + "]";
-    AuditCallSite& s = a.sites[where];
-    s.where = where;
-    s.count += 1;
-    s.bytes += r.bytes;
-    report.conversions += 1;
-    report.bytes += r.bytes;
-    report.duration_ns += r.duration_ns;
-  }
-  for (auto& [key, a] : groups) {
-    a.row.frames = static_cast<std::int64_t>(a.frames.size());
-    a.row.bytes_per_frame =
-        a.row.frames ? static_cast<double>(a.row.bytes) / static_cast<double>(a.row.frames) : 0.0;
-    for (auto& [w, s] : a.sites)
-      a.row.top_sites.push_back(s);
-    std::sort(a.row.top_sites.begin(), a.row.top_sites.end(),
+  report.conversions = impl_->kept;
+  report.bytes = impl_->bytes;
+  report.duration_ns = impl_->duration_ns;
+  for (const auto& [key, a] : impl_->rows) {
+    AuditRow row;
+    row.edge = key.edge;
+    row.stage = key.stage;
+    row.kind = static_cast<ConversionKind>(key.kind);
+    row.reason = static_cast<ConversionReason>(key.reason);
+    row.count = a.count;
+    row.implicit_count = a.implicit_count;
+    row.bytes = a.bytes;
+    row.duration_ns = a.duration_ns;
+    row.frames = a.frames.count();
+    row.bytes_per_frame =
+        row.frames ? static_cast<double>(row.bytes) / static_cast<double>(row.frames) : 0.0;
+    for (const auto& [k, s] : a.sites)
+      row.top_sites.push_back({site_text(k), s.count, s.bytes});
+    std::sort(row.top_sites.begin(), row.top_sites.end(),
               [](const AuditCallSite& x, const AuditCallSite& y) {
                 return x.count != y.count ? x.count > y.count : x.where < y.where;
               });
-    if (static_cast<int>(a.row.top_sites.size()) > top_sites)
-      a.row.top_sites.resize(static_cast<std::size_t>(std::max(top_sites, 0)));
-    report.rows.push_back(std::move(a.row));
+    if (static_cast<int>(row.top_sites.size()) > top_sites)
+      row.top_sites.resize(static_cast<std::size_t>(std::max(top_sites, 0)));
+    report.rows.push_back(std::move(row));
   }
   std::sort(report.rows.begin(), report.rows.end(), [](const AuditRow& x, const AuditRow& y) {
     return x.bytes != y.bytes ? x.bytes > y.bytes : x.count > y.count;
   });
   return report;
+}
+
+Result<std::vector<AuditRecord>> read_trace(std::istream& in, std::string_view name) {
+  std::vector<AuditRecord> out;
+  ScanCounts counts;
+  NEAT_RETURN_IF_ERROR(scan_trace(
+      in, name, [&](const RecordView& r) { out.push_back(record_of(r)); }, counts));
+  return out;
+}
+
+Result<std::vector<AuditRecord>> read_trace_file(const std::string& path) {
+  NEAT_RETURN_IF_ERROR(check_trace_path(path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return failed_precondition("cannot open trace '" + path + "': " + std::strerror(errno));
+  return read_trace(in, path);
+}
+
+AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {
+  AuditAggregator a;
+  for (const AuditRecord& r : records)
+    a.add(r);
+  return a.report(top_sites);
+}
+
+// ---- comparison ----------------------------------------------------------------
+
+std::string_view to_string(AuditChangeKind k) noexcept {
+  switch (k) {
+    case AuditChangeKind::Started:
+      return "started";
+    case AuditChangeKind::More:
+      return "more";
+    case AuditChangeKind::Less:
+      return "less";
+    case AuditChangeKind::Stopped:
+      return "stopped";
+    case AuditChangeKind::Same:
+      return "same";
+  }
+  return "?";
+}
+
+bool AuditComparison::regressed() const noexcept {
+  return std::any_of(changes.begin(), changes.end(), [](const AuditChange& c) {
+    return c.change == AuditChangeKind::Started || c.change == AuditChangeKind::More;
+  });
+}
+
+AuditComparison compare_audits(const AuditReport& baseline, const AuditReport& current,
+                               double tolerance) {
+  using Key = std::tuple<std::string, std::string, int, int>;
+  auto key = [](const AuditRow& r) {
+    return Key{r.edge, r.stage, static_cast<int>(r.kind), static_cast<int>(r.reason)};
+  };
+  std::map<Key, std::pair<const AuditRow*, const AuditRow*>> both;
+  for (const AuditRow& r : baseline.rows)
+    both[key(r)].first = &r;
+  for (const AuditRow& r : current.rows)
+    both[key(r)].second = &r;
+  // Bytes per frame when the events carry frame numbers, else per conversion.
+  auto measure = [](const AuditRow* r, bool per_frame) -> double {
+    if (r == nullptr) return 0;
+    if (per_frame) return r->bytes_per_frame;
+    return r->count ? static_cast<double>(r->bytes) / static_cast<double>(r->count) : 0.0;
+  };
+  AuditComparison out;
+  for (const auto& [k, rows] : both) {
+    const auto [before, after] = rows;
+    const AuditRow& any = before ? *before : *after;
+    AuditChange c;
+    c.edge = any.edge;
+    c.stage = any.stage;
+    c.kind = any.kind;
+    c.reason = any.reason;
+    c.per_frame =
+        (before == nullptr || before->frames > 0) && (after == nullptr || after->frames > 0);
+    c.before = measure(before, c.per_frame);
+    c.after = measure(after, c.per_frame);
+    c.before_count = before ? before->count : 0;
+    c.after_count = after ? after->count : 0;
+    if (before == nullptr) {
+      c.change = AuditChangeKind::Started;
+    } else if (after == nullptr) {
+      c.change = AuditChangeKind::Stopped;
+    } else if (c.after > c.before * (1 + tolerance)) {
+      c.change = AuditChangeKind::More;
+    } else if (c.after < c.before * (1 - tolerance)) {
+      c.change = AuditChangeKind::Less;
+    } else {
+      c.change = AuditChangeKind::Same;
+    }
+    out.changes.push_back(std::move(c));
+  }
+  std::stable_sort(out.changes.begin(), out.changes.end(),
+                   [](const AuditChange& a, const AuditChange& b) {
+                     if (a.change != b.change) return a.change < b.change;
+                     return (a.after - a.before) > (b.after - b.before);
+                   });
+  return out;
+}
+
+std::string format_audit_comparison(const AuditComparison& comparison) {
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-8s %-24s %-16s %-9s %-17s %14s %14s\n", "CHANGE", "EDGE",
+                "STAGE", "KIND", "REASON", "BEFORE", "AFTER");
+  out += buf;
+  for (const AuditChange& c : comparison.changes) {
+    const std::string unit = c.per_frame ? "/frame" : "/conv";
+    auto side = [&](double v, std::uint64_t count) {
+      return count == 0 ? std::string("-") : human_bytes(v) + unit;
+    };
+    std::snprintf(buf, sizeof buf, "%-8s %-24s %-16s %-9s %-17s %14s %14s\n",
+                  std::string(to_string(c.change)).c_str(),
+                  (c.edge.empty() ? std::string("(none)") : c.edge).c_str(),
+                  (c.stage.empty() ? std::string("(none)") : c.stage).c_str(),
+                  std::string(to_string(c.kind)).c_str(), std::string(to_string(c.reason)).c_str(),
+                  side(c.before, c.before_count).c_str(), side(c.after, c.after_count).c_str());
+    out += buf;
+  }
+  std::size_t started = 0, more = 0;
+  for (const AuditChange& c : comparison.changes) {
+    started += c.change == AuditChangeKind::Started;
+    more += c.change == AuditChangeKind::More;
+  }
+  std::snprintf(buf, sizeof buf, "%zu row(s) started copying, %zu copy more%s\n", started, more,
+                comparison.regressed() ? " (regression)" : "");
+  out += buf;
+  return out;
+}
+
+std::string format_audit_comparison_json(const AuditComparison& comparison) {
+  json j;
+  j["regressed"] = comparison.regressed();
+  j["changes"] = json::array();
+  for (const AuditChange& c : comparison.changes) {
+    j["changes"].push_back({{"change", std::string(to_string(c.change))},
+                            {"edge", c.edge},
+                            {"stage", c.stage},
+                            {"kind", std::string(to_string(c.kind))},
+                            {"reason", std::string(to_string(c.reason))},
+                            {"per_frame", c.per_frame},
+                            {"before", c.before},
+                            {"after", c.after},
+                            {"before_count", c.before_count},
+                            {"after_count", c.after_count}});
+  }
+  return j.dump(2) + "\n";
 }
 
 std::string format_audit_table(const AuditReport& report) {

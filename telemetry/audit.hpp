@@ -1,18 +1,30 @@
-// The copy audit: read a conversion trace (JSON Lines from JsonlSink, or a
+// The copy audit: read conversion traces (JSON Lines from JsonlSink, or a
 // Chrome trace from ChromeTraceSink) and say, per edge, stage, kind and
 // reason, how many conversions ran, how many bytes they wrote, bytes per
-// frame, the time they took and where in the code they came from.
+// frame, the time they took and where in the code they came from; and
+// compare two audits (which edges started copying, or copy more per frame).
 // `neat audit` (tools/) is the command-line front end.
 //
-// Malformed traces (truncated, wrong types, numbers out of range, unknown
-// kinds or reasons) give an InvalidArgument error naming the line (JSON
-// Lines) or the event index and byte offset (Chrome traces); never a crash.
+// At production scale: AuditAggregator reads while it aggregates, so memory
+// stays constant whatever the size of the traces (JSON Lines are read in
+// chunks and parsed with simdjson; nothing per event is kept, distinct
+// frames are a bitmap). Several files (a rotated set, several runs) go into
+// one aggregator; a filter keeps events by time, graph, stage and edge.
 //
-// Threading: pure functions.
+// Malformed traces (truncated, wrong types, numbers out of range, unknown
+// kinds or reasons) give an InvalidArgument error naming the file and line
+// (JSON Lines) or the event index and byte offset (Chrome traces); never a
+// crash. A trace's header line ({"neat_trace": 1, ...}, written by
+// JsonlSink) is not an event: it tells a traced run with no conversions
+// apart from an empty or foreign file.
+//
+// Threading: pure functions; an AuditAggregator is used by one thread.
 #pragma once
 
 #include <cstdint>
 #include <istream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,10 +47,29 @@ struct AuditRecord {
   std::int64_t frame = -1;
   std::string graph, stage, edge, operation, file;
   std::string detail;  ///< e.g. the colour standard or the GStreamer element (may be empty)
+  std::string run;     ///< the run (trace header) it belongs to; "" when the trace has none
   std::int64_t line = 0;
 };
 
-/// Reads a whole trace; the format is detected from its first byte ('{' with
+/// Which events an audit keeps: all of them by default. Times are the
+/// events' ts_ns (nanoseconds since the epoch, end of the conversion); with a
+/// time bound, events without a timestamp are left out.
+struct AuditFilter {
+  std::optional<std::int64_t> since_ns;  ///< keep ts_ns >= since_ns
+  std::optional<std::int64_t> until_ns;  ///< keep ts_ns < until_ns
+  std::string graph, stage, edge;        ///< exact names; empty: any
+  bool keeps(const AuditRecord& r) const noexcept;
+};
+
+/// "2026-11-23T18:00:00Z" (UTC, fractions of a second allowed, "+00:00"
+/// too) or "@1795459000.5" (seconds since the epoch): nanoseconds since the
+/// epoch. InvalidArgument says which form is expected.
+Result<std::int64_t> parse_audit_time(std::string_view text);
+
+/// Reads a whole trace into memory (small traces, the timeline); the format
+/// is detected from its first byte ('{' with "traceEvents" or '[': Chrome
+/// trace; otherwise JSON Lines). `name` is used in errors. Large traces:
+/// AuditAggregator. the format is detected from its first byte ('{' with
 /// "traceEvents": Chrome trace; otherwise JSON Lines). `name` is used in errors.
 Result<std::vector<AuditRecord>> read_trace(std::istream& in, std::string_view name);
 Result<std::vector<AuditRecord>> read_trace_file(const std::string& path);
@@ -69,7 +100,70 @@ struct AuditReport {
   std::int64_t duration_ns = 0;
 };
 
+/// The audit of records already in memory.
 AuditReport audit(const std::vector<AuditRecord>& records, int top_sites = 3);
+
+/// Aggregates while it reads: add traces (files or streams) one after
+/// another, then report(). Memory: one entry per (edge, stage, kind, reason)
+/// row and per call site, a bit per distinct frame number, and the read
+/// buffer (4 MiB, more only for a longer line); nothing per event.
+class AuditAggregator {
+ public:
+  explicit AuditAggregator(AuditFilter filter = {});
+  AuditAggregator(AuditAggregator&&) noexcept;
+  AuditAggregator& operator=(AuditAggregator&&) noexcept;
+  ~AuditAggregator();
+
+  /// Reads one trace (JSON Lines streamed, Chrome read whole). On an error
+  /// the events read before it stay counted; the error names `name` and the line.
+  Status read(std::istream& in, std::string_view name);
+  /// As read(); FailedPrecondition for a directory or a file it cannot open.
+  Status read_file(const std::string& path);
+  void add(const AuditRecord& record);
+
+  std::uint64_t events_read() const noexcept;   ///< conversion events read (before the filter)
+  std::uint64_t events_kept() const noexcept;   ///< those the filter kept
+  std::uint64_t headers_read() const noexcept;  ///< trace headers seen (one per JsonlSink file)
+  AuditReport report(int top_sites = 3) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// How one row changed between a baseline audit and a new one.
+enum class AuditChangeKind : std::uint8_t {
+  Started,  ///< copies now, did not before
+  More,     ///< copies more per frame (beyond the tolerance)
+  Less,
+  Stopped,  ///< copied before, not any more
+  Same,
+};
+std::string_view to_string(AuditChangeKind k) noexcept;
+
+struct AuditChange {
+  AuditChangeKind change = AuditChangeKind::Same;
+  std::string edge, stage;
+  ConversionKind kind = ConversionKind::Pack;
+  ConversionReason reason = ConversionReason::UserRequest;
+  /// Bytes per frame (rows whose events carry frame numbers), else bytes per
+  /// conversion; 0 on the side where the row is absent.
+  double before = 0, after = 0;
+  bool per_frame = true;
+  std::uint64_t before_count = 0, after_count = 0;
+};
+
+struct AuditComparison {
+  std::vector<AuditChange> changes;  ///< Started, More first; then Less, Stopped, Same
+  /// An edge started copying or copies more: what CI fails on.
+  bool regressed() const noexcept;
+};
+
+/// Compares per row; `tolerance` is relative (0.01: 1% more is still Same).
+AuditComparison compare_audits(const AuditReport& baseline, const AuditReport& current,
+                               double tolerance = 0.01);
+std::string format_audit_comparison(const AuditComparison& comparison);
+std::string format_audit_comparison_json(const AuditComparison& comparison);
 /// A fixed-width text table.
 std::string format_audit_table(const AuditReport& report);
 /// The report as JSON ({"conversions", "bytes", "duration_ns", "rows": [...]}).

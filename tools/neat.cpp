@@ -1,9 +1,12 @@
 // neat: the NeatTensor command line.
 //
 //   neat run [PIPELINE] [--frames N] [--policy strict|trace|silent] [--trace FILE]
-//            [--chrome FILE] [--metrics FILE] [--metrics-listen HOST:PORT] [--quiet]
+//            [--trace-max-bytes SIZE] [--trace-keep N] [--chrome FILE] [--metrics FILE]
+//            [--metrics-listen HOST:PORT] [--quiet]
 //   neat explain [PIPELINE] [--policy strict|trace|silent]
-//   neat audit TRACE [--format table|json] [--top N] [--fail-on pack,transfer]
+//   neat audit TRACE... [--format table|json] [--top N] [--fail-on pack,transfer]
+//              [--since T] [--until T] [--graph G] [--stage S] [--edge E]
+//              [--baseline OLD... [--tolerance PCT]]
 //   neat timeline TRACE --out timeline.png [--width 1400]
 //
 // run: builds and runs a pipeline (docs/graphs.md has the syntax; without one,
@@ -14,7 +17,9 @@
 // count, bytes, bytes per frame, time and the top call sites.
 // Exit status: 0 fine; 2 a usage error (an unknown command or option, a bad
 // value) or a malformed trace, with the line or offset; 3 --fail-on matched a
-// conversion (for CI gates). `neat run` adds its own (tools/run.hpp).
+// conversion, or --baseline found an edge that started copying or copies more
+// (for CI gates); `neat audit` 1: no events at all. `neat run` adds its own
+// (tools/run.hpp).
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
@@ -26,54 +31,13 @@
 #include <neat/neat.hpp>
 #include <neat/telemetry/audit.hpp>
 
+#include "audit_cmd.hpp"
 #include "run.hpp"
 #include "timeline.hpp"
 
 namespace {
 
 constexpr int kMalformed = 2;
-constexpr int kFailOn = 3;
-
-int run_audit(const std::string& path, const std::string& format, int top,
-              const std::string& fail_on) {
-  std::vector<neat::ConversionKind> failing;
-  std::stringstream list(fail_on);
-  for (std::string item; std::getline(list, item, ',');) {
-    if (item.empty()) continue;
-    const auto k = neat::parse_conversion_kind(item);
-    if (!k) {
-      std::fprintf(stderr,
-                   "neat audit: --fail-on: unknown kind '%s' (use pack, convert, transfer)\n",
-                   item.c_str());
-      return kMalformed;
-    }
-    failing.push_back(*k);
-  }
-  auto records = neat::read_trace_file(path);
-  if (!records) {
-    std::fprintf(stderr, "neat audit: %s\n", records.error().message().c_str());
-    return kMalformed;
-  }
-  const neat::AuditReport report = neat::audit(*records, top);
-  const std::string text =
-      format == "json" ? neat::format_audit_json(report) : neat::format_audit_table(report);
-  std::fputs(text.c_str(), stdout);
-  int status = 0;
-  for (const neat::AuditRow& r : report.rows) {
-    for (neat::ConversionKind k : failing) {
-      if (r.kind == k && r.count > 0) {
-        std::fprintf(
-            stderr,
-            "neat audit: --fail-on %s: %llu %s conversion(s) (%s) on edge '%s', stage '%s'\n",
-            std::string(neat::to_string(k)).c_str(), static_cast<unsigned long long>(r.count),
-            std::string(neat::to_string(k)).c_str(), std::string(neat::to_string(r.reason)).c_str(),
-            r.edge.c_str(), r.stage.c_str());
-        status = kFailOn;
-      }
-    }
-  }
-  return status;
-}
 
 // A whole number >= 1 (CLI11's PositiveNumber prints DBL_MAX as its bound).
 const CLI::Validator kPositiveCount(
@@ -102,6 +66,13 @@ int main(int argc, char** argv) {
   run->add_option("--policy", ro.policy, "strict, trace or silent")
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
   run->add_option("--trace", ro.trace, "write the JSON Lines conversion trace here");
+  run->add_option("--trace-max-bytes", ro.trace_max_bytes,
+                  "rotate the --trace file before it grows past this size (e.g. 100M): TRACE.1 "
+                  "is the newest rotated part")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 50));
+  run->add_option("--trace-keep", ro.trace_keep, "rotated trace files kept (default 5)")
+      ->check(CLI::Range(0, 10000));
   run->add_option("--chrome", ro.chrome, "write a Chrome / Perfetto trace here");
   run->add_option("--metrics", ro.metrics, "write Prometheus metrics here at the end");
   run->add_option("--metrics-listen", ro.metrics_listen,
@@ -117,13 +88,31 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
   CLI::App* audit =
       app.add_subcommand("audit", "Summarise a conversion trace: what was copied where, how often");
-  std::string path, format = "table", fail_on;
-  int top = 3;
-  audit->add_option("trace", path, "JSON Lines or Chrome trace file")->required();
-  audit->add_option("--format", format, "table or json")->check(CLI::IsMember({"table", "json"}));
-  audit->add_option("--top", top, "call sites listed per row")->check(CLI::Range(0, 100));
-  audit->add_option("--fail-on", fail_on,
+  neat::tools::AuditOptions ao;
+  audit
+      ->add_option("traces", ao.traces,
+                   "JSON Lines or Chrome traces (several: a rotated set, several runs)")
+      ->required();
+  audit->add_option("--format", ao.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  audit->add_option("--top", ao.top, "call sites listed per row")->check(CLI::Range(0, 100));
+  audit->add_option("--fail-on", ao.fail_on,
                     "comma-separated kinds that make the exit status 3 (e.g. pack,transfer)");
+  audit->add_option("--since", ao.since,
+                    "only events at or after T (2026-11-23T18:00:00Z, or @EPOCH_SECONDS)");
+  audit->add_option("--until", ao.until, "only events before T (same forms as --since)");
+  audit->add_option("--graph", ao.graph, "only this graph's events");
+  audit->add_option("--stage", ao.stage, "only this stage's events");
+  audit->add_option("--edge", ao.edge, "only this edge's events (FROM->TO)");
+  audit
+      ->add_option("--baseline", ao.baseline,
+                   "compare with these traces: exit 3 when an edge started copying or copies "
+                   "more per frame")
+      ->take_all();
+  audit
+      ->add_option("--tolerance", ao.tolerance_percent,
+                   "--baseline: per-frame growth still counted as the same, percent (default 1)")
+      ->check(CLI::Range(0.0, 1000.0));
   CLI::App* timeline =
       app.add_subcommand("timeline", "Render a conversion trace as a PNG timeline");
   std::string timeline_trace, png;
@@ -173,7 +162,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (explain->parsed()) return neat::tools::explain_pipeline(explain_pipeline, explain_policy);
-  if (audit->parsed()) return run_audit(path, format, top, fail_on);
+  if (audit->parsed()) return neat::tools::run_audit(ao);
   if (timeline->parsed()) {
     auto records = neat::read_trace_file(timeline_trace);
     if (!records) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -205,7 +206,15 @@ int run_pipeline(const RunOptions& options) {
     trace = "/tmp/neat-run-" + std::to_string(::getpid()) + ".jsonl";
     temporary = true;
   }
-  auto jsonl = JsonlSink::open(trace);
+  if (options.trace_max_bytes > 0 && temporary) {
+    std::fprintf(stderr,
+                 "neat run: --trace-max-bytes needs --trace FILE (the file that rotates)\n");
+    return kBadInput;
+  }
+  JsonlSinkOptions trace_options;
+  trace_options.max_bytes = options.trace_max_bytes;
+  trace_options.keep = options.trace_keep;
+  auto jsonl = JsonlSink::open(trace, trace_options);
   if (!jsonl.ok()) {
     std::fprintf(stderr, "neat run: %s\n", jsonl.error().message().c_str());
     return kBadInput;
@@ -350,20 +359,34 @@ int run_pipeline(const RunOptions& options) {
   std::printf("== copies per edge (every conversion of this run, policy %s)\n",
               std::string(to_string(graph->plan().policy)).c_str());
   std::fputs(format_metrics_table(run_metrics).c_str(), stdout);
-  auto records = read_trace_file(trace);
+  // Streamed (constant memory however long the run), over the rotated parts
+  // this run wrote too.
+  AuditAggregator aggregator;
+  Status read = aggregator.read_file(trace);
+  const std::uint64_t rotations = (*jsonl)->rotations();
+  const std::uint64_t parts = std::min<std::uint64_t>(rotations, options.trace_keep);
+  for (std::uint64_t i = 1; read.ok() && i <= parts; ++i)
+    read = aggregator.read_file(trace + "." + std::to_string(i));
   std::printf("== where they come from (neat audit of this run's trace%s)\n",
-              temporary ? "" : (": " + trace).c_str());
-  if (records.ok()) {
-    const AuditReport traced = audit(*records);
+              temporary
+                  ? ""
+                  : (": " + trace +
+                     (parts ? " and " + std::to_string(parts) + " rotated part(s)" : std::string()))
+                        .c_str());
+  if (read.ok()) {
+    const AuditReport traced = aggregator.report();
     std::fputs(format_audit_table(traced).c_str(), stdout);
-    if (traced.conversions < run_metrics.conversions()) {
+    if (rotations > parts) {
+      std::printf("  (the oldest %llu rotated part(s) were removed: --trace-keep %d)\n",
+                  static_cast<unsigned long long>(rotations - parts), options.trace_keep);
+    } else if (traced.conversions < run_metrics.conversions()) {
       std::printf(
           "  (%llu conversion(s) ran untraced: AllowSilent only counts them; run with "
           "--policy trace to see where they come from)\n",
           static_cast<unsigned long long>(run_metrics.conversions() - traced.conversions));
     }
   } else {
-    std::printf("  (trace unreadable: %s)\n", records.error().message().c_str());
+    std::printf("  (trace unreadable: %s)\n", read.error().message().c_str());
   }
   if (temporary) std::remove(trace.c_str());
   if (!options.metrics.empty()) {

@@ -7,16 +7,18 @@
 namespace neat::tools {
 
 struct RunOptions {
-  std::string pipeline;     ///< empty: the built-in demo pipeline
-  std::int64_t frames = 0;  ///< 0: the source's own count (300 for default)
-  std::string policy;       ///< "", strict, trace, silent
-  std::string trace;        ///< JSON Lines trace file ("" = a temporary one for the audit)
-  std::string chrome;       ///< Chrome / Perfetto trace file
-  std::string metrics;      ///< Prometheus text file written at the end
+  std::string pipeline;              ///< empty: the built-in demo pipeline
+  std::int64_t frames = 0;           ///< 0: the source's own count (300 for default)
+  std::string policy;                ///< "", strict, trace, silent
+  std::string trace;                 ///< JSON Lines trace file ("" = a temporary one for the audit)
+  std::int64_t trace_max_bytes = 0;  ///< rotate the trace before it grows past this (0: never)
+  int trace_keep = 5;                ///< rotated traces kept (TRACE.1 ... TRACE.N)
+  std::string chrome;                ///< Chrome / Perfetto trace file
+  std::string metrics;               ///< Prometheus text file written at the end
   /// Serve GET /metrics here while the run lasts ("" = no endpoint; "9464" and
   /// ":9464" mean 127.0.0.1:9464; port 0 picks a free one, printed).
   std::string metrics_listen;
-  bool quiet = false;       ///< no plan, no progress line
+  bool quiet = false;  ///< no plan, no progress line
   /// Print each frame pulled from the appsink as detections (an f32 [N, 6]
   /// tensor from `yolo`): frame number, timestamp, one line per box.
   bool print_detections = false;

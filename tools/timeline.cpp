@@ -1,8 +1,8 @@
 #include "timeline.hpp"
 
+#include <png.h>
 #include <algorithm>
 #include <map>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 namespace neat::tools {
@@ -79,10 +79,20 @@ std::string render_timeline(const std::vector<AuditRecord>& records, const std::
     cv::putText(img, buf, {x - 20, ay + 20}, cv::FONT_HERSHEY_SIMPLEX, 0.4, {0, 0, 0}, 1,
                 cv::LINE_AA);
   }
-  try {
-    if (!cv::imwrite(png_path, img)) return "cannot write '" + png_path + "'";
-  } catch (const cv::Exception& e) {
-    return "cannot write '" + png_path + "': " + e.what();
+  // libpng's simplified API writes the file (OpenCV's imgcodecs would bring
+  // GDAL, Poppler and their kin into every `neat` process: 20 MB of RSS).
+  cv::Mat rgb;
+  cv::cvtColor(img, rgb, cv::COLOR_BGR2RGB);
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  png.width = static_cast<png_uint_32>(rgb.cols);
+  png.height = static_cast<png_uint_32>(rgb.rows);
+  png.format = PNG_FORMAT_RGB;
+  if (png_image_write_to_file(&png, png_path.c_str(), 0, rgb.data,
+                              static_cast<png_int_32>(rgb.step[0]), nullptr) == 0) {
+    const std::string why = png.message;
+    png_image_free(&png);
+    return "cannot write '" + png_path + "': " + why;
   }
   return {};
 }

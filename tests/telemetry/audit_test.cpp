@@ -133,3 +133,163 @@ TEST(AuditBadInput, MalformedTracesNameTheLineOrOffset) {
 
 }  // namespace
 }  // namespace neat
+
+namespace neat {
+namespace {
+
+std::string event_line(std::string_view edge, std::string_view stage, std::int64_t frame,
+                       std::int64_t bytes, std::int64_t ts_ns, std::string_view graph = "g",
+                       std::string_view kind = "pack") {
+  return "{\"kind\":\"" + std::string(kind) +
+         "\",\"reason\":\"stride_mismatch\",\"bytes\":" + std::to_string(bytes) +
+         ",\"frame\":" + std::to_string(frame) + ",\"ts_ns\":" + std::to_string(ts_ns) +
+         ",\"graph\":\"" + std::string(graph) + "\",\"stage\":\"" + std::string(stage) +
+         "\",\"edge\":\"" + std::string(edge) +
+         "\",\"file\":\"x.cpp\",\"line\":7,\"src\":{\"shape\":[1,2]},\"function\":\"f()\"}\n";
+}
+
+std::string header_line(std::string_view run, int part = 0) {
+  return "{\"neat_trace\":1,\"run\":\"" + std::string(run) + "\",\"part\":" + std::to_string(part) +
+         ",\"pid\":1,\"ts_ns\":5}\n";
+}
+
+Status read_into(AuditAggregator& a, const std::string& text, std::string_view name = "t") {
+  std::istringstream in(text);
+  return a.read(in, name);
+}
+
+TEST(AuditAggregator, StreamsSeveralTracesAndKeepsRunsFramesApart) {
+  AuditAggregator a;
+  std::string run1 = header_line("r1"), run2 = header_line("r2");
+  for (int f = 0; f < 10; ++f) {
+    run1 += event_line("a->b", "b", f, 100, 1000 + f);
+    run2 += event_line("a->b", "b", f, 100, 2000 + f);  // the same frame numbers, another run
+  }
+  NEAT_ASSERT_OK(read_into(a, run1));
+  NEAT_ASSERT_OK(read_into(a, run2));
+  EXPECT_EQ(a.events_read(), 20u);
+  EXPECT_EQ(a.events_kept(), 20u);
+  EXPECT_EQ(a.headers_read(), 2u);
+  const AuditReport r = a.report();
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].frames, 20) << "frames of two runs are 20 frames, not 10";
+  EXPECT_DOUBLE_EQ(r.rows[0].bytes_per_frame, 100.0);
+  EXPECT_EQ(r.rows[0].top_sites.at(0).where, "x.cpp:7");
+  // A rotated set: the same run in two files counts its frames once.
+  AuditAggregator rotated;
+  NEAT_ASSERT_OK(read_into(rotated, header_line("r1", 0) + event_line("a->b", "b", 0, 8, 1)));
+  NEAT_ASSERT_OK(read_into(rotated, header_line("r1", 1) + event_line("a->b", "b", 0, 8, 2)));
+  EXPECT_EQ(rotated.report().rows.at(0).frames, 1);
+}
+
+TEST(AuditAggregator, FiltersByTimeGraphStageAndEdge) {
+  std::string text = header_line("r");
+  for (int f = 0; f < 10; ++f) {
+    text += event_line("a->b", "b", f, 10, 1000 + f);
+    text += event_line("b->c", "c", f, 20, 1000 + f, "other");
+  }
+  text += R"({"kind":"pack","reason":"dtype","bytes":1})"
+          "\n";  // no timestamp
+  auto kept = [&](AuditFilter f) {
+    AuditAggregator a(std::move(f));
+    EXPECT_TRUE(read_into(a, text).ok());
+    EXPECT_EQ(a.events_read(), 21u);
+    return a.events_kept();
+  };
+  EXPECT_EQ(kept({}), 21u);
+  EXPECT_EQ(kept({.since_ns = 1005}), 10u) << "no timestamp: out when a time bound is set";
+  EXPECT_EQ(kept({.since_ns = 1002, .until_ns = 1004}), 4u);
+  EXPECT_EQ(kept({.until_ns = 1000}), 0u);
+  EXPECT_EQ(kept({.graph = "other"}), 10u);
+  EXPECT_EQ(kept({.stage = "b"}), 10u);
+  EXPECT_EQ(kept({.edge = "b->c"}), 10u);
+  EXPECT_EQ(kept({.graph = "g", .edge = "b->c"}), 0u);
+  AuditRecord r;
+  r.timestamp_ns = 7;
+  r.stage = "s";
+  EXPECT_TRUE((AuditFilter{.since_ns = 7, .stage = "s"}).keeps(r));
+  EXPECT_FALSE((AuditFilter{.until_ns = 7}).keeps(r));
+}
+
+TEST(AuditAggregator, LinesAcrossReadChunksAndALastLineWithoutNewline) {
+  // More than one 4 MiB read chunk, lines of every length around the boundary.
+  std::string text = header_line("big");
+  std::int64_t n = 0;
+  while (text.size() < (std::size_t{9} << 20)) {
+    std::string line = event_line("a->b", "b", n, n % 97, 1 + n);
+    line.insert(line.size() - 2,
+                ",\"pad\":\"" + std::string(static_cast<std::size_t>(n % 301), 'x') + "\"");
+    text += line;
+    ++n;
+  }
+  text += event_line("a->b", "b", n, 1, 1 + n);
+  text.pop_back();  // no final newline
+  ++n;
+  AuditAggregator a;
+  NEAT_ASSERT_OK(read_into(a, text));
+  EXPECT_EQ(a.events_read(), static_cast<std::uint64_t>(n));
+  EXPECT_EQ(a.report().rows.at(0).frames, n);
+  // A corrupt line deep in the stream is named by its line number.
+  text.replace(text.size() / 2, 1, "\n{\"kind\":\n");
+  AuditAggregator b;
+  const Status st = read_into(b, text, "big.jsonl");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(st.error().message().find("big.jsonl line "), std::string::npos)
+      << st.error().message();
+}
+
+TEST(AuditTime, ParsesUtcAndEpochSecondsAndSaysWhichFormsItReads) {
+  EXPECT_EQ(*parse_audit_time("1970-01-01T00:00:01Z"), 1000000000);
+  EXPECT_EQ(*parse_audit_time("2026-11-23T18:00:00Z"), std::int64_t{1795456800} * 1000000000);
+  EXPECT_EQ(*parse_audit_time("2026-11-23T18:00:00.25+00:00"),
+            std::int64_t{1795456800} * 1000000000 + 250000000);
+  EXPECT_EQ(*parse_audit_time("@1.5"), 1500000000);
+  for (const char* bad : {"", "yesterday", "2026-11-23", "2026-11-23T18:00:00", "@", "@-1", "@x",
+                          "2026-13-01T00:00:00Z", "2026-11-23T18:00:00.Z"}) {
+    NEAT_EXPECT_ERROR(parse_audit_time(bad), ErrorCode::InvalidArgument, "time '");
+  }
+  NEAT_EXPECT_ERROR(parse_audit_time("2026-11-23T18:00:00+01:00"), ErrorCode::InvalidArgument,
+                    "only UTC");
+}
+
+TEST(AuditCompare, StartedMoreLessStoppedAndSame) {
+  auto report = [](const std::string& text) {
+    AuditAggregator a;
+    EXPECT_TRUE(read_into(a, text).ok());
+    return a.report();
+  };
+  std::string before = header_line("1"), after = header_line("2");
+  for (int f = 0; f < 4; ++f) {
+    before += event_line("same", "s", f, 100, 1) + event_line("grows", "g", f, 100, 1) +
+              event_line("shrinks", "k", f, 100, 1) + event_line("gone", "x", f, 5, 1);
+    after += event_line("same", "s", f, 100, 1) + event_line("grows", "g", f, 150, 1) +
+             event_line("shrinks", "k", f, 50, 1) + event_line("new", "n", f, 7, 1);
+  }
+  const AuditComparison c = compare_audits(report(before), report(after));
+  ASSERT_EQ(c.changes.size(), 5u);
+  EXPECT_EQ(c.changes[0].change, AuditChangeKind::Started);
+  EXPECT_EQ(c.changes[0].edge, "new");
+  EXPECT_DOUBLE_EQ(c.changes[0].after, 7.0);
+  EXPECT_EQ(c.changes[1].change, AuditChangeKind::More);
+  EXPECT_EQ(c.changes[1].edge, "grows");
+  EXPECT_DOUBLE_EQ(c.changes[1].before, 100.0);
+  EXPECT_DOUBLE_EQ(c.changes[1].after, 150.0);
+  EXPECT_EQ(c.changes[2].change, AuditChangeKind::Less);
+  EXPECT_EQ(c.changes[3].change, AuditChangeKind::Stopped);
+  EXPECT_EQ(c.changes[4].change, AuditChangeKind::Same);
+  EXPECT_TRUE(c.regressed());
+  EXPECT_FALSE(compare_audits(report(after), report(after)).regressed());
+  // Within the tolerance: the same.
+  EXPECT_FALSE(compare_audits(report(before), report(before), 0.0).regressed());
+  const std::string table = format_audit_comparison(c);
+  EXPECT_NE(table.find("started  new"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 row(s) started copying, 1 copy more (regression)"), std::string::npos)
+      << table;
+  const auto j = nlohmann::json::parse(format_audit_comparison_json(c));
+  EXPECT_EQ(j["regressed"], true);
+  EXPECT_EQ(j["changes"][1]["change"], "more");
+}
+
+}  // namespace
+}  // namespace neat

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "neat/neat.hpp"
+#include "neat/telemetry/audit.hpp"
 #include "neat/telemetry/chrome_trace_sink.hpp"
 #include "neat/telemetry/event_json.hpp"
 #include "neat/telemetry/jsonl_sink.hpp"
@@ -82,7 +83,12 @@ TEST(JsonlSink, WritesOneParsableLinePerEvent) {
   std::vector<nlohmann::json> lines;
   while (std::getline(in, line))
     lines.push_back(nlohmann::json::parse(line));
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
+  // The header line: what tells a traced run without conversions from an empty file.
+  EXPECT_EQ(lines[0]["neat_trace"], 1);
+  EXPECT_EQ(lines[0]["part"], 0);
+  EXPECT_TRUE(lines[0]["run"].is_string());
+  lines.erase(lines.begin());
   EXPECT_EQ(lines[0]["operation"], "clone");
   EXPECT_EQ(lines[0]["stage"], "resize");
   EXPECT_EQ(lines[0]["edge"], "decode->resize");
@@ -221,6 +227,77 @@ TEST(Prometheus, ExpositionHasLabelsAndPassesPromtool) {
   EXPECT_EQ(rc, 0) << report.str();
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".out");
+}
+
+}  // namespace
+}  // namespace neat
+
+namespace neat {
+namespace {
+
+TEST(JsonlSink, RotatesBySizeKeepsNFilesAndNeverSplitsAnEvent) {
+  const std::string path = temp_path("rotating.jsonl");
+  const auto part = [&](int i) { return i == 0 ? path : path + "." + std::to_string(i); };
+  for (int i = 0; i <= 4; ++i)
+    std::filesystem::remove(part(i));
+  constexpr std::int64_t kMax = 4096;
+  std::uint64_t events = 0, rotations = 0;
+  {
+    auto sink = JsonlSink::open(path, JsonlSinkOptions{.max_bytes = kMax, .keep = 2});
+    NEAT_ASSERT_OK(sink);
+    auto reg = add_event_sink(*sink);
+    for (int i = 0; i < 40; ++i) {
+      make_some_copies();
+      NEAT_ASSERT_OK((*sink)->flush());  // small writes: rotation works line by line
+    }
+    events = (*sink)->events();
+    rotations = (*sink)->rotations();
+    EXPECT_EQ((*sink)->lost_events(), 0u);
+  }
+  EXPECT_GT(rotations, 3u) << "40 x 3 events of ~700 bytes in 4 KiB files";
+  EXPECT_FALSE(std::filesystem::exists(part(3))) << "keep = 2: no PATH.3";
+  std::uint64_t read = 0, headers = 0;
+  for (int i = 0; i <= 2; ++i) {
+    ASSERT_TRUE(std::filesystem::exists(part(i))) << part(i);
+    EXPECT_LE(static_cast<std::int64_t>(std::filesystem::file_size(part(i))), kMax) << part(i);
+    AuditAggregator a;
+    NEAT_ASSERT_OK(a.read_file(part(i)));  // every line whole and parsable
+    EXPECT_EQ(a.headers_read(), 1u) << part(i);
+    read += a.events_read();
+    headers += a.headers_read();
+  }
+  EXPECT_EQ(headers, 3u);
+  EXPECT_LT(read, events) << "the oldest parts are gone";
+  EXPECT_GT(read, 0u);
+
+  // The newest part holds the last events; parts are numbered in the headers.
+  std::ifstream newest(part(0));
+  std::string header;
+  std::getline(newest, header);
+  EXPECT_EQ(nlohmann::json::parse(header)["part"], rotations);
+  for (int i = 0; i <= 2; ++i)
+    std::filesystem::remove(part(i));
+}
+
+TEST(JsonlSink, KeepZeroTruncatesInPlaceAndBadOptionsAreRefused) {
+  const std::string path = temp_path("keep0.jsonl");
+  {
+    auto sink = JsonlSink::open(path, JsonlSinkOptions{.max_bytes = 1024, .keep = 0});
+    NEAT_ASSERT_OK(sink);
+    auto reg = add_event_sink(*sink);
+    for (int i = 0; i < 10; ++i)
+      make_some_copies();
+  }
+  EXPECT_LE(std::filesystem::file_size(path), 1024u);
+  EXPECT_FALSE(std::filesystem::exists(path + ".1"));
+  std::filesystem::remove(path);
+  NEAT_EXPECT_ERROR(JsonlSink::open(path, JsonlSinkOptions{.max_bytes = -1}),
+                    ErrorCode::InvalidArgument, "max_bytes = -1");
+  NEAT_EXPECT_ERROR(JsonlSink::open(path, JsonlSinkOptions{.max_bytes = 100}),
+                    ErrorCode::InvalidArgument, "at least 256 bytes");
+  NEAT_EXPECT_ERROR(JsonlSink::open(path, JsonlSinkOptions{.max_bytes = 0, .keep = -2}),
+                    ErrorCode::InvalidArgument, "keep = -2");
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 }  // namespace
