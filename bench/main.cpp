@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -75,6 +76,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
         copied_vs_plan_[r.run_name.function_name] = {c->second.value,
                                                      r.counters.at("plan_B/frame").value};
       }
+      if (auto e = r.counters.find("events_per_s"); representative && e != r.counters.end()) {
+        audit_[r.run_name.function_name] = {
+            e->second.value, r.counters.at("neat_audit_peak_rss_MB").value,
+            r.counters.at("speedup_vs_nlohmann").value, r.counters.at("time_vs_floor").value};
+      }
       auto ratio = r.counters.find("ratio");
       if (ratio != r.counters.end() &&
           (r.run_type == Run::RT_Iteration ? !paired_median_.count(name)
@@ -134,6 +140,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const char* v : kViews) {
       ratio(v, "BM_TensorCopyBaseline", std::string(v + 3) + " / tensor value copy", 0, true);
     }
+    for (const auto& [name, c] : audit_) {
+      const auto& [rate, rss, speedup, floor] = c;
+      std::printf(
+          "  %-58s %9.0f events/s (target >= 300000: %s), %.1fx nlohmann::json, %.2fx "
+          "the read-only floor's time\n",
+          (name + ": 1,000,000 events").c_str(), rate, rate >= 300000 ? "met" : "NOT met", speedup,
+          floor);
+      std::printf("  %-58s %9.1f MB (target <= 64: %s)\n", "neat audit of them: peak RSS", rss,
+                  rss > 0 && rss <= 64 ? "met" : "NOT met");
+    }
     if (ns_.count("BM_JsonlRecordEvent")) {
       const double j = ns_["BM_JsonlRecordEvent"];
       std::printf("  %-58s %7.1f ns (target <= 200 ns: %s)\n",
@@ -174,6 +190,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, std::pair<double, double>> own_allocs_;
   std::map<std::string, std::pair<double, double>> copied_vs_plan_;
   std::map<std::string, double> peak_buffers_;
+  std::map<std::string, std::tuple<double, double, double, double>> audit_;
   std::map<std::string, bool> paired_median_;
 };
 

@@ -103,6 +103,95 @@ TEST(NeatCli, FailOnGivesExitStatus3) {
   std::filesystem::remove(path);
 }
 
+// Several files, filters, a baseline for CI, and empty inputs, as an
+// operator runs them.
+TEST(NeatCli, AuditReadsSeveralFilesFiltersComparesAndSaysNoEvents) {
+  const std::string header = R"({"neat_trace":1,"run":"r1","part":0})"
+                             "\n";
+  auto line = [](const char* edge, int frame, int bytes, long long ts) {
+    return std::string(R"({"kind":"pack","reason":"stride_mismatch","bytes":)") +
+           std::to_string(bytes) + ",\"frame\":" + std::to_string(frame) +
+           ",\"ts_ns\":" + std::to_string(ts) + ",\"edge\":\"" + edge + "\",\"stage\":\"s\"}\n";
+  };
+  std::string old_run = header, new_run = header, rotated = header;
+  for (int f = 0; f < 5; ++f) {
+    old_run += line("cam->pre", f, 100, 1795456800000000000LL + f * 1000000000LL);
+    new_run += line("cam->pre", f, 100, 1795456800000000000LL + f * 1000000000LL);
+    rotated += line("pre->out", f, 10, 1795456800000000000LL + f * 1000000000LL);
+  }
+  const std::string a = write("old.jsonl", old_run);
+  const std::string b = write("new.jsonl", new_run);
+  const std::string c = write("new.jsonl.1", rotated);
+  const CliRun both = run("audit " + b + " " + c);
+  EXPECT_EQ(both.status, 0) << both.out;
+  EXPECT_NE(both.out.find("total: 10 conversions"), std::string::npos) << both.out;
+  const CliRun edge = run("audit --edge 'pre->out' " + b + " " + c);
+  EXPECT_NE(edge.out.find("total: 5 conversions"), std::string::npos) << edge.out;
+  const CliRun since = run("audit --since 2026-11-23T18:00:03Z " + b);
+  EXPECT_NE(since.out.find("total: 2 conversions"), std::string::npos) << since.out;
+  const CliRun until = run("audit --since @1795456800 --until 2026-11-23T18:00:01Z " + b);
+  EXPECT_NE(until.out.find("total: 1 conversions"), std::string::npos) << until.out;
+  const CliRun nothing = run("audit --stage nobody " + b);
+  EXPECT_EQ(nothing.status, 0) << nothing.out;
+  EXPECT_NE(nothing.out.find("no events: none of the 5 event(s) read matches the filter"),
+            std::string::npos)
+      << nothing.out;
+  EXPECT_EQ(run("audit --since yesterday " + b).status, 2);
+  EXPECT_EQ(run("audit --since @10 --until @5 " + b).status, 2);
+
+  // The baseline: the same copies pass; a new edge copying fails CI with exit 3.
+  const CliRun same = run("audit --baseline " + a + " " + b);
+  EXPECT_EQ(same.status, 0) << same.out;
+  EXPECT_NE(same.out.find("same     cam->pre"), std::string::npos) << same.out;
+  const CliRun worse = run("audit --baseline " + a + " " + b + " " + c);
+  EXPECT_EQ(worse.status, 3) << worse.out;
+  EXPECT_NE(worse.out.find("started  pre->out"), std::string::npos) << worse.out;
+  EXPECT_NE(worse.out.find("edge 'pre->out', stage 's': started pack conversions"),
+            std::string::npos)
+      << worse.out;
+  const CliRun json = run("audit --format json --baseline " + a + " " + b + " " + c);
+  EXPECT_NE(json.out.find("\"regressed\": true"), std::string::npos) << json.out;
+
+  // Empty: a file with nothing is an error; a traced run without conversions is not.
+  const std::string empty = write("empty.jsonl", "");
+  const CliRun e = run("audit " + empty);
+  EXPECT_EQ(e.status, 1) << e.out;
+  EXPECT_NE(e.out.find("no events in " + empty + ": empty, or not a neat trace"), std::string::npos)
+      << e.out;
+  const std::string quiet = write("quiet.jsonl", header);
+  const CliRun q = run("audit " + quiet);
+  EXPECT_EQ(q.status, 0) << q.out;
+  EXPECT_NE(q.out.find("the traced run(s) made no conversions"), std::string::npos) << q.out;
+  for (const auto& p : {a, b, c, empty, quiet})
+    std::filesystem::remove(p);
+}
+
+TEST(NeatCli, RunRotatesItsTraceAndAuditsEveryPart) {
+  const std::string trace =
+      (std::filesystem::temp_directory_path() / ("rot." + std::to_string(::getpid()) + ".jsonl"))
+          .string();
+  const CliRun r = run("run --quiet --policy trace --trace " + trace +
+                       " --trace-max-bytes 64k --trace-keep 20 'default frames=200 ! preprocess "
+                       "size=32x32 ! appsink'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("rotated part(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("total: 200 conversions"), std::string::npos) << r.out;
+  std::string parts = trace;
+  for (int i = 1; std::filesystem::exists(trace + "." + std::to_string(i)); ++i) {
+    EXPECT_LE(std::filesystem::file_size(trace + "." + std::to_string(i)), 64u * 1024);
+    parts += " " + trace + "." + std::to_string(i);
+  }
+  const CliRun a = run("audit " + parts);
+  EXPECT_EQ(a.status, 0) << a.out;
+  EXPECT_NE(a.out.find("total: 200 conversions"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("12.0 KiB"), std::string::npos) << "bytes per frame of 3x32x32 f32\n"
+                                                       << a.out;
+  EXPECT_EQ(run("run --trace-max-bytes 64k 'default ! appsink'").status, 2)
+      << "rotation needs --trace FILE";
+  for (int i = 0; i <= 20; ++i)
+    std::filesystem::remove(i == 0 ? trace : trace + "." + std::to_string(i));
+}
+
 TEST(NeatCli, MalformedTraceGivesExitStatus2WithTheLine) {
   const std::string path = write("bad.jsonl", std::string(kTrace) + "{\"kind\":\"pack\",\"reas");
   const CliRun r = run("audit " + path);
