@@ -63,3 +63,5 @@
 #include "neat/telemetry/event_sink.hpp"
 #include "neat/telemetry/jsonl_sink.hpp"
 #include "neat/telemetry/metrics.hpp"
+#include "neat/telemetry/metrics_server.hpp"
+#include "neat/telemetry/prometheus.hpp"
