@@ -57,9 +57,9 @@ std::string make_trace(std::int64_t events) {
         e == 1 ? "transfer" : "convert", e == 1 ? "model_input" : "normalize",
         e == 0 ? "true" : "false", 4915200 + e, e + 1, stages[e], edges[e],
         static_cast<long long>(i / 3), 300 + e);
-  out.write(line, n);
-}
-return path.string();
+    out.write(line, n);
+  }
+  return path.string();
 }
 
 std::int64_t count_newlines(const std::string& path) {
