@@ -1,10 +1,9 @@
 #include "neat/telemetry/metrics.hpp"
 
-#include "neat/telemetry/prometheus.hpp"
-
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
+
+#include "neat/telemetry/prometheus.hpp"
 
 namespace neat {
 

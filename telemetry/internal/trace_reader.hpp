@@ -1,0 +1,48 @@
+// Internal to telemetry (not installed): the trace reader the audit is
+// built on. scan_trace() reads a trace (JSON Lines streamed in 4 MiB chunks,
+// or a Chrome trace whole), parses each event with simdjson and hands it to a
+// callback as a RecordView whose strings point into the parser's buffer:
+// nothing is allocated or kept per event. trace_reader.cpp implements it;
+// audit.cpp aggregates what it hands on.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <istream>
+#include <string>
+#include <string_view>
+
+#include "neat/contract/error.hpp"
+#include "neat/telemetry/audit.hpp"
+
+namespace neat::detail {
+
+// One event as parsed: the strings point into the parser's buffer (valid
+// until the next document) so that reading allocates nothing per event.
+struct RecordView {
+  ConversionKind kind = ConversionKind::Pack;
+  ConversionReason reason = ConversionReason::UserRequest;
+  bool explicit_call = true;
+  std::int64_t bytes = 0, duration_ns = 0, timestamp_ns = 0, thread = 0, frame = -1, line = 0;
+  std::string_view policy, graph, stage, edge, operation, file, detail;
+  std::string_view run;  ///< the trace header's run id ("" without a header)
+};
+
+RecordView view_of(const AuditRecord& r);
+AuditRecord record_of(const RecordView& v);
+
+using OnRecord = std::function<void(const RecordView&)>;
+
+struct ScanCounts {
+  std::uint64_t events = 0, headers = 0;
+  std::string run;  ///< the last header's run id: the events after it belong to that run
+};
+
+/// Reads `in` (either format) and hands every event to `on_record`; the
+/// first malformed line stops it with an error naming `name` and the line.
+Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_record,
+                  ScanCounts& counts);
+/// FailedPrecondition for a directory given as a trace.
+Status check_trace_path(const std::string& path);
+
+}  // namespace neat::detail

@@ -1,0 +1,431 @@
+// The trace reader (internal/trace_reader.hpp) and the in-memory
+// read_trace() of audit.hpp.
+#include <simdjson.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "neat/telemetry/audit.hpp"
+#include "neat/telemetry/internal/trace_reader.hpp"
+
+namespace neat {
+namespace detail {
+
+RecordView view_of(const AuditRecord& r) {
+  RecordView v;
+  v.kind = r.kind;
+  v.reason = r.reason;
+  v.explicit_call = r.explicit_call;
+  v.bytes = r.bytes;
+  v.duration_ns = r.duration_ns;
+  v.timestamp_ns = r.timestamp_ns;
+  v.thread = r.thread;
+  v.frame = r.frame;
+  v.line = r.line;
+  v.policy = r.policy;
+  v.graph = r.graph;
+  v.stage = r.stage;
+  v.edge = r.edge;
+  v.operation = r.operation;
+  v.file = r.file;
+  v.detail = r.detail;
+  v.run = r.run;
+  return v;
+}
+
+AuditRecord record_of(const RecordView& v) {
+  AuditRecord r;
+  r.kind = v.kind;
+  r.reason = v.reason;
+  r.explicit_call = v.explicit_call;
+  r.bytes = v.bytes;
+  r.duration_ns = v.duration_ns;
+  r.timestamp_ns = v.timestamp_ns;
+  r.thread = v.thread;
+  r.frame = v.frame;
+  r.line = v.line;
+  r.policy = v.policy;
+  r.graph = v.graph;
+  r.stage = v.stage;
+  r.edge = v.edge;
+  r.operation = v.operation;
+  r.file = v.file;
+  r.detail = v.detail;
+  r.run = v.run;
+  return r;
+}
+
+namespace {
+
+using nlohmann::json;
+
+const char* type_name(simdjson::dom::element_type t) {
+  using T = simdjson::dom::element_type;
+  switch (t) {
+    case T::ARRAY:
+      return "array";
+    case T::OBJECT:
+      return "object";
+    case T::INT64:
+    case T::UINT64:
+    case T::DOUBLE:
+      return "number";
+    case T::STRING:
+      return "string";
+    case T::BOOL:
+      return "boolean";
+    case T::NULL_VALUE:
+      return "null";
+  }
+  return "value";
+}
+
+// A double as the trace wrote it, near enough for an error message.
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+enum class Parsed { Event, Header };
+
+// Where an error is: built only when there is one.
+using Where = std::function<std::string()>;
+
+// Where simdjson refused a text, in the words of a parser that says where:
+// the byte offset nlohmann's parser stops at (only on this error path).
+std::string json_problem(std::string_view text, simdjson::error_code e) {
+  try {
+    (void)json::parse(text.begin(), text.end()).is_null();
+  } catch (const json::parse_error& pe) {
+    return "column " + std::to_string(pe.byte) +
+           ": not valid JSON (truncated or corrupt line): " + pe.what();
+  } catch (const json::exception& je) {
+    return std::string("unreadable value: ") + je.what();
+  }
+  return std::string("not valid JSON: ") + simdjson::error_message(e);
+}
+
+// Reads one event object's fields into `r` (unknown fields are skipped:
+// src, dst, function, ...). A header object ({"neat_trace": ...}) is not an event.
+Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, const Where& where) {
+  using T = simdjson::dom::element_type;
+  r = RecordView{};
+  bool have_kind = false, have_reason = false, have_bytes = false, header = false;
+  std::string_view kind_text, reason_text;
+  for (const auto field : obj) {
+    const std::string_view key = field.key;
+    const simdjson::dom::element v = field.value;
+    const T t = v.type();
+    auto want_string = [&](std::string_view& out) -> Status {
+      if (t != T::STRING) {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" must be a string, found " + type_name(t));
+      }
+      out = v.get_string().value_unsafe();
+      return {};
+    };
+    auto want_integer = [&](std::int64_t& out, std::int64_t min) -> Status {
+      if (t == T::DOUBLE) {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" must be an integer, found the number " +
+                                number_text(v.get_double().value_unsafe()));
+      }
+      if (t == T::UINT64) {
+        const std::uint64_t u = v.get_uint64().value_unsafe();
+        if (u > static_cast<std::uint64_t>(INT64_MAX)) {
+          return invalid_argument(where() + ": field \"" + std::string(key) +
+                                  "\" = " + std::to_string(u) + " is out of range");
+        }
+        out = static_cast<std::int64_t>(u);
+      } else if (t == T::INT64) {
+        out = v.get_int64().value_unsafe();
+      } else {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" must be an integer, found " + type_name(t));
+      }
+      if (out < min) {
+        return invalid_argument(where() + ": field \"" + std::string(key) +
+                                "\" = " + std::to_string(out) + " is negative");
+      }
+      return {};
+    };
+    Status st;
+    if (key == "kind") {
+      st = want_string(kind_text);
+      have_kind = true;
+    } else if (key == "reason") {
+      st = want_string(reason_text);
+      have_reason = true;
+    } else if (key == "bytes") {
+      st = want_integer(r.bytes, 0);
+      have_bytes = true;
+    } else if (key == "duration_ns") {
+      st = want_integer(r.duration_ns, 0);
+    } else if (key == "frame") {
+      st = want_integer(r.frame, -1);
+    } else if (key == "line") {
+      st = want_integer(r.line, 0);
+    } else if (key == "ts_ns") {
+      st = want_integer(r.timestamp_ns, 0);
+    } else if (key == "thread") {
+      st = want_integer(r.thread, 0);
+    } else if (key == "explicit") {
+      if (t != T::BOOL)
+        return invalid_argument(where() + ": field \"explicit\" must be true or false");
+      r.explicit_call = v.get_bool().value_unsafe();
+    } else if (key == "policy") {
+      st = want_string(r.policy);
+    } else if (key == "graph") {
+      st = want_string(r.graph);
+    } else if (key == "stage") {
+      st = want_string(r.stage);
+    } else if (key == "edge") {
+      st = want_string(r.edge);
+    } else if (key == "operation") {
+      st = want_string(r.operation);
+    } else if (key == "file") {
+      st = want_string(r.file);
+    } else if (key == "detail") {
+      st = want_string(r.detail);
+    } else if (key == "neat_trace") {
+      header = true;
+    } else if (key == "run" && t == T::STRING) {
+      r.run = v.get_string().value_unsafe();
+    }
+    if (!st.ok()) return st.error();
+  }
+  if (header) return Parsed::Header;
+  if (!have_kind) return invalid_argument(where() + ": missing field \"kind\"");
+  if (!have_reason) return invalid_argument(where() + ": missing field \"reason\"");
+  if (!have_bytes) return invalid_argument(where() + ": missing field \"bytes\"");
+  const auto k = parse_conversion_kind(kind_text);
+  if (!k) {
+    return invalid_argument(where() + ": unknown kind \"" + std::string(kind_text) +
+                            "\" (pack, convert, transfer, view, reinterpret)");
+  }
+  const auto rs = parse_conversion_reason(reason_text);
+  if (!rs)
+    return invalid_argument(where() + ": unknown reason \"" + std::string(reason_text) + "\"");
+  r.kind = *k;
+  r.reason = *rs;
+  return Parsed::Event;
+}
+
+// simdjson's number errors, in the trace's terms.
+Error parse_failure(const Where& where, std::string_view text, simdjson::error_code e) {
+  if (e == simdjson::NUMBER_ERROR) {  // an integer beyond 64 bits, or a double beyond range
+    return invalid_argument(where() +
+                            ": a number must be an integer of at most 64 bits, found one out of "
+                            "range");
+  }
+  return invalid_argument(where() + ", " + json_problem(text, e));
+}
+
+// One JSON Lines line (its bytes are followed by at least SIMDJSON_PADDING
+// readable bytes).
+Status scan_line(simdjson::dom::parser& parser, const char* data, std::size_t size,
+                 std::string_view name, std::int64_t line_no, const OnRecord& on_record,
+                 ScanCounts& counts) {
+  const Where where = [&] { return std::string(name) + " line " + std::to_string(line_no); };
+  simdjson::dom::element doc;
+  if (auto e = parser.parse(data, size, false).get(doc))
+    return parse_failure(where, std::string_view(data, size), e);
+  if (doc.type() != simdjson::dom::element_type::OBJECT)
+    return invalid_argument(where() + ": expected an object, found " + type_name(doc.type()));
+  RecordView r;
+  NEAT_ASSIGN_OR_RETURN(Parsed p, parse_event(doc.get_object().value_unsafe(), r, where));
+  if (p == Parsed::Header) {
+    ++counts.headers;
+    counts.run.assign(r.run);
+  } else {
+    ++counts.events;
+    r.run = counts.run;
+    on_record(r);
+  }
+  return {};
+}
+
+bool blank(const char* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r') return false;
+  }
+  return true;
+}
+
+constexpr std::size_t kChunk = std::size_t{4} << 20;
+constexpr std::size_t kMaxLine = std::size_t{256} << 20;
+constexpr std::size_t kPadding = simdjson::SIMDJSON_PADDING;
+
+// JSON Lines, streamed: `buffer` holds [0, have) already read (format detection).
+Status scan_jsonl(std::istream& in, std::string_view name, std::vector<char>& buffer,
+                  std::size_t have, const OnRecord& on_record, ScanCounts& counts) {
+  simdjson::dom::parser parser;
+  std::int64_t line_no = 0;
+  std::size_t start = 0;  // first byte not yet consumed
+  bool eof = !in;
+  for (;;) {
+    // Every complete line in [start, have): the bytes after each (the next
+    // lines, then the buffer's spare room) are its padding.
+    for (;;) {
+      const void* nl = std::memchr(buffer.data() + start, '\n', have - start);
+      if (nl == nullptr) break;
+      const std::size_t end =
+          static_cast<std::size_t>(static_cast<const char*>(nl) - buffer.data());
+      ++line_no;
+      if (!blank(buffer.data() + start, end - start)) {
+        NEAT_RETURN_IF_ERROR(scan_line(parser, buffer.data() + start, end - start, name, line_no,
+                                       on_record, counts));
+      }
+      start = end + 1;
+    }
+    if (eof) break;
+    // Keep the partial line, read more behind it.
+    std::memmove(buffer.data(), buffer.data() + start, have - start);
+    have -= start;
+    start = 0;
+    if (buffer.size() - have < kChunk + kPadding) {
+      if (have > kMaxLine) {
+        return invalid_argument(std::string(name) + " line " + std::to_string(line_no + 1) +
+                                ": longer than " + std::to_string(kMaxLine >> 20) +
+                                " MiB without a newline (not a JSON Lines trace)");
+      }
+      buffer.resize(have + kChunk + kPadding);
+    }
+    in.read(buffer.data() + have, static_cast<std::streamsize>(kChunk));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    have += got;
+    if (in.bad()) return failed_precondition("cannot read trace '" + std::string(name) + "'");
+    if (got == 0 || !in) eof = true;
+  }
+  if (start < have && !blank(buffer.data() + start, have - start)) {  // a last line without '\n'
+    ++line_no;
+    NEAT_RETURN_IF_ERROR(
+        scan_line(parser, buffer.data() + start, have - start, name, line_no, on_record, counts));
+  }
+  return {};
+}
+
+// A Chrome trace (one JSON document): its "X" slices' args are the events.
+Status scan_chrome(const simdjson::padded_string& text, std::string_view name,
+                   const OnRecord& on_record, ScanCounts& counts) {
+  using T = simdjson::dom::element_type;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto e = parser.parse(text).get(doc)) {
+    if (e == simdjson::NUMBER_ERROR) {
+      return parse_failure([&] { return std::string(name); }, text, e);
+    }
+    try {
+      (void)json::parse(text.data(), text.data() + text.size()).is_null();
+    } catch (const json::parse_error& pe) {
+      return invalid_argument(std::string(name) + " at byte offset " + std::to_string(pe.byte) +
+                              ": not valid JSON (truncated or corrupt trace): " + pe.what());
+    } catch (const json::exception& je) {
+      return invalid_argument(std::string(name) + ": unreadable value: " + je.what());
+    }
+    return invalid_argument(std::string(name) + ": not valid JSON: " + simdjson::error_message(e));
+  }
+  simdjson::dom::array events;
+  if (doc.type() == T::OBJECT) {
+    simdjson::dom::element te;
+    if (doc.get_object().value_unsafe().at_key("traceEvents").get(te))
+      return invalid_argument(std::string(name) + ": a Chrome trace object needs \"traceEvents\"");
+    if (te.get_array().get(events))
+      return invalid_argument(std::string(name) + ": \"traceEvents\" must be an array");
+  } else if (doc.type() == T::ARRAY) {
+    events = doc.get_array().value_unsafe();
+  } else {
+    return invalid_argument(std::string(name) +
+                            ": expected a Chrome trace (an object with \"traceEvents\", or an "
+                            "array), found " +
+                            type_name(doc.type()));
+  }
+  std::size_t index = 0;
+  for (const simdjson::dom::element ev : events) {
+    const std::size_t i = index++;
+    const Where where = [&] { return std::string(name) + " event #" + std::to_string(i); };
+    simdjson::dom::object obj;
+    if (ev.get_object().get(obj)) return invalid_argument(where() + ": expected an object");
+    std::string_view ph;
+    if (obj.at_key("ph").get_string().get(ph))
+      return invalid_argument(where() + ": missing string field \"ph\"");
+    if (ph != "X") continue;  // metadata and counters
+    simdjson::dom::object args;
+    if (obj.at_key("args").get_object().get(args))
+      return invalid_argument(where() + ": a conversion slice needs \"args\"");
+    RecordView r;
+    NEAT_ASSIGN_OR_RETURN(Parsed p, parse_event(args, r, [&] { return where() + " args"; }));
+    if (p == Parsed::Event) {
+      ++counts.events;
+      on_record(r);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+// Reads `in` (either format) and hands every event to `on_record`.
+Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_record,
+                  ScanCounts& counts) {
+  std::vector<char> buffer(kChunk + kPadding);
+  in.read(buffer.data(), static_cast<std::streamsize>(kChunk));
+  std::size_t have = static_cast<std::size_t>(in.gcount());
+  if (in.bad()) return failed_precondition("cannot read trace '" + std::string(name) + "'");
+  std::size_t first = 0;
+  while (first < have && (buffer[first] == ' ' || buffer[first] == '\t' || buffer[first] == '\r' ||
+                          buffer[first] == '\n')) {
+    ++first;
+  }
+  if (first == have && !in) return {};  // nothing at all
+  bool chrome = false;
+  if (first < have) {
+    const std::string_view head(buffer.data() + first, have - first);
+    const auto te = head.find("\"traceEvents\"");
+    chrome =
+        head[0] == '[' || (head[0] == '{' && te != std::string_view::npos && head.find('\n') > te);
+  }
+  if (!chrome) return scan_jsonl(in, name, buffer, have, on_record, counts);
+  // A Chrome trace is one document: read it whole.
+  std::string text(buffer.data(), have);
+  text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const simdjson::padded_string padded(text);
+  return scan_chrome(padded, name, on_record, counts);
+}
+
+Status check_trace_path(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return failed_precondition("trace '" + path +
+                               "' is a directory; give a trace file (JSON Lines from --trace, or "
+                               "a Chrome trace from --chrome)");
+  }
+  return {};
+}
+
+}  // namespace detail
+
+Result<std::vector<AuditRecord>> read_trace(std::istream& in, std::string_view name) {
+  using namespace detail;
+  std::vector<AuditRecord> out;
+  ScanCounts counts;
+  NEAT_RETURN_IF_ERROR(scan_trace(
+      in, name, [&](const RecordView& r) { out.push_back(record_of(r)); }, counts));
+  return out;
+}
+
+Result<std::vector<AuditRecord>> read_trace_file(const std::string& path) {
+  using detail::check_trace_path;
+  NEAT_RETURN_IF_ERROR(check_trace_path(path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return failed_precondition("cannot open trace '" + path + "': " + std::strerror(errno));
+  return read_trace(in, path);
+}
+
+}  // namespace neat
