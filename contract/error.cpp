@@ -21,6 +21,8 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "internal";
     case ErrorCode::Unavailable:
       return "unavailable";
+    case ErrorCode::Cancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -67,6 +69,9 @@ Error internal_error(std::string message) {
 }
 Error unavailable(std::string message) {
   return Error(ErrorCode::Unavailable, std::move(message));
+}
+Error cancelled_error(std::string message) {
+  return Error(ErrorCode::Cancelled, std::move(message));
 }
 
 Error os_error(std::string_view what, int errnum) {

@@ -25,6 +25,7 @@ enum class ErrorCode : std::uint8_t {
   ResourceExhausted = 5,   ///< memory or another resource could not be obtained
   Internal = 6,            ///< a NeatTensor bug: please report it
   Unavailable = 7,  ///< a backend or device this machine does not have (no /dev/dma_heap, no EGL)
+  Cancelled = 8,    ///< stopped on request (a signal, a stop flag) before it completed
 };
 
 /// Stable lowercase name of a code, e.g. "invalid_argument".
@@ -155,6 +156,7 @@ Error unimplemented(std::string message);
 Error resource_exhausted(std::string message);
 Error internal_error(std::string message);
 Error unavailable(std::string message);
+Error cancelled_error(std::string message);
 /// A failed system call: "<what>: <strerror> (ENAME, errno N)", typed by errno
 /// (ENOMEM/EMFILE/ENFILE/ENOSPC/EAGAIN -> ResourceExhausted; ENOENT/ENODEV/
 /// ENXIO/EACCES/EPERM/ENOSYS -> Unavailable; EBADF/EINVAL -> InvalidArgument;

@@ -213,6 +213,14 @@ namespace {
 using R = ElementRole;
 using T = PropertyType;
 
+GstSourceOptions gst_source_options(const PipelineOptions& o) {
+  GstSourceOptions so;
+  so.first_frame_timeout = o.first_frame_timeout;
+  so.timeout_setting = o.timeout_setting;
+  so.cancelled = o.cancelled;
+  return so;
+}
+
 PropertySpec prop(std::string name, PropertyType type, std::string default_value, std::string help,
                   std::vector<std::string> choices = {}) {
   PropertySpec p;
@@ -290,7 +298,8 @@ std::vector<ElementSpec> make_registry() {
                                    list + ")");
                    }
                  }
-                 return source(gst_source(default_gst_source_description(frames, pattern)));
+                 return source(gst_source(default_gst_source_description(frames, pattern),
+                                          gst_source_options(a.options())));
                }});
   r.push_back(
       {"file",
@@ -309,7 +318,7 @@ std::vector<ElementSpec> make_registry() {
            escaped += c;
          }
          std::string description = "filesrc location=\"" + escaped + "\" ! decodebin";
-         GstSourceOptions so;
+         GstSourceOptions so = gst_source_options(a.options());
          if (f != PixelFormat::None) {
            description += " ! videoconvert name=file_convert ! video/x-raw,format=" +
                           std::string(to_string(f));
@@ -343,7 +352,9 @@ std::vector<ElementSpec> make_registry() {
                "by an appsrc)",
                {},
                [](ElementArgs& a, ElementRole role) -> Result<BuiltElement> {
-                 if (role == ElementRole::Source) return source(gst_source(a.element().gst));
+                 if (role == ElementRole::Source) {
+                   return source(gst_source(a.element().gst, gst_source_options(a.options())));
+                 }
                  BuiltElement b;
                  b.sink = gst_appsrc_sink(a.element().gst);
                  return b;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,6 +44,12 @@ struct PipelineOptions {
   std::optional<ConversionPolicy> policy;  ///< the graph's policy
   /// Frames of the `default` source (videotestsrc num-buffers).
   std::int64_t default_frames = 300;
+  /// GStreamer sources (gst:, file, default): how long build() waits for the
+  /// first frame, how the user sets it (named in the timeout's message), and a
+  /// flag polled while waiting (GstSourceOptions).
+  std::chrono::milliseconds first_frame_timeout = std::chrono::seconds(20);
+  std::string timeout_setting = "PipelineOptions::first_frame_timeout";
+  std::function<bool()> cancelled;
 };
 
 /// "pipeline: <what> (column N)\n  <text>\n  <caret>": an InvalidArgument error

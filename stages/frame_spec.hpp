@@ -25,6 +25,13 @@ struct FrameSpec {
   Device device = kCpu;
   bool contiguous = true;
   Colorimetry colorimetry{};  ///< YUV images: the colour standard, as far as known
+  /// The stream's nominal frame rate, fps_n / fps_d frames per second (0/1:
+  /// unknown or variable). Set by sources that know it (a GStreamer source,
+  /// from its caps); kept through stages and edge conversions unless a stage
+  /// sets its own; a gst: sink announces it in its caps. Each frame's own
+  /// timestamps travel in its FrameMeta.
+  int fps_n = 0;
+  int fps_d = 1;
 
   bool is_image() const noexcept { return format != PixelFormat::None; }
   /// Bytes of one frame's elements (planes included).

@@ -89,6 +89,9 @@ struct NodePlan {
   int pool_buffers = 0;
   /// Sources and sinks: conversions inside the node on every frame (GStreamer elements).
   std::vector<InnerConversion> inside;
+  /// False for sinks in a plan from GraphBuilder::plan(): checked, not opened
+  /// (what a GStreamer sink converts inside is known once its pipeline starts).
+  bool opened = true;
 };
 
 struct EdgePlan {
@@ -256,6 +259,12 @@ class GraphBuilder {
   /// Checks the whole graph and plans every edge (see the file comment).
   /// Consumes the builder's nodes.
   Result<Graph> build();
+  /// The plan build() would make, without side effects on the outside: the
+  /// sources prepare and are closed again (a GStreamer source prerolls: it
+  /// reads, it writes nothing), every sink only checks what it would receive
+  /// (Sink::check): no file is opened or truncated, no pipeline downstream
+  /// starts. The builder keeps its nodes; build() may follow. `neat explain`.
+  Result<GraphPlan> plan();
 
   struct Impl;
 

@@ -23,6 +23,7 @@ std::string GraphPlan::explain() const {
     if (n.policy) line += "  (policy " + std::string(to_string(*n.policy)) + ")";
     if (n.kind == NodeKind::Stage) line += "  [pool " + std::to_string(n.pool_buffers) + "]";
     out += line + "\n";
+    if (!n.opened) out += "      checked, not opened: a plan writes nothing\n";
     for (const auto& c : n.inside) {
       out += "      inside: " + c.element + " " + std::string(to_string(c.kind)) + " (" +
              std::string(to_string(c.reason)) + ") " + c.what + ": " + bytes_text(c.bytes_written) +

@@ -2,6 +2,7 @@
 #include "neat/stages/graph.hpp"
 
 #include <map>
+#include <optional>
 
 #include "neat/kernels/color.hpp"
 #include "neat/policy/policy.hpp"
@@ -18,6 +19,13 @@ namespace {
 // the built-in stages that perform them, and what the consumer then receives
 // (each stage's own output_spec() says so: one rule per conversion, in the
 // stage). An error when no conversion leads there.
+// A stage that says nothing of the frame rate keeps its input's.
+void keep_rate(FrameSpec& next, const FrameSpec& in) {
+  if (next.fps_n != 0) return;
+  next.fps_n = in.fps_n;
+  next.fps_d = in.fps_d;
+}
+
 Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, const Accepts& a,
                                                         std::string_view consumer, FrameSpec& out) {
   std::vector<PlannedConversion> list;
@@ -29,6 +37,7 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
     PlannedConversion c;
     c.fix = "insert `" + stage->describe() + "` " + before;  // its pipeline syntax, as planned
     NEAT_ASSIGN_OR_RETURN(FrameSpec next, stage->output_spec(out));
+    keep_rate(next, out);
     c.kind = kind;
     c.reason = reason;
     c.what = std::move(what);
@@ -173,8 +182,10 @@ namespace {
 // thrown: build() reports all of them at once.
 class Planner {
  public:
-  explicit Planner(GraphBuilder::Impl& b)
+  // open_sinks false: plan only (GraphBuilder::plan()): sinks check instead of prepare.
+  Planner(GraphBuilder::Impl& b, bool open_sinks)
       : b_(b),
+        open_sinks_(open_sinks),
         n_(b.nodes.size()),
         outs_(n_),
         in_edge_(n_, -1),
@@ -184,6 +195,21 @@ class Planner {
         problems_(b.problems) {}
 
   Result<Graph> run() {
+    NEAT_RETURN_IF_ERROR(make_plan());
+    NEAT_ASSIGN_OR_RETURN(std::vector<RuleRegistration> rules, register_rules());
+    return make_runtime(std::move(rules));
+  }
+
+  // The plan alone: the sources are closed again, the builder keeps its nodes.
+  Result<GraphPlan> plan_only() {
+    const Status st = make_plan();
+    close_sources();
+    if (!st.ok()) return st.error();
+    return std::move(plan_);
+  }
+
+ private:
+  Status make_plan() {
     check_connections();
     order_nodes();
     if (!problems_.empty()) return fail();
@@ -191,16 +217,18 @@ class Planner {
     plan_.policy = b_.policy.value_or(process_policy());
     for (int idx : order_)
       plan_node(static_cast<std::size_t>(idx));
+    if (cancelled_) {  // stopped on request: not a problem of the graph
+      close_sources();
+      return cancelled_->with_context("graph '" + b_.name + "'");
+    }
     if (!problems_.empty()) {
       close_sources();
       return fail();
     }
     size_pools(plan_, order_, b_.nodes);
-    NEAT_ASSIGN_OR_RETURN(std::vector<RuleRegistration> rules, register_rules());
-    return make_runtime(std::move(rules));
+    return {};
   }
 
- private:
   // Every stage and sink has one input, every source and stage an output.
   void check_connections() {
     if (n_ == 0) problems_.push_back("the graph has no nodes");
@@ -271,6 +299,10 @@ class Planner {
       s = d.source->prepare();
     }
     np.description = d.source->describe();  // after prepare(): what it negotiated
+    if (!s.ok() && s.error().code() == ErrorCode::Cancelled) {
+      cancelled_ = s.error().with_context("source '" + d.name + "'");
+      return;
+    }
     if (!s.ok()) {
       problems_.push_back("source '" + d.name + "': " + s.error().message());
       return;
@@ -283,6 +315,7 @@ class Planner {
   // A stage or sink: its input edge is planned, then its own output.
   void plan_consumer(NodeDecl& d, std::size_t i, NodePlan& np) {
     np.policy = d.options.policy;
+    np.opened = d.kind != NodeKind::Sink || open_sinks_;
     const auto& edge = b_.edges[static_cast<std::size_t>(in_edge_[i])];
     const auto producer = static_cast<std::size_t>(b_.find(edge.from));
     if (spec_ok_[producer]) {
@@ -294,9 +327,12 @@ class Planner {
             problems_.push_back("stage '" + d.name + "': " + out.error().message());
           } else {
             spec_[i] = *out;
+            keep_rate(spec_[i], ep.consumed);
             spec_ok_[i] = true;
           }
-        } else if (Status st = d.sink->prepare(ep.consumed); !st.ok()) {
+        } else if (Status st =
+                       open_sinks_ ? d.sink->prepare(ep.consumed) : d.sink->check(ep.consumed);
+                   !st.ok()) {
           problems_.push_back("sink '" + d.name + "': " + st.error().message());
         }
       }
@@ -394,6 +430,7 @@ class Planner {
   }
 
   GraphBuilder::Impl& b_;
+  bool open_sinks_;
   std::size_t n_;
   std::vector<std::vector<int>> outs_;
   std::vector<int> in_edge_;
@@ -402,13 +439,18 @@ class Planner {
   std::vector<bool> spec_ok_;
   std::vector<int> edge_index_;
   std::vector<std::string> problems_;
+  std::optional<Error> cancelled_;  // a source gave up on request (GstSourceOptions::cancelled)
   GraphPlan plan_;
 };
 
 }  // namespace
 
 Result<Graph> GraphBuilder::build() {
-  return Planner(*impl_).run();
+  return Planner(*impl_, true).run();
+}
+
+Result<GraphPlan> GraphBuilder::plan() {
+  return Planner(*impl_, false).plan_only();
 }
 
 }  // namespace neat

@@ -22,15 +22,13 @@ namespace {
 using detail::for_each_element;
 using detail::GstRef;
 
-// GStreamer's error message on the bus (if any), with the element's name.
-std::string bus_error(GstElement* pipeline, GstClockTime wait = 0) {
-  GstRef<GstBus> bus(gst_element_get_bus(pipeline));
-  GstRef<GstMessage> msg(gst_bus_timed_pop_filtered(bus.get(), wait, GST_MESSAGE_ERROR));
-  if (!msg) return {};
+// "element: message (debug)": GStreamer's own text of an error message.
+std::string error_text(GstMessage* msg) {
   GstRef<GError> err;
   GstRef<gchar> debug;
-  gst_message_parse_error(msg.get(), err.out(), debug.out());
-  std::string out = GST_OBJECT_NAME(GST_MESSAGE_SRC(msg.get()));
+  gst_message_parse_error(msg, err.out(), debug.out());
+  std::string out;
+  if (GstRef<gchar> name(gst_object_get_name(GST_MESSAGE_SRC(msg))); name) out = name.get();
   out += ": ";
   out += err ? err->message : "error";
   if (debug) {
@@ -39,6 +37,14 @@ std::string bus_error(GstElement* pipeline, GstClockTime wait = 0) {
     out += ")";
   }
   return out;
+}
+
+// GStreamer's error message on the bus (if any), with the element's name.
+std::string bus_error(GstElement* pipeline, GstClockTime wait = 0) {
+  GstRef<GstBus> bus(gst_element_get_bus(pipeline));
+  GstRef<GstMessage> msg(gst_bus_timed_pop_filtered(bus.get(), wait, GST_MESSAGE_ERROR));
+  if (!msg) return {};
+  return error_text(msg.get());
 }
 
 Result<GstRef<GstElement>> parse(const std::string& description, std::string_view what) {
@@ -77,6 +83,10 @@ Result<FrameSpec> spec_from_caps(GstCaps* caps, std::string_view what) {
   FrameSpec s =
       FrameSpec::image(*format, GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info));
   if (is_planar(*format)) s.colorimetry = gst_caps_colorimetry(caps);  // what each frame carries
+  if (GST_VIDEO_INFO_FPS_N(&info) > 0 && GST_VIDEO_INFO_FPS_D(&info) > 0) {
+    s.fps_n = GST_VIDEO_INFO_FPS_N(&info);
+    s.fps_d = GST_VIDEO_INFO_FPS_D(&info);
+  }
   // Padded rows (e.g. I420 at width 1918) make the frames non-contiguous.
   for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&info); ++p) {
     const std::int64_t packed = static_cast<std::int64_t>(GST_VIDEO_INFO_COMP_WIDTH(&info, p)) *
@@ -250,6 +260,8 @@ class GstSource final : public Source {
   std::string describe() const override { return "gst \"" + description_ + "\""; }
 
   Result<FrameSpec> prepare() override {
+    close();  // prepare() again (after GraphBuilder::plan()) starts afresh
+    playing_ = empty_ = false;
     NEAT_ASSIGN_OR_RETURN(pipeline_, parse(description_, "gst source"));
     sink_ = find_element(pipeline_.get(), [](GstElement* e) { return GST_IS_APP_SINK(e) != 0; });
     if (sink_ == nullptr) {
@@ -265,16 +277,15 @@ class GstSource final : public Source {
         return failure("cannot start");
       }
       playing_ = true;
-      first_.reset(gst_app_sink_try_pull_sample(
-          GST_APP_SINK(sink_),
-          static_cast<GstClockTime>(options_.preroll_timeout.count()) * GST_MSECOND));
-      if (!first_) return failure("no first frame");
+      NEAT_RETURN_IF_ERROR(wait_for_first_frame([this](GstClockTime slice) {
+        first_.reset(gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), slice));
+        return first_.get() != nullptr;
+      }));
     } else {
-      const auto wait = static_cast<GstClockTime>(options_.preroll_timeout.count()) * GST_MSECOND;
-      if (gst_element_get_state(pipeline_.get(), nullptr, nullptr, wait) !=
-          GST_STATE_CHANGE_SUCCESS) {
-        return failure("did not preroll");
-      }
+      NEAT_RETURN_IF_ERROR(wait_for_first_frame([this](GstClockTime slice) {
+        return gst_element_get_state(pipeline_.get(), nullptr, nullptr, slice) ==
+               GST_STATE_CHANGE_SUCCESS;
+      }));
       first_.reset(gst_app_sink_try_pull_preroll(GST_APP_SINK(sink_), 0));
       if (!first_) {
         if (gst_app_sink_is_eos(GST_APP_SINK(sink_))) {
@@ -333,6 +344,34 @@ class GstSource final : public Source {
   }
 
  private:
+  // Waits for the first frame in 100 ms slices (`arrived(slice)` waits one):
+  // bounded by first_frame_timeout, given up when `cancelled` says so, ended
+  // early by an error on the bus.
+  template <class Arrived>
+  Status wait_for_first_frame(Arrived arrived) {
+    constexpr GstClockTime kSlice = 100 * GST_MSECOND;
+    const auto deadline = std::chrono::steady_clock::now() + options_.first_frame_timeout;
+    for (;;) {
+      if (arrived(kSlice)) return {};
+      if (std::string e = bus_error(pipeline_.get()); !e.empty()) {
+        return failed_precondition("gst source \"" + description_ + "\" failed: " + e);
+      }
+      if (options_.cancelled && options_.cancelled()) {
+        return cancelled_error("gst source \"" + description_ +
+                               "\": stopped while waiting for the first frame");
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        const auto ms = options_.first_frame_timeout.count();
+        return failure(
+            "sent no first frame within " +
+            (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
+            " (" + options_.timeout_setting +
+            "): is the source live and connected? a camera or network source may "
+            "need longer");
+      }
+    }
+  }
+
   Error failure(std::string_view what) {
     std::string e = bus_error(pipeline_.get(), 100 * GST_MSECOND);
     return failed_precondition("gst source \"" + description_ + "\" " + std::string(what) +
@@ -359,7 +398,10 @@ class GstAppsrcSink final : public Sink {
     if (description_.rfind("appsrc", 0) != 0) description_ = "appsrc ! " + description_;
   }
   ~GstAppsrcSink() override {
-    if (pipeline_.get()) gst_element_set_state(pipeline_.get(), GST_STATE_NULL);
+    if (!pipeline_.get()) return;
+    gst_element_set_state(pipeline_.get(), GST_STATE_NULL);  // joins the streaming threads
+    const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
+    gst_bus_set_sync_handler(bus.get(), nullptr, nullptr, nullptr);
   }
   std::string_view kind() const noexcept override { return "gst"; }
   std::string describe() const override { return "gst \"" + description_ + "\""; }
@@ -377,28 +419,35 @@ class GstAppsrcSink final : public Sink {
     return a;
   }
 
+  // Parses the description and asks the element after the appsrc whether it
+  // takes these frames; nothing changes state, so nothing is opened or written.
+  Status check(const FrameSpec& input) const override {
+    NEAT_ASSIGN_OR_RETURN(GstRef<GstElement> pipeline, parse(description_, "gst sink"));
+    GstElement* src = nullptr;
+    NEAT_ASSIGN_OR_RETURN(GstRef<GstCaps> caps, appsrc_caps(pipeline.get(), input, &src));
+    return check_downstream_accepts(src, caps.get());
+  }
+
   Status prepare(const FrameSpec& input) override {
     NEAT_ASSIGN_OR_RETURN(pipeline_, parse(description_, "gst sink"));
-    src_ = find_element(pipeline_.get(), [](GstElement* e) { return GST_IS_APP_SRC(e) != 0; });
-    if (src_ == nullptr)
-      return invalid_argument("gst sink: \"" + description_ + "\" has no appsrc");
-    NEAT_ASSIGN_OR_RETURN(GstCaps * new_caps,
-                          gst_caps_for(ImageSpec{input.format, input.width, input.height,
-                                                 Layout::None, input.colorimetry},
-                                       options_.fps_n, options_.fps_d));
-    const GstRef<GstCaps> caps(new_caps);
+    NEAT_ASSIGN_OR_RETURN(GstRef<GstCaps> caps, appsrc_caps(pipeline_.get(), input, &src_));
+    NEAT_RETURN_IF_ERROR(check_downstream_accepts(src_, caps.get()));
     g_object_set(src_, "caps", caps.get(), "format", GST_FORMAT_TIME, "block", TRUE, "max-buffers",
                  kAppsrcQueue, nullptr);
+    // Errors of the downstream elements are seen as they happen (on their
+    // streaming threads), not when the next frame is pushed: a failed pipeline
+    // stops taking buffers, and a push into its full queue would wait forever.
+    const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
+    gst_bus_set_sync_handler(bus.get(), &GstAppsrcSink::on_bus_message, this, nullptr);
     if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-      return failed_precondition("gst sink \"" + description_ + "\" cannot start: " +
-                                 bus_error(pipeline_.get(), 100 * GST_MSECOND));
+      return failed_precondition("gst sink \"" + description_ +
+                                 "\" cannot start: " + first_error(100 * GST_MSECOND));
     }
     // appsrc negotiates its caps on PLAYING, before the first buffer: wait
     // (bounded) until every element has its output caps, then see which convert.
     wait_for_negotiation(pipeline_.get(), std::chrono::seconds(2));
-    if (std::string e = bus_error(pipeline_.get()); !e.empty()) {
-      return failed_precondition("gst sink \"" + description_ + "\" failed: " + e);
-    }
+    if (failed_.load())
+      return failed_precondition("gst sink \"" + description_ + "\" failed: " + first_error(0));
     return elements_.plan(pipeline_.get(), src_, "gst sink", {}, {});
   }
 
@@ -407,6 +456,7 @@ class GstAppsrcSink final : public Sink {
   }
 
   Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override {
+    if (failed_.load(std::memory_order_acquire)) return downstream_failed();
     if (aborted_.load()) return SinkOutcome::Stopped;
     const FrameMeta meta = frame.meta();
     NEAT_ASSIGN_OR_RETURN(GstBuffer * exported, export_gst_buffer(std::move(frame)));
@@ -425,9 +475,10 @@ class GstAppsrcSink final : public Sink {
     NEAT_RETURN_IF_ERROR(elements_.record());
     // appsrc takes the reference.
     const GstFlowReturn r = gst_app_src_push_buffer(GST_APP_SRC(src_), buffer.release());
+    if (failed_.load(std::memory_order_acquire)) return downstream_failed();
     if (r == GST_FLOW_FLUSHING && aborted_.load()) return SinkOutcome::Stopped;
     if (r != GST_FLOW_OK) {
-      std::string e = bus_error(pipeline_.get(), 100 * GST_MSECOND);
+      std::string e = first_error(100 * GST_MSECOND);
       return failed_precondition("gst sink \"" + description_ + "\": push failed (" +
                                  gst_flow_get_name(r) + ")" + (e.empty() ? "" : ": " + e));
     }
@@ -435,20 +486,22 @@ class GstAppsrcSink final : public Sink {
   }
 
   Status finish() override {
-    gst_app_src_end_of_stream(GST_APP_SRC(src_));
-    const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
-    const GstRef<GstMessage> msg(gst_bus_timed_pop_filtered(
-        bus.get(), static_cast<GstClockTime>(options_.eos_timeout.count()) * GST_MSECOND,
-        static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR)));
     Status st;
-    if (!msg) {
-      st = failed_precondition("gst sink \"" + description_ + "\": no end of stream within " +
-                               std::to_string(options_.eos_timeout.count()) + " ms");
-    } else if (GST_MESSAGE_TYPE(msg.get()) == GST_MESSAGE_ERROR) {
-      GstRef<GError> err;
-      gst_message_parse_error(msg.get(), err.out(), nullptr);
-      st = failed_precondition("gst sink \"" + description_ +
-                               "\" failed: " + (err ? err->message : "error"));
+    if (failed_.load()) {
+      st = downstream_failed().error();
+    } else {
+      gst_app_src_end_of_stream(GST_APP_SRC(src_));
+      const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
+      const GstRef<GstMessage> msg(gst_bus_timed_pop_filtered(
+          bus.get(), static_cast<GstClockTime>(options_.eos_timeout.count()) * GST_MSECOND,
+          static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR)));
+      if (!msg) {
+        st = failed_precondition("gst sink \"" + description_ + "\": no end of stream within " +
+                                 std::to_string(options_.eos_timeout.count()) + " ms");
+      } else if (GST_MESSAGE_TYPE(msg.get()) == GST_MESSAGE_ERROR) {
+        st = failed_precondition("gst sink \"" + description_ +
+                                 "\" failed: " + error_text(msg.get()));
+      }
     }
     gst_element_set_state(pipeline_.get(), GST_STATE_NULL);
     return st;
@@ -460,11 +513,82 @@ class GstAppsrcSink final : public Sink {
   }
 
  private:
+  // The caps the appsrc announces for `input`; *src is the pipeline's appsrc.
+  Result<GstRef<GstCaps>> appsrc_caps(GstElement* pipeline, const FrameSpec& input,
+                                      GstElement** src) const {
+    *src = find_element(pipeline, [](GstElement* e) { return GST_IS_APP_SRC(e) != 0; });
+    if (*src == nullptr) {
+      return invalid_argument("gst sink: \"" + description_ + "\" has no appsrc");
+    }
+    NEAT_ASSIGN_OR_RETURN(GstCaps * caps,
+                          gst_caps_for(ImageSpec{input.format, input.width, input.height,
+                                                 Layout::None, input.colorimetry},
+                                       input.fps_n > 0 ? input.fps_n : options_.fps_n,
+                                       input.fps_n > 0 ? input.fps_d : options_.fps_d));
+    return GstRef<GstCaps>(caps);
+  }
+
+  // The element after the appsrc must take these caps (an accept-caps query:
+  // works before the pipeline starts), else the first frame would fail with
+  // "not-negotiated" deep in a streaming thread.
+  Status check_downstream_accepts(GstElement* src, GstCaps* caps) const {
+    const GstRef<GstPad> pad(gst_element_get_static_pad(src, "src"));
+    if (!pad || !gst_pad_is_linked(pad.get())) {
+      return invalid_argument("gst sink: \"" + description_ +
+                              "\": the appsrc is not linked to anything");
+    }
+    if (gst_pad_peer_query_accept_caps(pad.get(), caps)) return {};
+    const GstRef<GstCaps> takes(gst_pad_peer_query_caps(pad.get(), nullptr));
+    const GstRef<gchar> offered(gst_caps_to_string(caps));
+    GstRef<gchar> wanted(takes ? gst_caps_to_string(takes.get()) : nullptr);
+    std::string w = wanted ? wanted.get() : "nothing";
+    if (w.size() > 240) w = w.substr(0, 240) + "...";
+    return invalid_argument("gst sink: \"" + description_ + "\" does not take the frames: " +
+                            "the appsrc gives " + offered.get() + ", the next element takes " + w +
+                            "; convert in the graph (e.g. `convert format=RGB`) or start the "
+                            "description with videoconvert");
+  }
+
+  // On the thread that posts the message (a streaming thread): keep the first
+  // error and make the pipeline let go of a push waiting for queue space. The
+  // state change runs on another thread (GStreamer's rule for streaming threads).
+  static GstBusSyncReply on_bus_message(GstBus*, GstMessage* msg, gpointer data) {
+    if (GST_MESSAGE_TYPE(msg) != GST_MESSAGE_ERROR) return GST_BUS_PASS;
+    auto* self = static_cast<GstAppsrcSink*>(data);
+    {
+      const std::lock_guard lock(self->error_mutex_);
+      if (self->error_.empty()) self->error_ = error_text(msg);
+    }
+    if (!self->failed_.exchange(true, std::memory_order_acq_rel)) {
+      gst_element_call_async(
+          self->pipeline_.get(),
+          [](GstElement* pipeline, gpointer) { gst_element_set_state(pipeline, GST_STATE_NULL); },
+          nullptr, nullptr);
+    }
+    return GST_BUS_PASS;
+  }
+
+  // The first error of the downstream pipeline (from the handler, else the bus).
+  std::string first_error(GstClockTime wait) {
+    {
+      const std::lock_guard lock(error_mutex_);
+      if (!error_.empty()) return error_;
+    }
+    return bus_error(pipeline_.get(), wait);
+  }
+
+  Result<SinkOutcome> downstream_failed() {
+    return failed_precondition("gst sink \"" + description_ + "\" failed: " + first_error(0));
+  }
+
   std::string description_;
   GstSinkOptions options_;
   GstRef<GstElement> pipeline_;
   GstElement* src_ = nullptr;  // borrowed: the pipeline holds it
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> failed_{false};  // the downstream pipeline posted an error
+  std::mutex error_mutex_;
+  std::string error_;  // its text (guarded by error_mutex_)
   ElementAccounting elements_;
 };
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +43,14 @@ Result<std::vector<std::string>> videotestsrc_patterns();
 
 struct GstSourceOptions {
   int max_buffers = 4;  ///< appsink queue: GStreamer waits when the graph is behind
-  std::chrono::milliseconds preroll_timeout = std::chrono::seconds(20);
+  /// How long prepare() waits for the first frame (a live source) or for the
+  /// pipeline to preroll; then a FailedPrecondition naming `timeout_setting`.
+  std::chrono::milliseconds first_frame_timeout = std::chrono::seconds(20);
+  /// How the user sets first_frame_timeout, named in the timeout's message.
+  std::string timeout_setting = "GstSourceOptions::first_frame_timeout";
+  /// Polled every 100 ms while prepare() waits: true gives up at once with a
+  /// Cancelled error (e.g. a signal arrived). Empty: never.
+  std::function<bool()> cancelled;
   /// Names of elements NeatTensor inserted into the description on the user's
   /// behalf (e.g. the `file` source's videoconvert for format=): their
   /// conversions are implicit, ruled by the policy (refused under Strict at
@@ -54,8 +62,10 @@ struct GstSourceOptions {
 std::unique_ptr<Source> gst_source(std::string description, GstSourceOptions options = {});
 
 struct GstSinkOptions {
-  /// Framerate stamped on the caps, and on the buffers of frames without a
-  /// timestamp (frames from a GStreamer source keep their own: meta().pts_ns).
+  /// Framerate announced in the caps when the frames' spec has none
+  /// (FrameSpec::fps_n == 0: a synthetic or push source), and stamped on the
+  /// buffers of frames without a timestamp (frames from a GStreamer source
+  /// keep their own: meta().pts_ns, meta().duration_ns).
   int fps_n = 30;
   int fps_d = 1;
   std::chrono::milliseconds eos_timeout = std::chrono::seconds(60);

@@ -29,8 +29,15 @@ class Sink {
   virtual ~Sink() = default;
   virtual std::string_view kind() const noexcept = 0;
   virtual Accepts accepts() const = 0;
-  /// Called by build() with the spec of the frames it will receive.
+  /// Called by build() with the spec of the frames it will receive. May open
+  /// what the sink writes to (a file, a device, a downstream pipeline).
   virtual Status prepare(const FrameSpec& input) = 0;
+  /// Called by GraphBuilder::plan() (`neat explain`) instead of prepare():
+  /// what prepare() would refuse, found without opening or writing anything.
+  virtual Status check(const FrameSpec& input) const {
+    (void)input;
+    return {};
+  }
   /// One frame (by value: the sink may keep it). Errors stop the graph.
   virtual Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) = 0;
   /// End of stream: no more frames will come.

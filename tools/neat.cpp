@@ -78,12 +78,20 @@ int main(int argc, char** argv) {
   run->add_option("--metrics-listen", ro.metrics_listen,
                   "serve Prometheus metrics at http://HOST:PORT/metrics while running "
                   "(e.g. 127.0.0.1:9464; a bare port is loopback; port 0 picks a free one)");
+  run->add_option("--first-frame-timeout", ro.first_frame_timeout,
+                  "seconds a GStreamer source may take to send its first frame (default 20)")
+      ->check(CLI::Range(0.1, 86400.0));
   run->add_flag("--quiet", ro.quiet, "no plan, no progress line");
   run->add_flag("--print-detections", ro.print_detections,
                 "print the detections of every frame the appsink receives (from `yolo`)");
   CLI::App* explain = app.add_subcommand("explain", "Print the build plan of a pipeline");
   std::string explain_pipeline, explain_policy;
+  double explain_timeout = 20;
   explain->add_option("pipeline", explain_pipeline, "the pipeline (default: the demo)");
+  explain
+      ->add_option("--first-frame-timeout", explain_timeout,
+                   "seconds a GStreamer source may take to send its first frame (default 20)")
+      ->check(CLI::Range(0.1, 86400.0));
   explain->add_option("--policy", explain_policy, "strict, trace or silent")
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
   CLI::App* audit =
@@ -161,7 +169,8 @@ int main(int argc, char** argv) {
     std::fputs(neat::describe_element(*e).c_str(), stdout);
     return 0;
   }
-  if (explain->parsed()) return neat::tools::explain_pipeline(explain_pipeline, explain_policy);
+  if (explain->parsed())
+    return neat::tools::explain_pipeline(explain_pipeline, explain_policy, explain_timeout);
   if (audit->parsed()) return neat::tools::run_audit(ao);
   if (timeline->parsed()) {
     auto records = neat::read_trace_file(timeline_trace);

@@ -135,9 +135,19 @@ struct DetectionSummary {
   }
 };
 
+// The pipeline's GStreamer sources wait at most `seconds` for their first
+// frame, and give up when a signal arrives.
+void set_source_waits(PipelineOptions& o, double seconds) {
+  o.first_frame_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+  o.timeout_setting = "--first-frame-timeout";
+  o.cancelled = [] { return g_signal.load() != 0; };
+}
+
 }  // namespace
 
-int explain_pipeline(const std::string& pipeline, const std::string& policy) {
+int explain_pipeline(const std::string& pipeline, const std::string& policy,
+                     double first_frame_timeout) {
+  const SignalScope signals;  // Ctrl-C while a source prerolls ends the wait
   auto p = policy_option(policy);
   if (!p.ok()) {
     std::fprintf(stderr, "neat explain: %s\n", p.error().message().c_str());
@@ -145,17 +155,18 @@ int explain_pipeline(const std::string& pipeline, const std::string& policy) {
   }
   PipelineOptions o;
   o.policy = *p;
+  set_source_waits(o, first_frame_timeout);
   auto declared = declare_pipeline(pipeline.empty() ? default_pipeline_text() : pipeline, o);
   if (!declared.ok()) {
     std::fprintf(stderr, "neat explain: %s\n", declared.error().message().c_str());
     return kBadInput;
   }
-  auto graph = declared->builder.build();
-  if (!graph.ok()) {
-    std::fprintf(stderr, "neat explain: %s\n", graph.error().message().c_str());
-    return kGraphFailed;
+  auto plan = declared->builder.plan();
+  if (!plan.ok()) {
+    std::fprintf(stderr, "neat explain: %s\n", plan.error().message().c_str());
+    return g_signal.load() != 0 ? 128 + g_signal.load() : kGraphFailed;
   }
-  std::fputs(graph->explain().c_str(), stdout);
+  std::fputs(plan->explain().c_str(), stdout);
   return 0;
 }
 
@@ -175,6 +186,7 @@ int run_pipeline(const RunOptions& options) {
   po.graph_name = options.pipeline.empty() ? "demo" : "pipeline";
   po.policy = *policy;
   if (options.frames > 0) po.default_frames = options.frames;
+  set_source_waits(po, options.first_frame_timeout);
   auto declared = declare_pipeline(text, po);
   if (!declared.ok()) {
     std::fprintf(stderr, "neat run: %s\n", declared.error().message().c_str());

@@ -18,6 +18,8 @@ struct RunOptions {
   /// Serve GET /metrics here while the run lasts ("" = no endpoint; "9464" and
   /// ":9464" mean 127.0.0.1:9464; port 0 picks a free one, printed).
   std::string metrics_listen;
+  /// How long a GStreamer source may take to send its first frame (seconds).
+  double first_frame_timeout = 20;
   bool quiet = false;  ///< no plan, no progress line
   /// Print each frame pulled from the appsink as detections (an f32 [N, 6]
   /// tensor from `yolo`): frame number, timestamp, one line per box.
@@ -28,6 +30,9 @@ struct RunOptions {
 /// or option, 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it (the
 /// accounting and the audit are still printed, traces flushed).
 int run_pipeline(const RunOptions& options);
-int explain_pipeline(const std::string& pipeline, const std::string& policy);
+/// The plan of a pipeline, without side effects: sources preroll (they read),
+/// sinks are checked, not opened (GraphBuilder::plan()).
+int explain_pipeline(const std::string& pipeline, const std::string& policy,
+                     double first_frame_timeout = 20);
 
 }  // namespace neat::tools

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include <gst/gst.h>
@@ -34,6 +35,8 @@ TEST(GstGraph, DefaultSourceThroughPreprocessIntoAnAppsink) {
   // The caps name no colorimetry: GStreamer's default for HD, which the frames carry.
   FrameSpec expected = FrameSpec::image(PixelFormat::NV12, 1920, 1080);
   expected.colorimetry = kBT709Limited;
+  expected.fps_n = 30;  // videotestsrc's default rate, from the caps
+  expected.fps_d = 1;
   EXPECT_EQ(g->plan().nodes[0].output, expected);
   NEAT_ASSERT_OK(g->start());
   int n = 0;
@@ -106,6 +109,87 @@ TEST(GstGraph, AppsrcSinkEncodesToAFileThatReadsBack) {
   NEAT_ASSERT_OK(g->wait());
   EXPECT_EQ(n, 8);
   std::filesystem::remove(path);
+}
+
+// plan() prepares the source, checks the sink without opening it (no file
+// appears), and leaves the builder whole: build() follows and writes the file.
+TEST(GstGraph, PlanOpensNoSinkAndBuildMayFollow) {
+  const auto file =
+      std::filesystem::temp_directory_path() / ("plan." + std::to_string(::getpid()) + ".mjpeg");
+  std::filesystem::remove(file);
+  GraphBuilder b("plan");
+  b.add_source("cam", gst_source("videotestsrc num-buffers=3 ! "
+                                 "video/x-raw,format=I420,width=64,height=48,framerate=10/1"));
+  b.add_stage("small", resize_stage(32, 24));
+  b.add_sink("file",
+             gst_appsrc_sink("videoconvert ! jpegenc ! filesink location=" + file.string()));
+  NEAT_ASSERT_OK(b.connect("cam", "small"));
+  NEAT_ASSERT_OK(b.connect("small", "file"));
+  auto plan = b.plan();
+  NEAT_ASSERT_OK(plan);
+  ASSERT_EQ(plan->nodes.size(), 3u);
+  EXPECT_TRUE(plan->nodes[0].opened);
+  EXPECT_FALSE(plan->nodes[2].opened);
+  EXPECT_EQ(plan->nodes[1].output.fps_n, 10) << "a stage keeps its input's frame rate";
+  EXPECT_EQ(plan->nodes[1].output.fps_d, 1);
+  EXPECT_FALSE(std::filesystem::exists(file)) << "plan() opened the sink";
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_TRUE(g->plan().nodes[2].opened);
+  auto report = g->run();
+  NEAT_ASSERT_OK(report);
+  EXPECT_EQ(report->frames.consumed, 3u);
+  EXPECT_GT(std::filesystem::file_size(file), 0u);
+  std::filesystem::remove(file);
+}
+
+// A live source that sends nothing: the wait ends when `cancelled` says so,
+// with a Cancelled error (not a problem of the graph), or at the timeout,
+// with a message naming the setting.
+TEST(GstGraph, TheFirstFrameWaitIsBoundedAndCancellable) {
+  const std::string silent =
+      "udpsrc port=0 caps=\"video/x-raw,format=NV12,width=64,height=48,framerate=30/1\"";
+  {
+    std::atomic<int> polls{0};
+    GstSourceOptions o;
+    o.cancelled = [&polls] { return ++polls >= 3; };
+    GraphBuilder b("cancel");
+    b.add_source("udp", gst_source(silent, o));
+    b.add_sink("out", AppSink::create());
+    NEAT_ASSERT_OK(b.connect("udp", "out"));
+    const auto start = std::chrono::steady_clock::now();
+    NEAT_EXPECT_ERROR(b.build(), ErrorCode::Cancelled,
+                      "source 'udp': gst source \"" + silent +
+                          " ! appsink\": stopped while waiting for the first frame");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_EQ(polls.load(), 3);
+  }
+  {
+    GstSourceOptions o;
+    o.first_frame_timeout = 300ms;
+    o.timeout_setting = "camera.timeout";
+    GraphBuilder b("timeout");
+    b.add_source("udp", gst_source(silent, o));
+    b.add_sink("out", AppSink::create());
+    NEAT_ASSERT_OK(b.connect("udp", "out"));
+    NEAT_EXPECT_ERROR(b.plan(), ErrorCode::FailedPrecondition,
+                      "sent no first frame within 300 ms (camera.timeout)");
+  }
+}
+
+// A downstream pipeline that fails while frames flow ends run() with
+// GStreamer's message, and every frame is accounted for.
+TEST(GstGraph, ADownstreamErrorEndsTheRunWithGstreamersText) {
+  GraphBuilder b("full");
+  b.add_source("cam", gst_source("videotestsrc num-buffers=1000000 ! "
+                                 "video/x-raw,format=NV12,width=64,height=48"));
+  b.add_sink("disk", gst_appsrc_sink("filesink location=/dev/full"));
+  NEAT_ASSERT_OK(b.connect("cam", "disk"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->start());
+  NEAT_EXPECT_ERROR(g->wait(), ErrorCode::FailedPrecondition, "No space left on the resource");
+  EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
 }
 
 TEST(GstGraph, GstreamerErrorsStopCleanlyWithGstreamersText) {

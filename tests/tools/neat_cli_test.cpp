@@ -14,64 +14,14 @@
 #include <string>
 #include <thread>
 
+#include "support/cli.hpp"
+
 namespace {
 
-struct CliRun {
-  int status;
-  std::string out;
-};
-
-CliRun run(const std::string& args) {
-  const std::string cmd = std::string(NEAT_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  CliRun r{-1, {}};
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), p))
-    r.out += buf.data();
-  const int rc = ::pclose(p);
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return r;
-}
-
-// Starts `neat ARGS` (output to a file), waits until the output shows
-// `ready` (up to 60 s: CI machines are slow), then `after`, sends `sig`, waits.
-CliRun run_and_signal(const std::string& args, const std::string& ready, int sig,
-                      std::chrono::milliseconds after, pid_t* pid_out = nullptr) {
-  const std::string out =
-      std::filesystem::temp_directory_path() / ("signal." + std::to_string(::getpid()) + ".out");
-  const std::string cmd = "exec " + std::string(NEAT_CLI_PATH) + " " + args + " > " + out + " 2>&1";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  if (pid_out) *pid_out = pid;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream in(out);
-    std::stringstream sofar;
-    sofar << in.rdbuf();
-    if (sofar.str().find(ready) != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::this_thread::sleep_for(after);
-  ::kill(pid, sig);
-  int rc = 0;
-  ::waitpid(pid, &rc, 0);
-  std::ifstream in(out);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::filesystem::remove(out);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -WTERMSIG(rc), text.str()};
-}
-
-std::string write(const std::string& name, const std::string& text) {
-  const auto path =
-      std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()));
-  std::ofstream(path) << text;
-  return path.string();
-}
+using neat::cli_test::CliRun;
+using neat::cli_test::run;
+using neat::cli_test::run_and_signal;
+using neat::cli_test::write;
 
 const char* kTrace =
     R"({"kind":"pack","reason":"stride_mismatch","explicit":false,"bytes":100,"duration_ns":5,"edge":"a->b","stage":"s","frame":1,"file":"x.cpp","line":3,"operation":"stage 's' input"})"

@@ -1,0 +1,80 @@
+// Running the `neat` command line from tests: exit status and output, with
+// or without a signal sent while it runs. NEAT_CLI_PATH names the binary.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace neat::cli_test {
+
+struct CliRun {
+  int status;
+  std::string out;
+  double seconds_after_signal = 0;  ///< run_and_signal: from the signal to the exit
+};
+
+inline CliRun run(const std::string& args) {
+  const std::string cmd = std::string(NEAT_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  CliRun r{-1, {}, 0};
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), buf.size(), p))
+    r.out += buf.data();
+  const int rc = ::pclose(p);
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return r;
+}
+
+// Starts `neat ARGS` (output to a file), waits until the output shows
+// `ready` (up to 60 s: CI machines are slow), then `after`, sends `sig`, waits.
+inline CliRun run_and_signal(const std::string& args, const std::string& ready, int sig,
+                             std::chrono::milliseconds after, pid_t* pid_out = nullptr) {
+  const std::string out =
+      std::filesystem::temp_directory_path() / ("signal." + std::to_string(::getpid()) + ".out");
+  const std::string cmd = "exec " + std::string(NEAT_CLI_PATH) + " " + args + " > " + out + " 2>&1";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  if (pid_out) *pid_out = pid;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(out);
+    std::stringstream sofar;
+    sofar << in.rdbuf();
+    if (sofar.str().find(ready) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(after);
+  ::kill(pid, sig);
+  const auto signalled = std::chrono::steady_clock::now();
+  int rc = 0;
+  ::waitpid(pid, &rc, 0);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - signalled;
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(out);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -WTERMSIG(rc), text.str(), took.count()};
+}
+
+inline std::string write(const std::string& name, const std::string& text) {
+  const auto path =
+      std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()));
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+}  // namespace neat::cli_test
