@@ -57,155 +57,6 @@ std::string_view to_string(PropertyType t) noexcept {
   return "?";
 }
 
-// ---- ElementArgs ----------------------------------------------------------------
-
-ElementArgs::ElementArgs(std::string_view text, const PipelineElement& element,
-                         const PipelineOptions& options)
-    : text_(text), el_(element), options_(options), used_(element.properties.size(), false) {}
-
-Error ElementArgs::fail(const std::string& what) const {
-  return pipeline_error(text_, el_.offset, el_.length, what);
-}
-
-std::optional<std::string> ElementArgs::take(const std::string& key) {
-  for (std::size_t i = 0; i < el_.properties.size(); ++i) {
-    if (el_.properties[i].first == key && !used_[i]) {
-      used_[i] = true;
-      return el_.properties[i].second;
-    }
-  }
-  return std::nullopt;
-}
-
-bool ElementArgs::has(const std::string& key) const {
-  return std::any_of(el_.properties.begin(), el_.properties.end(),
-                     [&](const auto& kv) { return kv.first == key; });
-}
-
-Status ElementArgs::done() const {
-  for (std::size_t i = 0; i < el_.properties.size(); ++i) {
-    if (!used_[i]) {
-      return fail("'" + el_.name + "' has no property '" + el_.properties[i].first + "'");
-    }
-  }
-  return {};
-}
-
-Result<std::int64_t> ElementArgs::integer(const std::string& key, std::int64_t fallback) {
-  auto v = take(key);
-  if (!v) return fallback;
-  std::int64_t out = 0;
-  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  if (ec != std::errc() || p != v->data() + v->size()) {
-    return fail(key + "=" + *v + " is not an integer");
-  }
-  return out;
-}
-
-Result<float> ElementArgs::number(const std::string& key, float fallback) {
-  auto v = take(key);
-  if (!v) return fallback;
-  return parse_float(key, *v);
-}
-
-Result<float> ElementArgs::parse_float(const std::string& key, const std::string& v) const {
-  float out = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || p != v.data() + v.size())
-    return fail(key + "=" + v + " is not a number");
-  return out;
-}
-
-Result<std::array<float, 3>> ElementArgs::numbers3(const std::string& key,
-                                                   std::array<float, 3> fallback) {
-  auto v = take(key);
-  if (!v) return fallback;
-  std::array<float, 3> out{};
-  std::size_t n = 0, start = 0;
-  for (std::size_t i = 0; i <= v->size(); ++i) {
-    if (i == v->size() || (*v)[i] == ',') {
-      if (n == 3) return fail(key + " takes 3 comma-separated numbers");
-      NEAT_ASSIGN_OR_RETURN(out[n], parse_float(key, v->substr(start, i - start)));
-      ++n;
-      start = i + 1;
-    }
-  }
-  if (n != 3) return fail(key + " takes 3 comma-separated numbers");
-  return out;
-}
-
-Result<std::pair<std::int64_t, std::int64_t>> ElementArgs::size(const std::string& key,
-                                                                bool required) {
-  auto v = take(key);
-  if (!v) {
-    if (required) return fail("'" + el_.name + "' needs " + key + "=WIDTHxHEIGHT");
-    return std::pair<std::int64_t, std::int64_t>{0, 0};
-  }
-  const auto x = v->find('x');
-  std::int64_t w = 0, h = 0;
-  if (x != std::string::npos) {
-    auto r1 = std::from_chars(v->data(), v->data() + x, w);
-    auto r2 = std::from_chars(v->data() + x + 1, v->data() + v->size(), h);
-    if (r1.ec == std::errc() && r1.ptr == v->data() + x && r2.ec == std::errc() &&
-        r2.ptr == v->data() + v->size() && w > 0 && h > 0) {
-      return std::pair{w, h};
-    }
-  }
-  return fail(key + "=" + *v + " is not WIDTHxHEIGHT (e.g. 640x640)");
-}
-
-Result<PixelFormat> ElementArgs::format(const std::string& key, PixelFormat fallback) {
-  return choice<PixelFormat>(key, fallback,
-                             {{"GRAY8", PixelFormat::GRAY8},
-                              {"RGB", PixelFormat::RGB},
-                              {"BGR", PixelFormat::BGR},
-                              {"RGBA", PixelFormat::RGBA},
-                              {"BGRA", PixelFormat::BGRA},
-                              {"NV12", PixelFormat::NV12},
-                              {"NV21", PixelFormat::NV21},
-                              {"I420", PixelFormat::I420},
-                              {"YV12", PixelFormat::YV12}});
-}
-
-Result<DType> ElementArgs::dtype(const std::string& key, DType fallback) {
-  return choice<DType>(key, fallback,
-                       {{"u8", DType::U8},
-                        {"i8", DType::I8},
-                        {"u16", DType::U16},
-                        {"i16", DType::I16},
-                        {"u32", DType::U32},
-                        {"i32", DType::I32},
-                        {"i64", DType::I64},
-                        {"f16", DType::F16},
-                        {"bf16", DType::BF16},
-                        {"f32", DType::F32},
-                        {"f64", DType::F64}});
-}
-
-Result<Colorimetry> ElementArgs::colorimetry() {
-  auto v = take("colorimetry");
-  if (!v) return Colorimetry{};
-  if (auto c = parse_colorimetry(*v)) return *c;
-  return fail("colorimetry=" + *v +
-              " is not one of: bt601, bt709, bt2020 (limited range), each with -full or "
-              "-limited (e.g. bt709-full)");
-}
-
-Result<Interpolation> ElementArgs::interpolation() {
-  return choice<Interpolation>(
-      "interp", Interpolation::Bilinear,
-      {{"bilinear", Interpolation::Bilinear}, {"nearest", Interpolation::Nearest}});
-}
-
-Result<std::optional<ConversionPolicy>> ElementArgs::policy() {
-  auto v = choice<int>("policy", -1, {{"strict", 0}, {"trace", 1}, {"silent", 2}});
-  if (!v.ok()) return v.error();
-  if (*v < 0) return std::optional<ConversionPolicy>();
-  static constexpr ConversionPolicy kPolicies[] = {
-      ConversionPolicy::Strict, ConversionPolicy::AllowWithTrace, ConversionPolicy::AllowSilent};
-  return std::optional<ConversionPolicy>(kPolicies[*v]);
-}
-
 // ---- the registry ---------------------------------------------------------------
 
 namespace {
@@ -579,6 +430,15 @@ std::vector<ElementSpec> make_registry() {
        "hands every frame on unchanged",
        {},
        [](ElementArgs&, ElementRole) -> Result<BuiltElement> { return stage(inspect_stage()); }});
+  r.push_back({"tee",
+               {R::Stage},
+               "a named branch point, as in gst-launch: `SOURCE ! tee name=t ! ... SINK  t. ! "
+               "... SINK`; every branch gets the same frames, shared read-only (no copy); "
+               "any source or stage can also start a branch by its name (`NAME. ! ...`)",
+               {},
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 return a.fail("a tee is a branch point, not a node (declare_pipeline handles it)");
+               }});
   // ---- sinks
   r.push_back({"appsink",
                {R::Sink},
@@ -606,7 +466,7 @@ std::vector<ElementSpec> make_registry() {
     e.properties.push_back(prop("name", T::Text, "",
                                 "the node's name (default: the element's "
                                 "name, numbered when repeated)"));
-    if (e.has_role(R::Stage)) {
+    if (e.has_role(R::Stage) && e.name != "tee") {
       e.properties.push_back(prop("policy", T::Choice, "", "the policy of the input edge",
                                   {"strict", "trace", "silent"}));
     }

@@ -37,6 +37,11 @@ struct PipelineElement {
   std::vector<std::pair<std::string, std::string>> properties;
   std::size_t offset = 0;  ///< where the element's name starts in the text
   std::size_t length = 0;
+  /// Set on the first element of a branch (`NAME. ! element`): it takes the
+  /// frames of the element (or tee) named NAME. Where `NAME.` stands in the text.
+  std::string branch_from;
+  std::size_t branch_offset = 0;
+  std::size_t branch_length = 0;
 };
 
 struct PipelineOptions {

@@ -54,6 +54,39 @@ Result<std::vector<Token>> tokenize(std::string_view full, std::size_t begin, st
   return out;
 }
 
+// "t." (a name and a dot, unquoted): where a branch takes its frames from.
+bool is_branch_start(const Token& t) {
+  return !t.quoted && t.text.size() >= 2 && t.text.back() == '.' &&
+         t.text.find_first_of("=:.") == t.text.size() - 1;
+}
+
+// The node whose frames a branch ("NAME. ! ...") takes: a tee's producer, or
+// the source or stage of that name, declared before the branch.
+Result<std::string> branch_producer(std::string_view text, const PipelineElement& el,
+                                    const std::map<std::string, std::string, std::less<>>& tees,
+                                    const std::map<std::string, ElementRole, std::less<>>& roles) {
+  auto fail = [&](const std::string& what) {
+    return pipeline_error(text, el.branch_offset, el.branch_length, what);
+  };
+  if (auto t = tees.find(el.branch_from); t != tees.end()) return t->second;
+  const auto r = roles.find(el.branch_from);
+  if (r == roles.end()) {
+    std::string known;
+    for (const auto& [name, role] : tees)
+      known += (known.empty() ? "" : ", ") + name;
+    for (const auto& [name, role] : roles) {
+      if (role != ElementRole::Sink) known += (known.empty() ? "" : ", ") + name;
+    }
+    return fail("no tee or element named '" + el.branch_from + "' before this branch" +
+                (known.empty() ? std::string() : " (branches can start at: " + known + ")"));
+  }
+  if (r->second == ElementRole::Sink) {
+    return fail("'" + el.branch_from +
+                "' is a sink: a branch starts at a tee, a source or a stage");
+  }
+  return r->first;
+}
+
 }  // namespace
 
 Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text) {
@@ -73,6 +106,7 @@ Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text) {
       start = i + 1;
     }
   }
+  Token pending_branch;  // a "NAME." that ended the previous part
   for (auto [b, e] : parts) {
     NEAT_ASSIGN_OR_RETURN(std::vector<Token> tokens, tokenize(text, b, e));
     if (tokens.empty()) {
@@ -83,6 +117,12 @@ Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text) {
     const Token& head = tokens[0];
     el.offset = head.offset;
     el.length = head.length;
+    if (is_branch_start(head)) {
+      return pipeline_error(text, head.offset, head.length,
+                            "a branch '" + head.text +
+                                "' starts after an element: "
+                                "SOURCE ! tee name=t ! ... SINK  t. ! ... SINK");
+    }
     if (head.text.rfind("gst:", 0) == 0) {
       el.name = "gst";
       el.gst = head.text.substr(4);
@@ -98,8 +138,29 @@ Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text) {
                               "an element starts with its name, not '" + head.text + "'");
       }
     }
+    if (!pending_branch.text.empty()) {  // "NAME. ! this": a branch starts here
+      el.branch_from = pending_branch.text.substr(0, pending_branch.text.size() - 1);
+      el.branch_offset = pending_branch.offset;
+      el.branch_length = pending_branch.length;
+      pending_branch = Token{};
+    }
     for (std::size_t k = 1; k < tokens.size(); ++k) {
       const Token& t = tokens[k];
+      if (is_branch_start(t)) {  // "... sink NAME. ! next": the next element's producer
+        if (k + 1 != tokens.size()) {
+          return pipeline_error(text, t.offset, t.length,
+                                "a branch '" + t.text +
+                                    "' is followed by '!' and its first "
+                                    "element, e.g. " +
+                                    t.text + " ! appsink");
+        }
+        if (e == text.size()) {  // the last part: no "!" follows
+          return pipeline_error(text, t.offset, t.length,
+                                "the branch '" + t.text + "' has no elements: add ! ELEMENT");
+        }
+        pending_branch = t;
+        break;
+      }
       const auto eq = t.text.find('=');
       if (eq == std::string::npos || eq == 0) {
         return pipeline_error(text, t.offset, t.length,
@@ -141,12 +202,33 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
     return name;
   };
 
+  // Branches: the producer each element takes its frames from; a tee is a
+  // name for its producer (no node of its own), and every node's name may
+  // start a branch ("name.").
+  std::map<std::string, std::string, std::less<>> tees;   // tee name -> its producer
+  std::map<std::string, ElementRole, std::less<>> roles;  // node name -> its role
+  std::string producer;                                   // of the next element in the chain
   for (std::size_t i = 0; i < elements.size(); ++i) {
     const PipelineElement& el = elements[i];
     ElementArgs args(text, el, options);
-    const ElementRole role = i == 0                     ? ElementRole::Source
-                             : i + 1 == elements.size() ? ElementRole::Sink
-                                                        : ElementRole::Stage;
+    if (!el.branch_from.empty()) {
+      NEAT_ASSIGN_OR_RETURN(producer, branch_producer(text, el, tees, roles));
+    }
+    // The last element of the pipeline or of a branch is a sink.
+    const bool ends_branch = i + 1 == elements.size() || !elements[i + 1].branch_from.empty();
+    if (el.name == "tee") {  // a named branch point: the next elements take `producer`'s frames
+      if (i == 0) return args.fail("a pipeline starts with a source, not a tee");
+      if (i + 1 == elements.size()) {
+        return args.fail("the tee has no branches: add ! ELEMENT ... after it, or NAME. ! ...");
+      }
+      NEAT_ASSIGN_OR_RETURN(std::string name, unique_name(args, "tee"));
+      NEAT_RETURN_IF_ERROR(args.done());
+      tees[name] = producer;
+      continue;
+    }
+    const ElementRole role = i == 0        ? ElementRole::Source
+                             : ends_branch ? ElementRole::Sink
+                                           : ElementRole::Stage;
     // The element exists and may stand here (the registry says where).
     const ElementSpec* spec = find_pipeline_element(el.name);
     if (spec == nullptr || !spec->has_role(role)) {
@@ -155,15 +237,15 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
                          element_names(ElementRole::Source) + "), not '" + el.name + "'");
       }
       if (role == ElementRole::Sink) {
-        return args.fail("the last element must be a sink (" + element_names(ElementRole::Sink) +
-                         "), not '" + el.name + "'");
+        return args.fail("the last element of a pipeline or branch must be a sink (" +
+                         element_names(ElementRole::Sink) + "), not '" + el.name + "'");
       }
       if (spec == nullptr) {
         return args.fail("unknown stage '" + el.name +
                          "' (stages: " + element_names(ElementRole::Stage) + ")");
       }
       return args.fail(spec->has_role(ElementRole::Sink)
-                           ? "'" + el.name + "' can only end a pipeline"
+                           ? "'" + el.name + "' can only end a pipeline or a branch"
                            : "'" + el.name + "' is a source: it can only start a pipeline");
     }
     // Every property is one the element declares; required ones are there.
@@ -191,20 +273,26 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
                                                            : "sink";
     NEAT_ASSIGN_OR_RETURN(std::string name, unique_name(args, base));
     NEAT_RETURN_IF_ERROR(args.done());
+    roles[name] = role;
     switch (role) {
       case ElementRole::Source:
         out.builder.add_source(name, std::move(built.source));
         out.source_name = name;
+        producer = name;
         continue;
       case ElementRole::Stage:
         out.builder.add_stage(name, std::move(built.stage), {.policy = policy});
         break;
       case ElementRole::Sink:
         out.builder.add_sink(name, std::move(built.sink));
-        out.appsink = std::move(built.appsink);
+        if (built.appsink) {
+          if (!out.appsink) out.appsink = built.appsink;
+          out.appsinks.emplace_back(name, std::move(built.appsink));
+        }
         break;
     }
-    NEAT_RETURN_IF_ERROR(out.builder.connect(names[names.size() - 2], name));
+    NEAT_RETURN_IF_ERROR(out.builder.connect(producer, name));
+    producer = name;
   }
   return out;
 }

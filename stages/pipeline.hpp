@@ -40,8 +40,10 @@ Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text);
 
 struct BuiltPipeline {
   GraphBuilder builder;
-  std::shared_ptr<AppSink> appsink;  ///< the pipeline's appsink, if it ends in one
-  std::string source_name;           ///< name of the source node
+  std::shared_ptr<AppSink> appsink;  ///< the pipeline's first appsink, if any
+  /// Every appsink by node name, in the order of the text (branches may end in several).
+  std::vector<std::pair<std::string, std::shared_ptr<AppSink>>> appsinks;
+  std::string source_name;  ///< name of the source node
 };
 
 /// Parses `text` and declares the graph (not built yet: call builder.build()).

@@ -256,8 +256,8 @@ int run_pipeline(const RunOptions& options) {
     return 128 + sig;
   }
   const EdgePlan* last = nullptr;
-  for (const auto& e : graph->plan().edges) {
-    if (declared->appsink && e.to == graph->plan().nodes.back().name) last = &e;
+  for (const auto& e : graph->plan().edges) {  // into the first appsink
+    if (!declared->appsinks.empty() && e.to == declared->appsinks.front().first) last = &e;
   }
   const bool detections = last != nullptr && is_detections(last->consumed);
   DetectionSummary summary;
@@ -316,12 +316,27 @@ int run_pipeline(const RunOptions& options) {
         if (options.print_detections) print_detections(f);
         if (detections) summary.add(f);
       };
-      if (auto f = declared->appsink->pull(std::chrono::milliseconds(200))) {
+      // Branches may end in more appsinks: their frames are taken and let go
+      // (counted by the graph's accounting), so they never hold the graph back.
+      auto drain_others = [&] {
+        for (std::size_t k = 1; k < declared->appsinks.size(); ++k) {
+          while (declared->appsinks[k].second->try_pull()) {
+          }
+        }
+      };
+      drain_others();
+      if (auto f = declared->appsink->pull(
+              std::chrono::milliseconds(declared->appsinks.size() > 1 ? 20 : 200))) {
         take(*f);
         if (limit > 0 && static_cast<std::int64_t>(pulled) >= limit) graph->stop();
       } else if (declared->appsink->at_end() || graph->done()) {
         while (auto rest = declared->appsink->try_pull())
-          take(*rest);  // drain what is left
+          take(*rest);         // drain what is left
+        if (!graph->done()) {  // other branches still running
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          continue;
+        }
+        drain_others();
         break;
       }
     } else {

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "neat/stages/queue.hpp"
 #include "support/fakes.hpp"
 
@@ -92,7 +96,7 @@ TEST(PipelineDeclare, BadPropertiesAndPlacementsAreTypedErrors) {
       {"default frames=0 ! appsink", "frames must be positive"},
       {"file ! appsink", "'file' needs location=PATH"},
       {"resize size=4x4 ! appsink", "the first element must be a source"},
-      {"default ! resize size=4x4", "the last element must be a sink"},
+      {"default ! resize size=4x4", "the last element of a pipeline or branch must be a sink"},
       {"default ! appsink ! appsink", "'appsink' can only end a pipeline"},
       {"default ! default ! appsink", "'default' is a source"},
       {"default ! inspect name=a ! inspect name=a ! appsink", "two elements are named 'a'"},
@@ -206,7 +210,7 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
     EXPECT_TRUE(p.ok()) << text << ": " << p.error().message();
     ++checked;
   }
-  EXPECT_EQ(checked, 15);  // every element but gst and file
+  EXPECT_EQ(checked, 16);  // every element but gst and file
   EXPECT_EQ(find_pipeline_element("resise"), nullptr);
   EXPECT_EQ(element_names(ElementRole::Sink), "gst:\"...\", appsink");
   EXPECT_NE(describe_elements().find("preprocess  the fused"), std::string::npos);
@@ -223,6 +227,84 @@ TEST(PipelineElements, AnUnknownPropertyErrorListsWhatTheElementTakes) {
                     "'resize' has no property 'colour' (properties: size, interp, name, policy)");
   NEAT_EXPECT_ERROR(declare_pipeline("default ! appsink policy=strict"), ErrorCode::InvalidArgument,
                     "'appsink' has no property 'policy'");
+}
+
+// Fan-out in the syntax, as gst-launch writes it: a named tee, branches
+// starting with "NAME.", every branch ending in a sink; each branch gets every
+// frame, shared read-only (no copy).
+TEST(PipelineBranches, ATeeFeedsEveryBranchEveryFrameWithoutACopy) {
+  auto p = declare_pipeline(
+      "synthetic format=NV12 size=64x48 frames=5 ! tee name=t ! resize size=32x24 ! appsink "
+      "t. ! convert format=RGB ! appsink name=rgb  t. ! appsink name=raw");
+  NEAT_ASSERT_OK(p);
+  ASSERT_EQ(p->appsinks.size(), 3u);
+  EXPECT_EQ(p->appsinks[0].first, "appsink");
+  EXPECT_EQ(p->appsinks[1].first, "rgb");
+  EXPECT_EQ(p->appsink, p->appsinks[0].second);
+  auto g = p->builder.build();
+  NEAT_ASSERT_OK(g);
+  int from_synthetic = 0;
+  for (const EdgePlan& e : g->plan().edges) {
+    if (e.from != "synthetic") continue;
+    ++from_synthetic;
+    EXPECT_EQ(e.consumers_sharing, 3) << e.name;
+    EXPECT_EQ(e.bytes_per_frame(), 0) << e.name;
+  }
+  EXPECT_EQ(from_synthetic, 3);
+  NEAT_ASSERT_OK(g->start());
+  std::vector<int> got(3, 0);
+  while (!g->done() || std::any_of(p->appsinks.begin(), p->appsinks.end(),
+                                   [](const auto& a) { return !a.second->at_end(); })) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      while (auto f = p->appsinks[k].second->try_pull())
+        ++got[k];
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  NEAT_ASSERT_OK(g->wait());
+  EXPECT_EQ(got, (std::vector<int>{5, 5, 5}));
+  EXPECT_TRUE(g->frames().balanced());
+}
+
+TEST(PipelineBranches, AnyStageOrSourceStartsABranchByItsName) {
+  auto p = declare_pipeline(
+      "synthetic size=64x48 frames=2 ! resize size=32x24 name=small ! appsink  small. ! "
+      "appsink name=b  synthetic. ! appsink name=c");
+  NEAT_ASSERT_OK(p);
+  auto g = p->builder.build();
+  NEAT_ASSERT_OK(g);
+  std::vector<std::string> edges;
+  for (const EdgePlan& e : g->plan().edges)
+    edges.push_back(e.name);
+  std::sort(edges.begin(), edges.end());
+  EXPECT_EQ(edges, (std::vector<std::string>{"small->appsink", "small->b", "synthetic->c",
+                                             "synthetic->small"}));
+}
+
+TEST(PipelineBranches, BadBranchesPointAtTheToken) {
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! tee name=t ! appsink x. ! appsink"),
+                    ErrorCode::InvalidArgument,
+                    "no tee or element named 'x' before this branch (branches can start at: t, "
+                    "default) (column 32)");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! appsink name=o o. ! appsink"),
+                    ErrorCode::InvalidArgument, "'o' is a sink: a branch starts at a tee");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! tee"), ErrorCode::InvalidArgument,
+                    "the tee has no branches");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! appsink t."), ErrorCode::InvalidArgument,
+                    "the branch 't.' has no elements");
+  NEAT_EXPECT_ERROR(declare_pipeline("t. ! appsink"), ErrorCode::InvalidArgument,
+                    "a branch 't.' starts after an element");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! tee name=t ! appsink t. x=1 ! appsink"),
+                    ErrorCode::InvalidArgument, "is followed by '!' and its first element");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! tee name=t ! resize size=2x2 t. ! appsink"),
+                    ErrorCode::InvalidArgument,
+                    "the last element of a pipeline or branch must be a sink");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! tee name=t ! appsink t. ! default ! appsink"),
+                    ErrorCode::InvalidArgument, "'default' is a source");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! tee name=t ! tee name=t ! appsink"),
+                    ErrorCode::InvalidArgument, "two elements are named 't'");
+  // A dot inside a quoted value or a property is not a branch.
+  NEAT_ASSERT_OK(declare_pipeline("default ! resize size=4x4 name=\"a.\" ! appsink"));
 }
 
 }  // namespace

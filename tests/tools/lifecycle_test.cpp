@@ -151,4 +151,26 @@ TEST(Lifecycle, TheSourcesFrameRateReachesTheFileAGstSinkWrites) {
   std::filesystem::remove(file);
 }
 
+// Fan-out from the command line: one branch into the application, one into
+// a file through GStreamer, one more appsink; the run ends (every appsink is
+// pulled) and every delivery is accounted for.
+TEST(Lifecycle, RunFansOutThroughATee) {
+  const std::string file = write("tee.y4m", "");
+  const CliRun r =
+      run("run 'gst:\"videotestsrc num-buffers=6 ! "
+          "video/x-raw,format=I420,width=64,height=48\" ! tee name=t ! "
+          "resize size=32x24 ! appsink  t. ! gst:\"y4menc ! filesink location=" +
+          file + "\"  t. ! appsink name=second'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("6 frames in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("18 deliveries: 18 consumed (balanced)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shared read-only with 2 other consumer(s)"), std::string::npos) << r.out;
+  const std::string y4m = read(file);
+  std::size_t frames = 0;
+  for (std::size_t at = y4m.find("FRAME"); at != std::string::npos; at = y4m.find("FRAME", at + 5))
+    ++frames;
+  EXPECT_EQ(frames, 6u);
+  std::filesystem::remove(file);
+}
+
 }  // namespace
