@@ -17,6 +17,12 @@
 // listed by inner_conversions() (explain() shows it) and recorded on every
 // frame as a conversion event of the source node, naming the element.
 //
+// Failures: a downstream pipeline's error (seen on its own threads through a
+// bus sync handler) ends the sink's next consume() with GStreamer's message
+// and releases a push blocked on the appsrc queue; caps the pipeline cannot
+// take are refused by prepare() and check(). A source waits at most
+// first_frame_timeout for its first frame, and gives up when `cancelled` says so.
+//
 // Ownership: the graph owns the source; sinks are shared.
 // Threading: called from the graph's threads.
 #pragma once

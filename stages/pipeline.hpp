@@ -11,6 +11,12 @@
 // spaces are quoted ("..." with \" and \\ escapes). The elements and their
 // properties come from one registry (elements.hpp; `neat elements` prints it).
 //
+// Fan-out as in gst-launch: `tee name=t` names a branch point, and `t. ! ...`
+// after the end of a chain starts a branch taking the same frames (any source
+// or stage can start one by its node name); every branch ends in a sink:
+//
+//   default ! tee name=t ! preprocess ! appsink  t. ! gst:"x264enc ! ... filesink ..."
+//
 // Errors are InvalidArgument and point at the offending token:
 //
 //   pipeline: unknown stage 'resise' (stages: convert, resize, ...)
