@@ -157,13 +157,22 @@ struct Graph::Impl {
   }
 
   // Pops the next item of the node's input; false at end of stream or stop.
-  bool pop(NodeRt& node, Item& item) {
+  // A sink is asked for its health while it waits (every kPollSlice): an error
+  // there (its downstream pipeline failed) fails the node; `failed` says so.
+  bool pop(NodeRt& node, Item& item, bool* failed = nullptr) {
     EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
     for (;;) {
       switch (in.queue.pop(item, kPollSlice)) {
         case BoundedQueue<Item>::PopResult::Popped:
           return true;
         case BoundedQueue<Item>::PopResult::Timeout:
+          if (node.sink) {
+            if (Status st = node.sink->health(); !st.ok()) {
+              fail(node, st.error());
+              if (failed != nullptr) *failed = true;
+              return false;
+            }
+          }
           continue;
         case BoundedQueue<Item>::PopResult::Closed:
         case BoundedQueue<Item>::PopResult::Aborted:
@@ -231,7 +240,8 @@ struct Graph::Impl {
     NodeCounters& counters = *node.counters;
     Item item;
     bool ended = true;
-    while (pop(node, item)) {
+    bool unhealthy = false;
+    while (pop(node, item, &unhealthy)) {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
       scope.set_frame(item.frame);
@@ -264,6 +274,7 @@ struct Graph::Impl {
           break;
       }
     }
+    if (unhealthy) ended = false;
     if (ended && !in.queue.aborted()) {
       if (Status st = node.sink->finish(); !st.ok()) fail(node, st.error());
     }

@@ -455,6 +455,11 @@ class GstAppsrcSink final : public Sink {
     return elements_.conversions();
   }
 
+  Status health() override {
+    if (!failed_.load(std::memory_order_acquire)) return {};
+    return downstream_failed().error();
+  }
+
   Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override {
     if (failed_.load(std::memory_order_acquire)) return downstream_failed();
     if (aborted_.load()) return SinkOutcome::Stopped;

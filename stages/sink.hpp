@@ -44,6 +44,11 @@ class Sink {
   virtual Status finish() = 0;
   /// The graph stops now: wake anything waiting, take no more frames.
   virtual void abort() = 0;
+  /// Asked by the graph every 100 ms while the sink waits for its next
+  /// frame: an error stops the graph now (e.g. the downstream pipeline of a
+  /// gst: sink failed while no frame was coming). Must be cheap (an atomic
+  /// load in the common case).
+  virtual Status health() { return {}; }
   virtual std::string describe() const { return std::string(kind()); }
   /// How many frames the sink may keep alive at once after consume()
   /// returned, counting the one in consume() (its queue, plus the frame the

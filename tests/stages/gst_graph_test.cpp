@@ -192,6 +192,26 @@ TEST(GstGraph, ADownstreamErrorEndsTheRunWithGstreamersText) {
   EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
 }
 
+// The downstream pipeline fails while no frame is coming (a stalled live
+// source): the sink's health check, asked every 100 ms, stops the graph.
+TEST(GstGraph, ADownstreamErrorStopsTheGraphEvenWhenNoFrameComes) {
+  auto push = PushSource::create(FrameSpec::image(PixelFormat::NV12, 64, 48));
+  GraphBuilder b("stalled");
+  b.add_source("app", shared_source(push));
+  // A second chain in the sink's pipeline fails about 300 ms after it starts.
+  b.add_sink("disk",
+             gst_appsrc_sink("fakesink async=false  videotestsrc ! identity sleep-time=300000 ! "
+                             "filesink async=false location=/dev/full"));
+  NEAT_ASSERT_OK(b.connect("app", "disk"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  const auto start = std::chrono::steady_clock::now();
+  NEAT_ASSERT_OK(g->start());
+  NEAT_EXPECT_ERROR(g->wait(), ErrorCode::FailedPrecondition, "No space left on the resource");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
+}
+
 TEST(GstGraph, GstreamerErrorsStopCleanlyWithGstreamersText) {
   {
     GraphBuilder b("missing");
