@@ -147,19 +147,21 @@ TEST(GstGraph, PlanOpensNoSinkAndBuildMayFollow) {
 // with a Cancelled error (not a problem of the graph), or at the timeout,
 // with a message naming the setting.
 TEST(GstGraph, TheFirstFrameWaitIsBoundedAndCancellable) {
+  // An appsrc nobody pushes to: a live source that never sends a frame.
   const std::string silent =
-      "udpsrc port=0 caps=\"video/x-raw,format=NV12,width=64,height=48,framerate=30/1\"";
+      "appsrc is-live=true format=time "
+      "caps=video/x-raw,format=NV12,width=64,height=48,framerate=30/1";
   {
     std::atomic<int> polls{0};
     GstSourceOptions o;
     o.cancelled = [&polls] { return ++polls >= 3; };
     GraphBuilder b("cancel");
-    b.add_source("udp", gst_source(silent, o));
+    b.add_source("live", gst_source(silent, o));
     b.add_sink("out", AppSink::create());
-    NEAT_ASSERT_OK(b.connect("udp", "out"));
+    NEAT_ASSERT_OK(b.connect("live", "out"));
     const auto start = std::chrono::steady_clock::now();
     NEAT_EXPECT_ERROR(b.build(), ErrorCode::Cancelled,
-                      "source 'udp': gst source \"" + silent +
+                      "source 'live': gst source \"" + silent +
                           " ! appsink\": stopped while waiting for the first frame");
     EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
     EXPECT_EQ(polls.load(), 3);
@@ -169,9 +171,9 @@ TEST(GstGraph, TheFirstFrameWaitIsBoundedAndCancellable) {
     o.first_frame_timeout = 300ms;
     o.timeout_setting = "camera.timeout";
     GraphBuilder b("timeout");
-    b.add_source("udp", gst_source(silent, o));
+    b.add_source("live", gst_source(silent, o));
     b.add_sink("out", AppSink::create());
-    NEAT_ASSERT_OK(b.connect("udp", "out"));
+    NEAT_ASSERT_OK(b.connect("live", "out"));
     NEAT_EXPECT_ERROR(b.plan(), ErrorCode::FailedPrecondition,
                       "sent no first frame within 300 ms (camera.timeout)");
   }
