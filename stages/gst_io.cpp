@@ -282,10 +282,12 @@ class GstSource final : public Source {
         return first_.get() != nullptr;
       }));
     } else {
-      NEAT_RETURN_IF_ERROR(wait_for_first_frame([this](GstClockTime slice) {
-        return gst_element_get_state(pipeline_.get(), nullptr, nullptr, slice) ==
-               GST_STATE_CHANGE_SUCCESS;
+      GstStateChangeReturn state = GST_STATE_CHANGE_ASYNC;
+      NEAT_RETURN_IF_ERROR(wait_for_first_frame([&](GstClockTime slice) {
+        state = gst_element_get_state(pipeline_.get(), nullptr, nullptr, slice);
+        return state != GST_STATE_CHANGE_ASYNC;  // prerolled, or failed
       }));
+      if (state == GST_STATE_CHANGE_FAILURE) return failure("did not preroll");
       first_.reset(gst_app_sink_try_pull_preroll(GST_APP_SINK(sink_), 0));
       if (!first_) {
         if (gst_app_sink_is_eos(GST_APP_SINK(sink_))) {
