@@ -440,7 +440,10 @@ class GstAppsrcSink final : public Sink {
     // streaming threads), not when the next frame is pushed: a failed pipeline
     // stops taking buffers, and a push into its full queue would wait forever.
     const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
-    gst_bus_set_sync_handler(bus.get(), &GstAppsrcSink::on_bus_message, this, nullptr);
+    watch_->pipeline = pipeline_.get();
+    gst_bus_set_sync_handler(
+        bus.get(), &GstAppsrcSink::on_bus_message, new std::shared_ptr<DownstreamWatch>(watch_),
+        [](gpointer p) { delete static_cast<std::shared_ptr<DownstreamWatch>*>(p); });
     if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
       return failed_precondition("gst sink \"" + description_ +
                                  "\" cannot start: " + first_error(100 * GST_MSECOND));
@@ -448,7 +451,7 @@ class GstAppsrcSink final : public Sink {
     // appsrc negotiates its caps on PLAYING, before the first buffer: wait
     // (bounded) until every element has its output caps, then see which convert.
     wait_for_negotiation(pipeline_.get(), std::chrono::seconds(2));
-    if (failed_.load())
+    if (failed())
       return failed_precondition("gst sink \"" + description_ + "\" failed: " + first_error(0));
     return elements_.plan(pipeline_.get(), src_, "gst sink", {}, {});
   }
@@ -458,12 +461,12 @@ class GstAppsrcSink final : public Sink {
   }
 
   Status health() override {
-    if (!failed_.load(std::memory_order_acquire)) return {};
+    if (!failed()) return {};
     return downstream_failed().error();
   }
 
   Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) override {
-    if (failed_.load(std::memory_order_acquire)) return downstream_failed();
+    if (failed()) return downstream_failed();
     if (aborted_.load()) return SinkOutcome::Stopped;
     const FrameMeta meta = frame.meta();
     NEAT_ASSIGN_OR_RETURN(GstBuffer * exported, export_gst_buffer(std::move(frame)));
@@ -482,7 +485,7 @@ class GstAppsrcSink final : public Sink {
     NEAT_RETURN_IF_ERROR(elements_.record());
     // appsrc takes the reference.
     const GstFlowReturn r = gst_app_src_push_buffer(GST_APP_SRC(src_), buffer.release());
-    if (failed_.load(std::memory_order_acquire)) return downstream_failed();
+    if (failed()) return downstream_failed();
     if (r == GST_FLOW_FLUSHING && aborted_.load()) return SinkOutcome::Stopped;
     if (r != GST_FLOW_OK) {
       std::string e = first_error(100 * GST_MSECOND);
@@ -494,7 +497,7 @@ class GstAppsrcSink final : public Sink {
 
   Status finish() override {
     Status st;
-    if (failed_.load()) {
+    if (failed()) {
       st = downstream_failed().error();
     } else {
       gst_app_src_end_of_stream(GST_APP_SRC(src_));
@@ -556,30 +559,42 @@ class GstAppsrcSink final : public Sink {
                             "description with videoconvert");
   }
 
+  // What the bus handler shares with the sink. The handler owns a reference
+  // (released by the bus when the handler is removed), so it never reaches
+  // into the sink, which may be destroyed on another thread.
+  struct DownstreamWatch {
+    GstElement* pipeline = nullptr;  // borrowed; set before the handler is installed
+    std::atomic<bool> failed{false};
+    std::mutex mutex;
+    std::string error;  // the first error's text (guarded by mutex)
+  };
+
   // On the thread that posts the message (a streaming thread): keep the first
   // error and make the pipeline let go of a push waiting for queue space. The
   // state change runs on another thread (GStreamer's rule for streaming threads).
   static GstBusSyncReply on_bus_message(GstBus*, GstMessage* msg, gpointer data) {
     if (GST_MESSAGE_TYPE(msg) != GST_MESSAGE_ERROR) return GST_BUS_PASS;
-    auto* self = static_cast<GstAppsrcSink*>(data);
+    DownstreamWatch& w = **static_cast<std::shared_ptr<DownstreamWatch>*>(data);
     {
-      const std::lock_guard lock(self->error_mutex_);
-      if (self->error_.empty()) self->error_ = error_text(msg);
+      const std::lock_guard lock(w.mutex);
+      if (w.error.empty()) w.error = error_text(msg);
     }
-    if (!self->failed_.exchange(true, std::memory_order_acq_rel)) {
+    if (!w.failed.exchange(true, std::memory_order_acq_rel)) {
       gst_element_call_async(
-          self->pipeline_.get(),
+          w.pipeline,
           [](GstElement* pipeline, gpointer) { gst_element_set_state(pipeline, GST_STATE_NULL); },
           nullptr, nullptr);
     }
     return GST_BUS_PASS;
   }
 
+  bool failed() const { return watch_->failed.load(std::memory_order_acquire); }
+
   // The first error of the downstream pipeline (from the handler, else the bus).
   std::string first_error(GstClockTime wait) {
     {
-      const std::lock_guard lock(error_mutex_);
-      if (!error_.empty()) return error_;
+      const std::lock_guard lock(watch_->mutex);
+      if (!watch_->error.empty()) return watch_->error;
     }
     return bus_error(pipeline_.get(), wait);
   }
@@ -593,9 +608,7 @@ class GstAppsrcSink final : public Sink {
   GstRef<GstElement> pipeline_;
   GstElement* src_ = nullptr;  // borrowed: the pipeline holds it
   std::atomic<bool> aborted_{false};
-  std::atomic<bool> failed_{false};  // the downstream pipeline posted an error
-  std::mutex error_mutex_;
-  std::string error_;  // its text (guarded by error_mutex_)
+  std::shared_ptr<DownstreamWatch> watch_ = std::make_shared<DownstreamWatch>();
   ElementAccounting elements_;
 };
 
