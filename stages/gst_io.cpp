@@ -404,6 +404,8 @@ class GstAppsrcSink final : public Sink {
     gst_element_set_state(pipeline_.get(), GST_STATE_NULL);  // joins the streaming threads
     const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
     gst_bus_set_sync_handler(bus.get(), nullptr, nullptr, nullptr);
+    const std::lock_guard lock(watch_.mutex);  // a handler call in flight ends first
+    watch_.pipeline = nullptr;
   }
   std::string_view kind() const noexcept override { return "gst"; }
   std::string describe() const override { return "gst \"" + description_ + "\""; }
@@ -440,10 +442,11 @@ class GstAppsrcSink final : public Sink {
     // streaming threads), not when the next frame is pushed: a failed pipeline
     // stops taking buffers, and a push into its full queue would wait forever.
     const GstRef<GstBus> bus(gst_element_get_bus(pipeline_.get()));
-    watch_->pipeline = pipeline_.get();
-    gst_bus_set_sync_handler(
-        bus.get(), &GstAppsrcSink::on_bus_message, new std::shared_ptr<DownstreamWatch>(watch_),
-        [](gpointer p) { delete static_cast<std::shared_ptr<DownstreamWatch>*>(p); });
+    {
+      const std::lock_guard lock(watch_.mutex);
+      watch_.pipeline = pipeline_.get();
+    }
+    gst_bus_set_sync_handler(bus.get(), &GstAppsrcSink::on_bus_message, &watch_, nullptr);
     if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
       return failed_precondition("gst sink \"" + description_ +
                                  "\" cannot start: " + first_error(100 * GST_MSECOND));
@@ -559,14 +562,14 @@ class GstAppsrcSink final : public Sink {
                             "description with videoconvert");
   }
 
-  // What the bus handler shares with the sink. The handler owns a reference
-  // (released by the bus when the handler is removed), so it never reaches
-  // into the sink, which may be destroyed on another thread.
+  // What the bus handler shares with the sink. The handler touches it only
+  // under `mutex`, and the destructor takes `mutex` once after removing the
+  // handler, so a handler call always ends before the sink goes.
   struct DownstreamWatch {
-    GstElement* pipeline = nullptr;  // borrowed; set before the handler is installed
-    std::atomic<bool> failed{false};
     std::mutex mutex;
-    std::string error;  // the first error's text (guarded by mutex)
+    GstElement* pipeline = nullptr;  // borrowed; guarded by mutex
+    std::string error;               // the first error's text; guarded by mutex
+    std::atomic<bool> failed{false};
   };
 
   // On the thread that posts the message (a streaming thread): keep the first
@@ -574,12 +577,10 @@ class GstAppsrcSink final : public Sink {
   // state change runs on another thread (GStreamer's rule for streaming threads).
   static GstBusSyncReply on_bus_message(GstBus*, GstMessage* msg, gpointer data) {
     if (GST_MESSAGE_TYPE(msg) != GST_MESSAGE_ERROR) return GST_BUS_PASS;
-    DownstreamWatch& w = **static_cast<std::shared_ptr<DownstreamWatch>*>(data);
-    {
-      const std::lock_guard lock(w.mutex);
-      if (w.error.empty()) w.error = error_text(msg);
-    }
-    if (!w.failed.exchange(true, std::memory_order_acq_rel)) {
+    DownstreamWatch& w = *static_cast<DownstreamWatch*>(data);
+    const std::lock_guard lock(w.mutex);
+    if (w.error.empty()) w.error = error_text(msg);
+    if (!w.failed.exchange(true, std::memory_order_acq_rel) && w.pipeline != nullptr) {
       gst_element_call_async(
           w.pipeline,
           [](GstElement* pipeline, gpointer) { gst_element_set_state(pipeline, GST_STATE_NULL); },
@@ -588,13 +589,13 @@ class GstAppsrcSink final : public Sink {
     return GST_BUS_PASS;
   }
 
-  bool failed() const { return watch_->failed.load(std::memory_order_acquire); }
+  bool failed() const { return watch_.failed.load(std::memory_order_acquire); }
 
   // The first error of the downstream pipeline (from the handler, else the bus).
   std::string first_error(GstClockTime wait) {
     {
-      const std::lock_guard lock(watch_->mutex);
-      if (!watch_->error.empty()) return watch_->error;
+      const std::lock_guard lock(watch_.mutex);
+      if (!watch_.error.empty()) return watch_.error;
     }
     return bus_error(pipeline_.get(), wait);
   }
@@ -608,7 +609,7 @@ class GstAppsrcSink final : public Sink {
   GstRef<GstElement> pipeline_;
   GstElement* src_ = nullptr;  // borrowed: the pipeline holds it
   std::atomic<bool> aborted_{false};
-  std::shared_ptr<DownstreamWatch> watch_ = std::make_shared<DownstreamWatch>();
+  DownstreamWatch watch_;
   ElementAccounting elements_;
 };
 
