@@ -1,5 +1,6 @@
 #include "neat/kernels/preprocess.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "neat/kernels/cast.hpp"
+#include "neat/kernels/internal/preprocess_kernel.hpp"
 #include "neat/kernels/yuv_matrix.hpp"
 
 namespace neat {
@@ -21,63 +23,6 @@ struct Planes {
   std::int64_t u_stride, v_stride, step;
   std::int64_t width, height;
 };
-
-// Horizontally resampled source rows, two slots: consecutive output rows
-// share source rows, so each is resampled about once.
-struct RowCache {
-  std::int64_t index[2] = {-1, -1};
-  std::vector<float> rows[2][2];  // [slot][component]: Y uses component 0; chroma U, V
-
-  void reset(std::size_t width, int components) {
-    index[0] = index[1] = -1;
-    for (auto& slot : rows) {
-      for (int c = 0; c < components; ++c)
-        slot[c].resize(width);
-    }
-  }
-  // The slot holding `row`, filling it with `fill(row, slot)` when absent,
-  // never evicting the slot that holds `keep`.
-  template <class F>
-  int get(std::int64_t row, std::int64_t keep, F&& fill) {
-    for (int s = 0; s < 2; ++s) {
-      if (index[s] == row) return s;
-    }
-    const int s = index[0] == keep ? 1 : 0;
-    fill(row, rows[s]);
-    index[s] = row;
-    return s;
-  }
-};
-
-struct Tables {  // per output column, thread-local scratch reused across calls
-  std::vector<std::int32_t> x0, x1, c0, c1;
-  std::vector<float> fx;
-  RowCache luma, chroma;
-};
-
-Tables& scratch() {
-  thread_local Tables t;
-  return t;
-}
-
-// OpenCV INTER_LINEAR source coordinate of output index d.
-inline void linear_coord(std::int64_t d, double scale, std::int64_t size, std::int32_t* i0,
-                         std::int32_t* i1, float* f) {
-  double s = (static_cast<double>(d) + 0.5) * scale - 0.5;
-  auto i = static_cast<std::int64_t>(std::floor(s));
-  double fr = s - static_cast<double>(i);
-  if (i < 0) {
-    i = 0;
-    fr = 0;
-  }
-  if (i >= size - 1) {
-    i = size - 1;
-    fr = 0;
-  }
-  *i0 = static_cast<std::int32_t>(i);
-  *i1 = static_cast<std::int32_t>(std::min<std::int64_t>(i + 1, size - 1));
-  *f = static_cast<float>(fr);
-}
 
 // OpenCV INTER_NEAREST source index of output index d.
 inline std::int32_t nearest_coord(std::int64_t d, double scale, std::int64_t size) {
@@ -104,93 +49,6 @@ struct Affine {  // out_c = rgb[map[c]] * a[c] + b[c]
   const YuvToRgb* yuv;  // the colour standard's coefficients
 };
 
-// Blends two resampled rows vertically, converts YUV to RGB, clamps,
-// normalizes and writes one output row of each plane. All arrays are
-// contiguous floats: the compiler vectorises the F32 loop.
-// Branch-free clamp to [0, hi] on values (std::min / std::max return
-// references, which keeps the loop from being vectorised).
-inline float clamp_to(float v, float hi) noexcept {
-  v = v > 0.0f ? v : 0.0f;
-  return v < hi ? v : hi;
-}
-
-struct Rgb {
-  float r, g, b;
-};
-
-// One pixel of blend_and_finish, scalar: blend two resampled rows at fy,
-// convert YUV to RGB and clamp to [0, 255].
-inline Rgb blended_rgb(const float* ya, const float* yb, const float* ua, const float* ub,
-                       const float* va, const float* vb, float fy, std::int64_t x,
-                       const YuvToRgb& k) noexcept {
-  const float y = ya[x] + (yb[x] - ya[x]) * fy;
-  const float u = ua[x] + (ub[x] - ua[x]) * fy - 128.0f;
-  const float v = va[x] + (vb[x] - va[x]) * fy - 128.0f;
-  const float ym = y - static_cast<float>(k.y_offset);
-  const float yy = (ym > 0.0f ? ym : 0.0f) * k.fy;
-  return {clamp_to(yy + k.frv * v, 255.0f), clamp_to(yy + k.fgv * v + k.fgu * u, 255.0f),
-          clamp_to(yy + k.fbu * u, 255.0f)};
-}
-
-template <class O>
-void blend_and_finish(const float* __restrict ya, const float* __restrict yb,
-                      const float* __restrict ua, const float* __restrict ub,
-                      const float* __restrict va, const float* __restrict vb, float fy,
-                      std::int64_t w, const Affine& k, std::byte* const* planes,
-                      std::int64_t row_start) {
-  // Output plane c holds rgb[k.map[c]]: R is plane 0 (RGB order) or 2 (BGR); G is plane 1.
-  const int ri = k.map[0] == 0 ? 0 : 2, bi = 2 - ri;
-  const float ra = k.a[ri], rb = k.b[ri], ga = k.a[1], gb = k.b[1], ba = k.a[bi], bb = k.b[bi];
-  const YuvToRgb& m = *k.yuv;
-  const float kCY = m.fy, kCVR = m.frv, kCVG = m.fgv, kCUG = m.fgu, kCUB = m.fbu;
-  const float y_off = static_cast<float>(m.y_offset);
-  if constexpr (std::is_same_v<O, float>) {
-    float* __restrict rp = reinterpret_cast<float*>(planes[ri]) + row_start;
-    float* __restrict gp = reinterpret_cast<float*>(planes[1]) + row_start;
-    float* __restrict bp = reinterpret_cast<float*>(planes[bi]) + row_start;
-    // Four pixels at a time with GCC/Clang vector extensions (SSE2 here,
-    // NEON on ARM); the selects below are branch-free vector blends.
-    using v4 = float __attribute__((vector_size(16)));
-    auto load = [](const float* p) {
-      v4 v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    };
-    auto store = [](float* p, v4 v) { std::memcpy(p, &v, sizeof v); };
-    const v4 zero = {0.f, 0.f, 0.f, 0.f};
-    const v4 top = zero + 255.0f, vfy = zero + fy;
-    auto clamp4 = [&](v4 v) {
-      v = v > zero ? v : zero;
-      return v < top ? v : top;
-    };
-    std::int64_t x = 0;
-    for (; x + 4 <= w; x += 4) {
-      const v4 ya4 = load(ya + x), ua4 = load(ua + x), va4 = load(va + x);
-      const v4 y = ya4 + (load(yb + x) - ya4) * vfy;
-      const v4 u = ua4 + (load(ub + x) - ua4) * vfy - 128.0f;
-      const v4 v = va4 + (load(vb + x) - va4) * vfy - 128.0f;
-      const v4 ym = y - y_off;
-      const v4 yy = (ym > zero ? ym : zero) * kCY;
-      store(rp + x, clamp4(yy + kCVR * v) * ra + rb);
-      store(gp + x, clamp4(yy + kCVG * v + kCUG * u) * ga + gb);
-      store(bp + x, clamp4(yy + kCUB * u) * ba + bb);
-    }
-    for (; x < w; ++x) {
-      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x, m);
-      rp[x] = c.r * ra + rb;
-      gp[x] = c.g * ga + gb;
-      bp[x] = c.b * ba + bb;
-    }
-  } else {
-    for (std::int64_t x = 0; x < w; ++x) {
-      const Rgb c = blended_rgb(ya, yb, ua, ub, va, vb, fy, x, m);
-      put<O>(planes[ri], row_start + x, c.r * ra + rb);
-      put<O>(planes[1], row_start + x, c.g * ga + gb);
-      put<O>(planes[bi], row_start + x, c.b * ba + bb);
-    }
-  }
-}
-
 // Nearest: the integer formula of convert_color, so values equal the chain's.
 inline void yuv_to_rgb8(int y, int u, int v, const YuvToRgb& k, float* rgb) {
   const int yy = std::max(0, y - k.y_offset) * k.y;
@@ -202,7 +60,164 @@ inline void yuv_to_rgb8(int y, int u, int v, const YuvToRgb& k, float* rgb) {
   rgb[2] = sat(yy + half + k.b_u * uu);
 }
 
+// The frame's planes, mapped.
+Result<Planes> planes_of(const NeatTensor& frame, const Mapping& in) {
+  Planes s{};
+  const PixelFormat f = frame.pixel_format();
+  NEAT_ASSIGN_OR_RETURN(const std::byte* yp, in.plane_data(PlaneRole::Y));
+  s.y = reinterpret_cast<const std::uint8_t*>(yp);
+  s.y_stride = frame.plane_layout(0).row_stride;
+  s.width = frame.image().width;
+  s.height = frame.image().height;
+  if (f == PixelFormat::NV12 || f == PixelFormat::NV21) {
+    const PlaneLayout& c = frame.plane_layout(1);
+    NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
+    const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
+    s.u = f == PixelFormat::NV12 ? b : b + 1;
+    s.v = f == PixelFormat::NV12 ? b + 1 : b;
+    s.u_stride = s.v_stride = c.row_stride;
+    s.step = 2;
+  } else {
+    NEAT_ASSIGN_OR_RETURN(const std::byte* up, in.plane_data(PlaneRole::U));
+    NEAT_ASSIGN_OR_RETURN(const std::byte* vp, in.plane_data(PlaneRole::V));
+    s.u = reinterpret_cast<const std::uint8_t*>(up);
+    s.v = reinterpret_cast<const std::uint8_t*>(vp);
+    s.u_stride = frame.plane_layout(f == PixelFormat::I420 ? 1 : 2).row_stride;
+    s.v_stride = frame.plane_layout(f == PixelFormat::I420 ? 2 : 1).row_stride;
+    s.step = 1;
+  }
+  return s;
+}
+
+// Letterbox padding, normalized like the pixels, per output plane.
+void fill_pad(const Affine& k, const PreprocessParams& p, std::byte* const* planes,
+              std::int64_t start, std::int64_t count) {
+  if (count <= 0) return;
+  for (int c = 0; c < 3; ++c) {
+    const float pad = p.pad_value * k.a[c] + k.b[c];
+    for (std::int64_t i = start; i < start + count; ++i) {
+      if (p.out_dtype == DType::F32) {
+        put<float>(planes[c], i, pad);
+      } else if (p.out_dtype == DType::F16) {
+        put<Half>(planes[c], i, pad);
+      } else {
+        put<BFloat16>(planes[c], i, pad);
+      }
+    }
+  }
+}
+
+// Nearest: each output pixel is one source pixel, converted with the integer
+// formula of convert_color, so values equal the unfused chain's exactly.
+void nearest_rows(const Planes& s, const Affine& k, const PreprocessParams& p,
+                  const LetterboxBox& box, std::byte* const* planes, std::int64_t r0,
+                  std::int64_t r1) {
+  const std::int64_t out_w = p.width;
+  const double sx = static_cast<double>(s.width) / static_cast<double>(box.width);
+  const double sy = static_cast<double>(s.height) / static_cast<double>(box.height);
+  for (std::int64_t out_r = r0; out_r < r1; ++out_r) {
+    if (out_r < box.y || out_r >= box.y + box.height) {
+      fill_pad(k, p, planes, out_r * out_w, out_w);
+      continue;
+    }
+    fill_pad(k, p, planes, out_r * out_w, box.x);
+    fill_pad(k, p, planes, out_r * out_w + box.x + box.width, out_w - box.x - box.width);
+    const std::int64_t row_start = out_r * out_w + box.x;
+    const std::int32_t y0 = nearest_coord(out_r - box.y, sy, s.height);
+    const std::uint8_t* ya = s.y + y0 * s.y_stride;
+    const std::uint8_t* ua = s.u + (y0 / 2) * s.u_stride;
+    const std::uint8_t* va = s.v + (y0 / 2) * s.v_stride;
+    for (std::int64_t x = 0; x < box.width; ++x) {
+      const std::int32_t x0 = nearest_coord(x, sx, s.width);
+      const std::int64_t c0 = (x0 / 2) * s.step;
+      float rgb[3];
+      yuv_to_rgb8(ya[x0], ua[c0], va[c0], *k.yuv, rgb);
+      for (int c = 0; c < 3; ++c) {
+        const float val = rgb[k.map[c]] * k.a[c] + k.b[c];
+        if (p.out_dtype == DType::F32) {
+          put<float>(planes[c], row_start + x, val);
+        } else if (p.out_dtype == DType::F16) {
+          put<Half>(planes[c], row_start + x, val);
+        } else {
+          put<BFloat16>(planes[c], row_start + x, val);
+        }
+      }
+    }
+  }
+}
+
+// The resampling tables of the last call on this thread, rebuilt only when
+// the geometry or the sampling changes (a stream's frames share them).
+struct AxisCache {
+  detail::ResampleAxis axis;
+  std::int64_t count = -1, grid = -1;
+  int shift = 0;
+  detail::Sampling sampling = detail::Sampling::Bilinear;
+  const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m) {
+    if (c != count || g != grid || sh != shift || m != sampling) {
+      detail::build_axis(axis, c, g, sh, m);
+      count = c;
+      grid = g;
+      shift = sh;
+      sampling = m;
+    }
+    return &axis;
+  }
+};
+
+detail::PreprocessJob make_job(const Planes& s, const Affine& k, const PreprocessParams& p,
+                               const LetterboxBox& box, std::byte* const* planes) {
+  thread_local AxisCache lx, ly, cx, cy;
+  // Luma on its own grid; chroma on the same grid, one stored sample per two.
+  const detail::Sampling m =
+      p.interpolation == Interpolation::Area ? detail::Sampling::Area : detail::Sampling::Bilinear;
+  detail::PreprocessJob j;
+  j.y = s.y;
+  j.u = s.u;
+  j.v = s.v;
+  j.y_stride = s.y_stride;
+  j.u_stride = s.u_stride;
+  j.v_stride = s.v_stride;
+  j.interleaved_uv = s.step == 2;
+  j.luma_x = lx.get(box.width, s.width, 0, m);
+  j.luma_y = ly.get(box.height, s.height, 0, m);
+  j.chroma_x = cx.get(box.width, s.width, 1, m);
+  j.chroma_y = cy.get(box.height, s.height, 1, m);
+  j.out_w = p.width;
+  j.out_h = p.height;
+  j.box_x = box.x;
+  j.box_y = box.y;
+  j.box_w = box.width;
+  j.box_h = box.height;
+  j.out_dtype = p.out_dtype;
+  static const long l2 = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? v : 1L << 20;
+  }();
+  j.stream = 3 * p.width * p.height * item_size(p.out_dtype) > l2;
+  for (int c = 0; c < 3; ++c) {
+    j.planes[c] = planes[c];
+    j.a[c] = k.a[c];
+    j.b[c] = k.b[c];
+    j.pad[c] = p.pad_value * k.a[c] + k.b[c];
+  }
+  j.r_plane = k.map[0] == 0 ? 0 : 2;  // plane c holds rgb[map[c]]
+  j.b_plane = 2 - j.r_plane;
+  const YuvToRgb& m3 = *k.yuv;
+  j.y_offset = static_cast<float>(m3.y_offset);
+  j.ys = m3.fy;
+  j.rv = m3.frv;
+  j.gu = m3.fgu;
+  j.gv = m3.fgv;
+  j.bu = m3.fbu;
+  return j;
+}
+
 }  // namespace
+
+const char* preprocess_simd_target() noexcept {
+  return detail::preprocess_simd_target();
+}
 
 LetterboxBox letterbox_box(std::int64_t sw, std::int64_t sh, std::int64_t ow,
                            std::int64_t oh) noexcept {
@@ -235,6 +250,10 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
   }
   if (p.channel_order != PixelFormat::RGB && p.channel_order != PixelFormat::BGR) {
     return invalid_argument("preprocess: channel_order must be RGB or BGR");
+  }
+  if (p.interpolation != Interpolation::Nearest && p.interpolation != Interpolation::Bilinear &&
+      p.interpolation != Interpolation::Area) {
+    return invalid_argument("preprocess: interpolation must be Nearest, Bilinear or Area");
   }
   if (p.resize_mode != ResizeMode::Stretch && p.resize_mode != ResizeMode::Letterbox) {
     return invalid_argument("preprocess: resize_mode must be Stretch or Letterbox");
@@ -291,165 +310,135 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
   return run_conversion(
       frame, std::move(dst), spec, options, where,
       [&](const Mapping& in, const Mapping& out) -> Status {
-        Planes s{};
-        const PixelFormat f = frame.pixel_format();
-        NEAT_ASSIGN_OR_RETURN(const std::byte* yp, in.plane_data(PlaneRole::Y));
-        s.y = reinterpret_cast<const std::uint8_t*>(yp);
-        s.y_stride = frame.plane_layout(0).row_stride;
-        s.width = sw;
-        s.height = sh;
-        if (f == PixelFormat::NV12 || f == PixelFormat::NV21) {
-          const PlaneLayout& c = frame.plane_layout(1);
-          NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
-          const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
-          s.u = f == PixelFormat::NV12 ? b : b + 1;
-          s.v = f == PixelFormat::NV12 ? b + 1 : b;
-          s.u_stride = s.v_stride = c.row_stride;
-          s.step = 2;
-        } else {
-          NEAT_ASSIGN_OR_RETURN(const std::byte* up, in.plane_data(PlaneRole::U));
-          NEAT_ASSIGN_OR_RETURN(const std::byte* vp, in.plane_data(PlaneRole::V));
-          s.u = reinterpret_cast<const std::uint8_t*>(up);
-          s.v = reinterpret_cast<const std::uint8_t*>(vp);
-          s.u_stride = frame.plane_layout(f == PixelFormat::I420 ? 1 : 2).row_stride;
-          s.v_stride = frame.plane_layout(f == PixelFormat::I420 ? 2 : 1).row_stride;
-          s.step = 1;
-        }
-        // Output planes are out_w x oh; the content is ow x ch at (px, py).
-        const std::int64_t out_w = p.width, oh = p.height;
-        const std::int64_t ow = box.width, ch = box.height, px = box.x, py = box.y;
-        const double sx = static_cast<double>(sw) / static_cast<double>(ow);
-        const double sy = static_cast<double>(sh) / static_cast<double>(ch);
+        NEAT_ASSIGN_OR_RETURN(const Planes s, planes_of(frame, in));
         const std::int64_t item = item_size(p.out_dtype);
         std::byte* base = out.mutable_data();
-        std::byte* planes[3] = {base, base + oh * out_w * item, base + 2 * oh * out_w * item};
-        const bool nearest = p.interpolation == Interpolation::Nearest;
-        // Letterbox padding, normalized like the pixels, per output plane.
-        float pad[3];
-        for (int c = 0; c < 3; ++c)
-          pad[c] = p.pad_value * k.a[c] + k.b[c];
-        auto fill_pad = [&](std::int64_t start, std::int64_t count) {
-          if (count <= 0) return;
-          for (int c = 0; c < 3; ++c) {
-            if (p.out_dtype == DType::F32) {
-              std::fill_n(reinterpret_cast<float*>(planes[c]) + start, count, pad[c]);
-              continue;
-            }
-            for (std::int64_t i = start; i < start + count; ++i) {
-              if (p.out_dtype == DType::F16) {
-                put<Half>(planes[c], i, pad[c]);
-              } else {
-                put<BFloat16>(planes[c], i, pad[c]);
-              }
-            }
-          }
-        };
-
-        parallel_rows(oh, options.threads, [&](std::int64_t r0, std::int64_t r1) {
-          Tables& t = scratch();
-          t.x0.resize(static_cast<std::size_t>(ow));
-          t.x1.resize(static_cast<std::size_t>(ow));
-          t.c0.resize(static_cast<std::size_t>(ow));
-          t.c1.resize(static_cast<std::size_t>(ow));
-          t.fx.resize(static_cast<std::size_t>(ow));
-          t.luma.reset(static_cast<std::size_t>(ow), 1);
-          t.chroma.reset(static_cast<std::size_t>(ow), 2);
-          for (std::int64_t x = 0; x < ow; ++x) {
-            const auto u = static_cast<std::size_t>(x);
-            if (nearest) {
-              t.x0[u] = t.x1[u] = nearest_coord(x, sx, sw);
-              t.fx[u] = 0.f;
-            } else {
-              linear_coord(x, sx, sw, &t.x0[u], &t.x1[u], &t.fx[u]);
-            }
-            t.c0[u] = static_cast<std::int32_t>((t.x0[u] / 2) * s.step);
-            t.c1[u] = static_cast<std::int32_t>((t.x1[u] / 2) * s.step);
-          }
-          for (std::int64_t out_r = r0; out_r < r1; ++out_r) {
-            if (out_r < py || out_r >= py + ch) {  // a padding row
-              fill_pad(out_r * out_w, out_w);
-              continue;
-            }
-            fill_pad(out_r * out_w, px);
-            fill_pad(out_r * out_w + px + ow, out_w - px - ow);
-            const std::int64_t r = out_r - py;                  // content row
-            const std::int64_t row_start = out_r * out_w + px;  // its first output element
-            std::int32_t y0, y1;
-            float fy;
-            if (nearest) {
-              y0 = y1 = nearest_coord(r, sy, sh);
-              fy = 0.f;
-            } else {
-              linear_coord(r, sy, sh, &y0, &y1, &fy);
-            }
-            if (nearest) {
-              const std::uint8_t* ya = s.y + y0 * s.y_stride;
-              const std::uint8_t* ua = s.u + (y0 / 2) * s.u_stride;
-              const std::uint8_t* va = s.v + (y0 / 2) * s.v_stride;
-              for (std::int64_t x = 0; x < ow; ++x) {
-                const auto u = static_cast<std::size_t>(x);
-                float rgb[3];
-                yuv_to_rgb8(ya[t.x0[u]], ua[t.c0[u]], va[t.c0[u]], *k.yuv, rgb);
-                for (int c = 0; c < 3; ++c) {
-                  const float val = rgb[k.map[c]] * k.a[c] + k.b[c];
-                  if (p.out_dtype == DType::F32) {
-                    put<float>(planes[c], row_start + x, val);
-                  } else if (p.out_dtype == DType::F16) {
-                    put<Half>(planes[c], row_start + x, val);
-                  } else {
-                    put<BFloat16>(planes[c], row_start + x, val);
-                  }
-                }
-              }
-              continue;
-            }
-            auto fill_luma = [&](std::int64_t row, std::vector<float>* rows_out) {
-              const std::uint8_t* src = s.y + row * s.y_stride;
-              float* __restrict h = rows_out[0].data();
-              for (std::int64_t x = 0; x < ow; ++x) {
-                const auto u = static_cast<std::size_t>(x);
-                const float a = src[t.x0[u]], b = src[t.x1[u]];
-                h[x] = a + (b - a) * t.fx[u];
-              }
-            };
-            auto fill_chroma = [&](std::int64_t crow, std::vector<float>* rows_out) {
-              const std::uint8_t* us = s.u + crow * s.u_stride;
-              const std::uint8_t* vs = s.v + crow * s.v_stride;
-              float* __restrict hu = rows_out[0].data();
-              float* __restrict hv = rows_out[1].data();
-              for (std::int64_t x = 0; x < ow; ++x) {
-                const auto u = static_cast<std::size_t>(x);
-                const float wx = t.fx[u];
-                const float ua0 = us[t.c0[u]], ua1 = us[t.c1[u]];
-                const float va0 = vs[t.c0[u]], va1 = vs[t.c1[u]];
-                hu[x] = ua0 + (ua1 - ua0) * wx;
-                hv[x] = va0 + (va1 - va0) * wx;
-              }
-            };
-            const int l0 = t.luma.get(y0, y1, fill_luma);
-            const int l1 = t.luma.get(y1, y0, fill_luma);
-            const int k0 = t.chroma.get(y0 / 2, y1 / 2, fill_chroma);
-            const int k1 = t.chroma.get(y1 / 2, y0 / 2, fill_chroma);
-            const float* ya_h = t.luma.rows[l0][0].data();
-            const float* yb_h = t.luma.rows[l1][0].data();
-            const float* ua_h = t.chroma.rows[k0][0].data();
-            const float* ub_h = t.chroma.rows[k1][0].data();
-            const float* va_h = t.chroma.rows[k0][1].data();
-            const float* vb_h = t.chroma.rows[k1][1].data();
-            if (p.out_dtype == DType::F32) {
-              blend_and_finish<float>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
-                                      row_start);
-            } else if (p.out_dtype == DType::F16) {
-              blend_and_finish<Half>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
-                                     row_start);
-            } else {
-              blend_and_finish<BFloat16>(ya_h, yb_h, ua_h, ub_h, va_h, vb_h, fy, ow, k, planes,
-                                         row_start);
-            }
-          }
+        const std::int64_t plane_bytes = p.height * p.width * item;
+        std::byte* planes[3] = {base, base + plane_bytes, base + 2 * plane_bytes};
+        if (p.interpolation == Interpolation::Nearest) {
+          parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
+            nearest_rows(s, k, p, box, planes, r0, r1);
+          });
+          return {};
+        }
+        detail::PreprocessJob job = make_job(s, k, p, box, planes);
+        parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
+          detail::preprocess_rows(job, r0, r1);
         });
         return {};
       });
 }
+
+namespace detail {
+
+namespace {
+
+// Looks for a periodic pattern of `out` outputs per `in` source samples
+// (weights equal to 1e-6) and records it in the axis.
+bool find_pattern(ResampleAxis& a, int out, int in) {
+  if (a.count < out || a.source < in) return false;
+  float lanes[2][4] = {};
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const std::int64_t g = o / out, p = o % out;
+    float row[4] = {};
+    for (int t = 0; t < a.taps; ++t) {
+      const float w = a.weight[static_cast<std::size_t>(t * a.stride + o)];
+      if (w == 0.f) continue;
+      const std::int64_t q = a.first[static_cast<std::size_t>(o)] + t - g * in;
+      if (q < 0 || q >= in) return false;
+      row[q] += w;
+    }
+    for (int q = 0; q < in; ++q) {
+      if (g == 0) {
+        lanes[p][q] = row[q];
+      } else if (std::abs(lanes[p][q] - row[q]) > 1e-6f) {
+        return false;
+      }
+    }
+  }
+  a.group_out = out;
+  a.group_in = in;
+  std::memcpy(a.lane_weight, lanes, sizeof lanes);
+  for (int q = 0; q < 4; ++q)
+    a.lane_used[q] = lanes[0][q] != 0.f || lanes[1][q] != 0.f;
+  return true;
+}
+
+}  // namespace
+
+void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shift,
+                Sampling sampling) {
+  constexpr std::int64_t kPad = 64;  // a multiple of every vector width, in floats
+  const double r = static_cast<double>(grid) / static_cast<double>(count);
+  const bool area = sampling == Sampling::Area && r > 1.0;
+  const std::int64_t stored = (grid + (1 << shift) - 1) >> shift;
+  a.count = count;
+  a.source = stored;
+  a.stride = (count + kPad - 1) / kPad * kPad;
+  // Grid taps per output: 2 (bilinear) or up to ceil(r) + 1 (area); stored
+  // taps never more.
+  const int max_taps = area ? static_cast<int>(std::ceil(r)) + 1 : 2;
+  a.first.assign(static_cast<std::size_t>(a.stride), 0);
+  a.weight.assign(static_cast<std::size_t>(a.stride * max_taps), 0.f);
+  a.same_as_previous.assign(static_cast<std::size_t>(count), 0);
+  int used = 1;
+  std::vector<double> w(static_cast<std::size_t>(max_taps) + 1);
+  for (std::int64_t o = 0; o < count; ++o) {
+    std::fill(w.begin(), w.end(), 0.0);
+    std::int64_t first = 0;
+    auto add = [&](std::int64_t j, double weight) {  // grid sample j
+      if (weight <= 1e-12) return;
+      const std::int64_t i = std::min(j >> shift, stored - 1) - first;
+      w[static_cast<std::size_t>(i)] += weight;
+      used = std::max(used, static_cast<int>(i) + 1);
+    };
+    if (area) {  // [o r, (o + 1) r), each grid sample weighted by its overlap
+      const double lo = static_cast<double>(o) * r, hi = static_cast<double>(o + 1) * r;
+      const auto j0 = static_cast<std::int64_t>(std::floor(lo));
+      first = std::min(j0 >> shift, stored - 1);
+      for (std::int64_t j = j0; j < grid && static_cast<double>(j) < hi; ++j) {
+        add(j,
+            (std::min(hi, static_cast<double>(j + 1)) - std::max(lo, static_cast<double>(j))) / r);
+      }
+    } else {  // OpenCV's INTER_LINEAR mapping, clamped at both edges
+      const double sx = (static_cast<double>(o) + 0.5) * r - 0.5;
+      auto j = static_cast<std::int64_t>(std::floor(sx));
+      double f = sx - static_cast<double>(j);
+      if (j < 0) {
+        j = 0;
+        f = 0;
+      }
+      if (j >= grid - 1) {
+        j = grid - 1;
+        f = 0;
+      }
+      first = std::min(j >> shift, stored - 1);
+      add(j, 1.0 - f);
+      add(j + 1, f);
+    }
+    const auto u = static_cast<std::size_t>(o);
+    a.first[u] = static_cast<std::int32_t>(first);
+    for (int t = 0; t < max_taps; ++t)
+      a.weight[static_cast<std::size_t>(t * a.stride + o)] = static_cast<float>(w[t]);
+  }
+  a.taps = used;
+  a.weight.resize(static_cast<std::size_t>(a.stride * used));  // tap-major: drop unused taps
+  for (std::int64_t o = 1; o < count; ++o) {
+    bool same = a.first[static_cast<std::size_t>(o)] == a.first[static_cast<std::size_t>(o - 1)];
+    for (int t = 0; same && t < used; ++t) {
+      same = a.weight[static_cast<std::size_t>(t * a.stride + o)] ==
+             a.weight[static_cast<std::size_t>(t * a.stride + o - 1)];
+    }
+    a.same_as_previous[static_cast<std::size_t>(o)] = same;
+  }
+  a.group_out = a.group_in = 0;
+  std::memset(a.lane_weight, 0, sizeof a.lane_weight);
+  std::memset(a.lane_used, 0, sizeof a.lane_used);
+  for (auto [out, in] : {std::pair{1, 1}, {2, 1}, {1, 2}, {1, 3}, {2, 3}, {1, 4}}) {
+    if (find_pattern(a, out, in)) break;
+  }
+}
+
+}  // namespace detail
 
 }  // namespace neat

@@ -74,6 +74,10 @@ struct PreprocessParams {
   float pad_value = 114.0f;
 };
 
+/// The instruction set the preprocess engine runs with on this CPU, chosen at
+/// run time (e.g. "AVX3_DL", "AVX2", "SSE4"; "EMU128" when none applies).
+const char* preprocess_simd_target() noexcept;
+
 /// The model input for `frame`.
 Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& params,
                               ConversionOptions options = {},

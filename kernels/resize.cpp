@@ -20,8 +20,10 @@ cv::Mat mat_over(const std::byte* p, std::int64_t rows, std::int64_t cols, int t
 Status resize_mat(const cv::Mat& in, cv::Mat& out, Interpolation interp) {
   const uchar* expected = out.data;
   try {
-    cv::resize(in, out, out.size(), 0, 0,
-               interp == Interpolation::Nearest ? cv::INTER_NEAREST : cv::INTER_LINEAR);
+    const int mode = interp == Interpolation::Nearest ? cv::INTER_NEAREST
+                     : interp == Interpolation::Area  ? cv::INTER_AREA
+                                                      : cv::INTER_LINEAR;
+    cv::resize(in, out, out.size(), 0, 0, mode);
   } catch (const cv::Exception& e) {
     return internal_error(std::string("resize: OpenCV failed: ") + e.what());
   }
@@ -31,6 +33,18 @@ Status resize_mat(const cv::Mat& in, cv::Mat& out, Interpolation interp) {
 }
 
 }  // namespace
+
+const char* to_string(Interpolation interpolation) noexcept {
+  switch (interpolation) {
+    case Interpolation::Nearest:
+      return "nearest";
+    case Interpolation::Bilinear:
+      return "bilinear";
+    case Interpolation::Area:
+      return "area";
+  }
+  return "unknown";
+}
 
 Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_t height,
                           Interpolation interpolation, ConversionOptions options,

@@ -120,8 +120,7 @@ class ResizeStage final : public Stage {
     return in.width == w_ && in.height == h_;
   }
   std::string describe() const override {
-    return "resize size=" + size_text(w_, h_) +
-           (interp_ == Interpolation::Nearest ? " nearest" : " bilinear");
+    return "resize size=" + size_text(w_, h_) + " " + to_string(interp_);
   }
 
  private:
@@ -320,6 +319,9 @@ class PreprocessStage final : public Stage {
   std::string describe() const override {
     return "preprocess size=" + size_text(p_.width, p_.height) + " -> " +
            std::string(to_string(p_.out_dtype)) + (p_.batch_dim ? " NCHW" : " CHW") +
+           (p_.interpolation == Interpolation::Bilinear
+                ? std::string()
+                : std::string(" ") + to_string(p_.interpolation)) +
            (p_.resize_mode == ResizeMode::Letterbox
                 ? " letterboxed (pad " + std::to_string(static_cast<int>(p_.pad_value)) + ")"
                 : "") +

@@ -139,9 +139,10 @@ Result<Colorimetry> ElementArgs::colorimetry() {
 }
 
 Result<Interpolation> ElementArgs::interpolation() {
-  return choice<Interpolation>(
-      "interp", Interpolation::Bilinear,
-      {{"bilinear", Interpolation::Bilinear}, {"nearest", Interpolation::Nearest}});
+  return choice<Interpolation>("interp", Interpolation::Bilinear,
+                               {{"bilinear", Interpolation::Bilinear},
+                                {"nearest", Interpolation::Nearest},
+                                {"area", Interpolation::Area}});
 }
 
 Result<std::optional<ConversionPolicy>> ElementArgs::policy() {

@@ -96,7 +96,7 @@ const PropertySpec kColorimetry =
          "the colour standard to decode YUV with (default: the frame's own, else GStreamer's "
          "default for its size)");
 const PropertySpec kInterp =
-    prop("interp", T::Choice, "bilinear", "interpolation", {"bilinear", "nearest"});
+    prop("interp", T::Choice, "bilinear", "interpolation", {"bilinear", "nearest", "area"});
 
 // "models:NAME" names a model generated with the build (models/make_models.py):
 // NEAT_MODEL_DIR if set, else the build tree's, else the installed one.

@@ -1,0 +1,322 @@
+// The fused preprocess (1080p NV12 -> 640x640 normalized F32 CHW) against
+// every way a skilled user would do the same work with the best libraries,
+// paired in one loop: each iteration runs every way once, in an order that
+// rotates, so load and cache state hit all of them alike. Figures are
+// per-way mean times and ratios to ours; the targets (issue: preprocess at
+// the speed of memory) are judged on `vs_best` (ours / the fastest recipe)
+// and `vs_floor` (ours / reading the frame once and writing the tensor once).
+//
+//   opencv     cvtColorTwoPlane (1080p RGB), resize (u8), split (u8), convertTo
+//              with scale and offset straight into the CHW planes
+//   blob       cvtColorTwoPlane + dnn::blobFromImage (what most detector code
+//              does; blobFromImage has no per-channel std, so it does less)
+//   planes     resize the Y and UV planes first (u8), cvtColorTwoPlane at
+//              640x640, split, convertTo into the CHW planes
+//   libyuv     NV12Scale (bilinear) to 640x640, NV12ToRAW (RGB), one float loop
+//   floor      read every byte of the frame + write every byte of the tensor
+//
+// With 2 threads OpenCV runs its own pool; libyuv (single-threaded) and the
+// floor run as two halves on OpenCV's pool, as a user would split them.
+#include <benchmark/benchmark.h>
+
+#include <libyuv/convert_argb.h>
+#include <libyuv/scale.h>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
+
+#include <neat/kernels/preprocess.hpp>
+#include <neat/neat.hpp>
+
+#include "alloc_counter.hpp"
+#include "frames.hpp"
+
+namespace {
+
+using namespace neat::bench;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kOut = 640;
+
+// Runs `ways` in rotated order every iteration; reports each way's mean time
+// and ours / way (ours is ways[0]; the last way is the floor).
+void paired_ways(benchmark::State& state, const std::vector<std::string>& names,
+                 const std::vector<std::function<void()>>& ways) {
+  const std::size_t n = ways.size();
+  std::vector<double> ns(n, 0.0);
+  std::size_t start = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t w = (start + i) % n;
+      const auto t0 = Clock::now();
+      ways[w]();
+      ns[w] += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    }
+    start = (start + 1) % n;
+  }
+  const double iters = static_cast<double>(state.iterations());
+  double best = 1e300;
+  for (std::size_t w = 0; w < n; ++w) {
+    state.counters[names[w] + "_us"] = ns[w] / iters / 1e3;
+    if (w > 0) state.counters["ours/" + names[w]] = ns[0] / ns[w];
+    if (w > 0 && w + 1 < n) best = std::min(best, ns[w]);
+  }
+  state.counters["vs_best"] = ns[0] / best;
+  state.counters["vs_floor"] = ns[0] / ns[n - 1];
+}
+
+// The careful OpenCV chain: cvtColor, resize (u8), split (u8), convertTo with
+// scale and offset into the CHW planes. With planes_first the Y and UV planes
+// are resized first and cvtColor runs at the output size.
+struct OpenCvRecipe {
+  OpenCvRecipe(const neat::PreprocessParams& p, bool planes_first, int interp)
+      : first(planes_first), mode(interp), chw(3 * kOut * kOut) {
+    for (int c = 0; c < 3; ++c) {
+      out.emplace_back(kOut, kOut, CV_32F, chw.data() + c * kOut * kOut);
+      alpha[c] = p.scale / p.std[static_cast<std::size_t>(c)];
+      beta[c] = -p.mean[static_cast<std::size_t>(c)] / p.std[static_cast<std::size_t>(c)];
+    }
+  }
+  void operator()(const Planes& p) {
+    if (first) {
+      cv::resize(p.y, ys, cv::Size(kOut, kOut), 0, 0, mode);
+      cv::resize(p.uv, uvs, cv::Size(kOut / 2, kOut / 2), 0, 0, mode);
+      cv::cvtColorTwoPlane(ys, uvs, small, cv::COLOR_YUV2RGB_NV12);
+    } else {
+      cv::cvtColorTwoPlane(p.y, p.uv, rgb, cv::COLOR_YUV2RGB_NV12);
+      cv::resize(rgb, small, cv::Size(kOut, kOut), 0, 0, mode);
+    }
+    cv::split(small, u8);
+    for (int c = 0; c < 3; ++c)
+      u8[static_cast<std::size_t>(c)].convertTo(out[static_cast<std::size_t>(c)], CV_32F, alpha[c],
+                                                beta[c]);
+    benchmark::DoNotOptimize(chw.data());
+  }
+  bool first;
+  int mode;
+  cv::Mat rgb, small, ys, uvs;
+  std::vector<cv::Mat> u8;
+  std::vector<float> chw;
+  std::vector<cv::Mat> out;
+  double alpha[3], beta[3];
+};
+
+// cvtColor + dnn::blobFromImage (scale 1/255 and the mean; no per-channel std).
+struct BlobRecipe {
+  explicit BlobRecipe(const neat::PreprocessParams& p)
+      : mean(p.mean[0] * 255.0, p.mean[1] * 255.0, p.mean[2] * 255.0), scale(p.scale) {}
+  void operator()(const Planes& p) {
+    cv::cvtColorTwoPlane(p.y, p.uv, rgb, cv::COLOR_YUV2RGB_NV12);
+    cv::dnn::blobFromImage(rgb, blob, scale, cv::Size(kOut, kOut), mean, false, false, CV_32F);
+    benchmark::DoNotOptimize(blob.data);
+  }
+  cv::Scalar mean;
+  double scale;
+  cv::Mat rgb, blob;
+};
+
+// libyuv: NV12Scale to the output size, NV12ToRAW (R, G, B bytes), one float
+// loop into the CHW planes; `stripes` horizontal bands on OpenCV's pool.
+struct LibyuvRecipe {
+  LibyuvRecipe(const neat::PreprocessParams& p, int stripes_)
+      : stripes(stripes_),
+        y(kOut * kOut),
+        uv(kOut * kOut / 2),
+        rgb(3 * kOut * kOut),
+        chw(3 * kOut * kOut) {
+    for (int c = 0; c < 3; ++c) {
+      alpha[c] = p.scale / p.std[static_cast<std::size_t>(c)];
+      beta[c] = -p.mean[static_cast<std::size_t>(c)] / p.std[static_cast<std::size_t>(c)];
+    }
+  }
+  void band(const Planes& p, int s) {
+    // Source rows [sy0, sy1) (even) -> output rows [oy0, oy1).
+    const int sh = p.y.rows, oy0 = kOut * s / stripes, oy1 = kOut * (s + 1) / stripes;
+    const int sy0 = (sh * s / stripes) & ~1,
+              sy1 = s + 1 == stripes ? sh : (sh * (s + 1) / stripes) & ~1;
+    const int oh = oy1 - oy0;
+    libyuv::NV12Scale(p.y.ptr(sy0), static_cast<int>(p.y.step), p.uv.ptr(sy0 / 2),
+                      static_cast<int>(p.uv.step), p.y.cols, sy1 - sy0, y.data() + oy0 * kOut, kOut,
+                      uv.data() + oy0 / 2 * kOut, kOut, kOut, oh, libyuv::kFilterBilinear);
+    libyuv::NV12ToRAW(y.data() + oy0 * kOut, kOut, uv.data() + oy0 / 2 * kOut, kOut,
+                      rgb.data() + oy0 * kOut * 3, kOut * 3, kOut, oh);
+    const float a0 = alpha[0], a1 = alpha[1], a2 = alpha[2];
+    const float b0 = beta[0], b1 = beta[1], b2 = beta[2];
+    float* r = chw.data();
+    float* g = r + kOut * kOut;
+    float* b = g + kOut * kOut;
+    for (int i = oy0 * kOut; i < oy1 * kOut; ++i) {
+      const std::uint8_t* px = rgb.data() + 3 * i;
+      r[i] = px[0] * a0 + b0;
+      g[i] = px[1] * a1 + b1;
+      b[i] = px[2] * a2 + b2;
+    }
+  }
+  void operator()(const Planes& p) {
+    if (stripes == 1) {
+      band(p, 0);
+    } else {
+      cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range& r) {
+        for (int s = r.start; s < r.end; ++s)
+          band(p, s);
+      });
+    }
+    benchmark::DoNotOptimize(chw.data());
+  }
+  int stripes;
+  std::vector<std::uint8_t> y, uv, rgb;
+  std::vector<float> chw;
+  float alpha[3], beta[3];
+};
+
+// The floor: every byte of the frame read once, every byte of the tensor
+// written once (glibc's memset picks its fastest stores).
+struct Floor {
+  explicit Floor(int stripes_) : stripes(stripes_), chw(3 * kOut * kOut) {}
+  void band(const Planes& p, int s) {
+    std::uint64_t sum = 0;
+    const auto rows = [&](const cv::Mat& m) {  // 8-byte words, four chains (vectorised)
+      const int r0 = m.rows * s / stripes, r1 = m.rows * (s + 1) / stripes;
+      const std::size_t words = static_cast<std::size_t>(m.cols) * m.elemSize() / 8;
+      for (int r = r0; r < r1; ++r) {
+        const auto* q = reinterpret_cast<const std::uint64_t*>(m.ptr(r));
+        std::uint64_t a[4] = {};
+        for (std::size_t i = 0; i + 4 <= words; i += 4) {
+          a[0] ^= q[i];
+          a[1] ^= q[i + 1];
+          a[2] ^= q[i + 2];
+          a[3] ^= q[i + 3];
+        }
+        sum += a[0] ^ a[1] ^ a[2] ^ a[3];
+      }
+    };
+    rows(p.y);
+    rows(p.uv);
+    benchmark::DoNotOptimize(sum);
+    const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
+                      b1 = n * static_cast<std::size_t>(s + 1) / stripes;
+    std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
+  }
+  void operator()(const Planes& p) {
+    if (stripes == 1) {
+      band(p, 0);
+    } else {
+      cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range& r) {
+        for (int s = r.start; s < r.end; ++s)
+          band(p, s);
+      });
+    }
+    benchmark::DoNotOptimize(chw.data());
+  }
+  int stripes;
+  std::vector<float> chw;
+};
+
+void BM_PreprocessRecipes(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  cv::setNumThreads(threads);
+  const auto f = nv12_1080p();
+  auto m = f.map();
+  const Planes p = mats_of(*m, f);
+  const auto prm = model_params();
+  OpenCvRecipe opencv(prm, false, cv::INTER_LINEAR), planes(prm, true, cv::INTER_LINEAR);
+  BlobRecipe blob(prm);
+  LibyuvRecipe yuv(prm, threads);
+  Floor floor(threads);
+  const neat::ConversionOptions options{.threads = threads};
+  paired_ways(
+      state, {"neat", "opencv", "blob", "planes", "libyuv", "floor"},
+      {[&] { benchmark::DoNotOptimize(neat::preprocess(f, prm, options)); }, [&] { opencv(p); },
+       [&] { blob(p); }, [&] { planes(p); }, [&] { yuv(p); }, [&] { floor(p); }});
+  state.SetLabel(neat::preprocess_simd_target());
+}
+BENCHMARK(BM_PreprocessRecipes)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// interp=area (antialiased) against OpenCV's INTER_AREA chains.
+void BM_PreprocessAreaRecipes(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  cv::setNumThreads(threads);
+  const auto f = nv12_1080p();
+  auto m = f.map();
+  const Planes p = mats_of(*m, f);
+  auto prm = model_params();
+  prm.interpolation = neat::Interpolation::Area;
+  OpenCvRecipe opencv(prm, false, cv::INTER_AREA), planes(prm, true, cv::INTER_AREA);
+  Floor floor(threads);
+  const neat::ConversionOptions options{.threads = threads};
+  paired_ways(state, {"neat", "opencv", "planes", "floor"},
+              {[&] { benchmark::DoNotOptimize(neat::preprocess(f, prm, options)); },
+               [&] { opencv(p); }, [&] { planes(p); }, [&] { floor(p); }});
+}
+BENCHMARK(BM_PreprocessAreaRecipes)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// A ratio with no periodic pattern (1920x1080 -> 608x608: the gather path)
+// and the letterbox of the detection demo, against the careful OpenCV chains.
+void BM_PreprocessOtherShapes(benchmark::State& state) {
+  const bool letterbox = state.range(0) == 1;
+  cv::setNumThreads(1);
+  const auto f = nv12_1080p();
+  auto m = f.map();
+  const Planes p = mats_of(*m, f);
+  auto prm = model_params();
+  if (letterbox) {
+    prm.resize_mode = neat::ResizeMode::Letterbox;
+  } else {
+    prm.width = prm.height = 608;
+  }
+  // The planes-first recipe at the content size (letterbox: 640x360 + border).
+  const neat::LetterboxBox box =
+      letterbox ? neat::letterbox_box(1920, 1080, 640, 640) : neat::LetterboxBox{608, 608, 0, 0};
+  cv::Mat ys, uvs, rgb, padded;
+  std::vector<cv::Mat> u8;
+  std::vector<float> chw(3 * static_cast<std::size_t>(prm.width * prm.height));
+  std::vector<cv::Mat> out;
+  for (int c = 0; c < 3; ++c)
+    out.emplace_back(static_cast<int>(prm.height), static_cast<int>(prm.width), CV_32F,
+                     chw.data() + c * prm.width * prm.height);
+  auto planes = [&] {
+    cv::resize(p.y, ys, cv::Size(static_cast<int>(box.width), static_cast<int>(box.height)), 0, 0,
+               cv::INTER_LINEAR);
+    cv::resize(p.uv, uvs,
+               cv::Size(static_cast<int>(box.width / 2), static_cast<int>(box.height / 2)), 0, 0,
+               cv::INTER_LINEAR);
+    cv::cvtColorTwoPlane(ys, uvs, rgb, cv::COLOR_YUV2RGB_NV12);
+    const int top = static_cast<int>(box.y), left = static_cast<int>(box.x);
+    cv::copyMakeBorder(rgb, padded, top, static_cast<int>(prm.height - box.height - top), left,
+                       static_cast<int>(prm.width - box.width - left), cv::BORDER_CONSTANT,
+                       cv::Scalar::all(114));
+    cv::split(padded, u8);
+    for (int c = 0; c < 3; ++c) {
+      const auto u = static_cast<std::size_t>(c);
+      u8[u].convertTo(out[u], CV_32F, prm.scale / prm.std[u], -prm.mean[u] / prm.std[u]);
+    }
+    benchmark::DoNotOptimize(chw.data());
+  };
+  paired(
+      state, [&] { benchmark::DoNotOptimize(neat::preprocess(f, prm, {.threads = 1})); }, planes);
+}
+BENCHMARK(BM_PreprocessOtherShapes)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// Heap allocations per call once warm (target 0): output from the pool,
+// tables and scratch reused.
+void BM_PreprocessAllocations(benchmark::State& state) {
+  const auto f = nv12_1080p();
+  const auto prm = model_params();
+  for (int i = 0; i < 8; ++i)
+    benchmark::DoNotOptimize(neat::preprocess(f, prm, {.threads = 2}));
+  const std::uint64_t before = allocation_count();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(neat::preprocess(f, prm, {.threads = 2}));
+  state.counters["allocs/op"] =
+      static_cast<double>(allocation_count() - before) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_PreprocessAllocations)->Unit(benchmark::kMillisecond);
+
+}  // namespace

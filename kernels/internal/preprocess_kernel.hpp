@@ -1,0 +1,97 @@
+// Internal (not installed): the SIMD engine behind preprocess(). The public
+// function in kernels/preprocess.cpp validates, builds a PreprocessJob and
+// runs preprocess_rows() over stripes of output rows; the engine is written
+// once with Highway and dispatched at run time to the best instruction set
+// the CPU has (kernels/preprocess_simd.cpp).
+//
+// The sampling is separable and defined on the full-resolution grid of the
+// frame, as if its chroma were first upsampled by replication (what
+// cv::cvtColor does before a cv::resize): every output pixel samples Y, U and
+// V at the same source position, each plane through its own tap tables
+// (ResampleAxis), and YUV -> RGB runs once per output pixel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "neat/contract/dtype.hpp"
+
+namespace neat::detail {
+
+/// One axis of a separable resampling: output sample o is
+/// sum over t < taps of weight[t * stride + o] * source[first[o] + t].
+/// Tables are padded to `stride` (a multiple of every vector width) with
+/// first = 0 and weight = 0, so whole vectors may be read past `count`; a tap
+/// with weight 0 may point one sample past the source (readers pad).
+struct ResampleAxis {
+  std::int64_t count = 0;   ///< output samples
+  std::int64_t source = 0;  ///< stored source samples
+  std::int64_t stride = 0;  ///< padded table length
+  int taps = 0;
+  std::vector<std::int32_t> first;
+  std::vector<float> weight;
+  /// A periodic pattern (0: none): outputs come in groups of group_out
+  /// (1 or 2) that read group_in (1..4) source samples each, group g reading
+  /// [g * group_in, (g + 1) * group_in), output phase p weighting sample q
+  /// with lane_weight[p][q]. Exact ratios give one: luma 1920 -> 640 is
+  /// 1 output per 3 samples, its chroma on the full-resolution grid 2 per 3.
+  int group_out = 0, group_in = 0;
+  float lane_weight[2][4] = {};
+  bool lane_used[4] = {};  ///< lane q has a non-zero weight in some phase
+  /// Per output: the same taps and weights as the output before (a resampled
+  /// row may be reused).
+  std::vector<std::uint8_t> same_as_previous;
+};
+
+enum class Sampling : std::uint8_t { Bilinear, Area };
+
+/// Fills `axis` for `count` outputs over a full-resolution grid of `grid`
+/// samples stored as grid >> shift samples (shift 0: luma; 1: 4:2:0 chroma,
+/// each stored sample standing for two grid samples, as an upsampling by
+/// replication would place it). Bilinear: OpenCV's INTER_LINEAR mapping on
+/// the grid, s = (o + 0.5) * grid / count - 0.5, clamped at the edges. Area:
+/// the average of the grid interval [o * r, (o + 1) * r), r = grid / count,
+/// partial samples weighted by their overlap (OpenCV's INTER_AREA); bilinear
+/// when enlarging (r < 1).
+void build_axis(ResampleAxis& axis, std::int64_t count, std::int64_t grid, int shift,
+                Sampling sampling);
+
+struct PreprocessJob {
+  // Source planes (8-bit). NV12 / NV21: u and v point into the one chroma
+  // plane (2 bytes a pair, u_stride == v_stride); I420 / YV12: two planes.
+  const std::uint8_t* y = nullptr;
+  const std::uint8_t* u = nullptr;
+  const std::uint8_t* v = nullptr;
+  std::int64_t y_stride = 0, u_stride = 0, v_stride = 0;
+  bool interleaved_uv = false;
+  // Resampling of each plane to box_w x box_h.
+  const ResampleAxis* luma_x = nullptr;
+  const ResampleAxis* luma_y = nullptr;
+  const ResampleAxis* chroma_x = nullptr;
+  const ResampleAxis* chroma_y = nullptr;
+  // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
+  std::int64_t out_w = 0, out_h = 0;
+  std::int64_t box_x = 0, box_y = 0, box_w = 0, box_h = 0;
+  DType out_dtype = DType::F32;  ///< F32, F16 or BF16
+  std::byte* planes[3] = {};
+  int r_plane = 0, b_plane = 2;  ///< the output planes holding R and B (G is plane 1)
+  float a[3] = {}, b[3] = {};    ///< per output plane: out = rgb * a + b
+  float pad[3] = {};             ///< per output plane, already normalized
+  // The colour standard (YuvToRgb's float coefficients).
+  float y_offset = 16.f, ys = 0.f, rv = 0.f, gu = 0.f, gv = 0.f, bu = 0.f;
+  /// Store the output with streaming (non-temporal) stores: set when it is
+  /// larger than the L2 cache, where it could not stay anyway; writing it then
+  /// skips reading every destination line first (about 30% of the time of a
+  /// 640x640 F32 tensor when the caches are busy with other work).
+  bool stream = false;
+};
+
+/// Writes output rows [row_begin, row_end). Thread-safe for disjoint rows;
+/// per-thread scratch is reused across calls (no allocation once warm).
+void preprocess_rows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end);
+
+/// The instruction set the dispatcher chose, e.g. "AVX3" or "AVX2".
+const char* preprocess_simd_target();
+
+}  // namespace neat::detail

@@ -1,0 +1,529 @@
+// The preprocess engine (see kernels/internal/preprocess_kernel.hpp), written
+// once with Highway and compiled for every x86 / Arm / ... target Highway
+// knows; HWY_DYNAMIC_DISPATCH picks the best the CPU supports at run time.
+//
+// Per output row: the luma row is resampled (vertical taps, then horizontal
+// taps) into a float row of box_w levels; the chroma row is resampled the
+// same way from the chroma plane(s) into U and V rows of box_w samples, kept
+// while the next output row reads the same chroma rows with the same
+// weights; the final pass converts YUV to RGB, clamps to [0, 255],
+// normalizes and stores the three planes in the output dtype.
+// A periodic horizontal pattern (exact ratios: 1920 -> 640 reads one luma
+// sample in three, and chroma samples 0 and 2 of every three for two output
+// pixels) folds the horizontal taps into the vertical pass with interleaved
+// loads: no gather, and only the columns that are read are loaded. Other
+// ratios gather from the vertical pass's float row.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/preprocess_simd.cpp"
+#include <hwy/cache_control.h>
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "neat/kernels/internal/preprocess_kernel.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace neat::detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+using D8 = hn::Rebind<std::uint8_t, DF>;    // one u8 per float lane
+using D16 = hn::Rebind<std::uint16_t, DF>;  // one u16 per float lane
+using VF = hn::Vec<DF>;
+
+// Scratch rows, reused by each thread across calls. Sized with slack for whole
+// vectors past the end; grown (never shrunk) when a larger frame arrives.
+struct Scratch {
+  std::vector<float> vrow, urow, wrow;  // vertical pass (general path): luma, or U and V
+  std::vector<float> luma;              // resampled luma, box_w
+  std::vector<float> cu, cv;            // resampled chroma, box_w
+  std::int64_t chroma_row = -1;         // the content row whose chroma cu/cv hold
+};
+
+inline void grow(std::vector<float>& v, std::int64_t n) {
+  const auto want =
+      static_cast<std::size_t>(n + 4 * static_cast<std::int64_t>(hn::Lanes(DF())) + 8);
+  if (v.size() < want) v.assign(want, 0.f);  // zeros: lanes past the end stay finite
+}
+
+// Q interleaved vectors of u8 / u16 samples (Q = 1: a plain load).
+template <int Q, class D>
+HWY_INLINE void LoadQ(D d, const hn::TFromD<D>* p, hn::Vec<D> (&v)[4]) {
+  if constexpr (Q == 1) {
+    v[0] = hn::LoadU(d, p);
+  } else if constexpr (Q == 2) {
+    hn::LoadInterleaved2(d, p, v[0], v[1]);
+  } else if constexpr (Q == 3) {
+    hn::LoadInterleaved3(d, p, v[0], v[1], v[2]);
+  } else {
+    hn::LoadInterleaved4(d, p, v[0], v[1], v[2], v[3]);
+  }
+}
+
+template <class V>
+HWY_INLINE VF ToFloat(V v) {
+  return hn::ConvertTo(DF(), hn::PromoteTo(DI(), v));
+}
+
+// The vertical taps of one output row with a non-zero weight, in chunks of
+// at most 64 (an area downscale of more than ~60x has more).
+struct Taps {
+  std::int64_t row[64];
+  float w[64];
+  int n = 0;
+};
+template <class F>
+HWY_INLINE void ForEachTapChunk(const ResampleAxis& ax, std::int64_t r, F&& f) {
+  Taps t;
+  bool first_chunk = true;
+  for (int i = 0; i < ax.taps; ++i) {
+    const float w = ax.weight[static_cast<std::size_t>(i * ax.stride + r)];
+    if (w == 0.f) continue;
+    t.row[t.n] = ax.first[static_cast<std::size_t>(r)] + i;
+    t.w[t.n] = w;
+    if (++t.n == 64) {
+      f(t, !first_chunk);
+      first_chunk = false;
+      t.n = 0;
+    }
+  }
+  if (t.n > 0) f(t, !first_chunk);
+}
+
+// Accumulators of one group of vectors: phase p of P outputs.
+template <int P>
+HWY_INLINE void LoadAcc(bool accumulate, float* out, VF (&acc)[2]) {
+  const DF df;
+  if (!accumulate) {
+    acc[0] = acc[1] = hn::Zero(df);
+  } else if constexpr (P == 1) {
+    acc[0] = hn::LoadU(df, out);
+  } else {
+    hn::LoadInterleaved2(df, out, acc[0], acc[1]);
+  }
+}
+template <int P>
+HWY_INLINE void StoreAcc(const VF (&acc)[2], float* out) {
+  if constexpr (P == 1) {
+    hn::StoreU(acc[0], DF(), out);
+  } else {
+    hn::StoreInterleaved2(acc[0], acc[1], DF(), out);
+  }
+}
+// acc[p] += w * sum over q of lane_weight[p][q] * s[q].
+template <int P, int Q>
+HWY_INLINE void AddLanes(const ResampleAxis& ax, float w, const VF (&s)[4], VF (&acc)[2]) {
+  for (int p = 0; p < P; ++p) {
+    for (int q = 0; q < Q; ++q) {
+      const float lw = ax.lane_weight[p][q];
+      if (lw != 0.f) acc[p] = hn::MulAdd(s[q], hn::Set(DF(), w * lw), acc[p]);
+    }
+  }
+}
+
+// Groups [0, end) of a periodic axis that whole vectors can do without
+// reading past the source or writing past `count`.
+HWY_INLINE std::int64_t VectorGroups(const ResampleAxis& ax) {
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(DF()));
+  const std::int64_t groups = std::min(ax.source / ax.group_in, ax.count / ax.group_out);
+  return groups / lanes * lanes;
+}
+
+// Output o of the general tables from an 8-bit source row (scalar; for tails).
+HWY_INLINE float HorizontalAt(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t step,
+                              std::int64_t o) {
+  float acc = 0.f;
+  for (int t = 0; t < ax.taps; ++t) {
+    const float w = ax.weight[static_cast<std::size_t>(t * ax.stride + o)];
+    if (w != 0.f)
+      acc += w * static_cast<float>(row[(ax.first[static_cast<std::size_t>(o)] + t) * step]);
+  }
+  return acc;
+}
+
+// ---- luma -------------------------------------------------------------------
+
+// Periodic fast path: P outputs per Q samples, straight from the source rows.
+template <int P, int Q>
+void LumaFast(const PreprocessJob& job, const Taps& taps, bool accumulate, float* out) {
+  const DF df;
+  const D8 d8;
+  const ResampleAxis& ax = *job.luma_x;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const std::int64_t groups = VectorGroups(ax);
+  for (std::int64_t g = 0; g < groups; g += lanes) {
+    VF acc[2];
+    LoadAcc<P>(accumulate, out + P * g, acc);
+    for (int t = 0; t < taps.n; ++t) {
+      hn::Vec<D8> v[4];
+      LoadQ<Q>(d8, job.y + taps.row[t] * job.y_stride + Q * g, v);
+      VF f[4];
+      for (int q = 0; q < Q; ++q)
+        f[q] = ax.lane_used[q] ? ToFloat(v[q]) : hn::Zero(df);
+      AddLanes<P, Q>(ax, taps.w[t], f, acc);
+    }
+    StoreAcc<P>(acc, out + P * g);
+  }
+  for (std::int64_t o = P * groups; o < ax.count; ++o) {  // the tail, scalar
+    float acc = accumulate ? out[o] : 0.f;
+    for (int t = 0; t < taps.n; ++t)
+      acc += taps.w[t] * HorizontalAt(ax, job.y + taps.row[t] * job.y_stride, 1, o);
+    out[o] = acc;
+  }
+}
+
+// Vertical pass of `width` u8 samples into a float row.
+void VerticalU8(const std::uint8_t* base, std::int64_t stride, std::int64_t width, const Taps& taps,
+                bool accumulate, float* out) {
+  const DF df;
+  const D8 d8;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  std::int64_t x = 0;
+  for (; x + lanes <= width; x += lanes) {
+    VF acc = accumulate ? hn::LoadU(df, out + x) : hn::Zero(df);
+    for (int t = 0; t < taps.n; ++t) {
+      const VF v = ToFloat(hn::LoadU(d8, base + taps.row[t] * stride + x));
+      acc = hn::MulAdd(v, hn::Set(df, taps.w[t]), acc);
+    }
+    hn::StoreU(acc, df, out + x);
+  }
+  for (; x < width; ++x) {
+    float acc = accumulate ? out[x] : 0.f;
+    for (int t = 0; t < taps.n; ++t)
+      acc += static_cast<float>(base[taps.row[t] * stride + x]) * taps.w[t];
+    out[x] = acc;
+  }
+}
+
+// Horizontal pass of the general path: gathers from a float row (padded).
+void HorizontalGather(const ResampleAxis& ax, const float* row, float* out) {
+  const DF df;
+  const DI di;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  for (std::int64_t o = 0; o < ax.count; o += lanes) {  // tables and `out` are padded
+    const auto first = hn::LoadU(di, ax.first.data() + o);
+    VF acc = hn::Zero(df);
+    for (int t = 0; t < ax.taps; ++t) {
+      const VF v = hn::GatherIndex(df, row, hn::Add(first, hn::Set(di, t)));
+      acc = hn::MulAdd(v, hn::LoadU(df, ax.weight.data() + t * ax.stride + o), acc);
+    }
+    hn::StoreU(acc, df, out + o);
+  }
+}
+
+template <int P, int Q>
+struct Pattern {};
+
+// Calls f(Pattern<P, Q>) for the axis's periodic pattern; false when it has none.
+template <class F>
+HWY_INLINE bool WithPattern(const ResampleAxis& ax, F&& f) {
+  switch (ax.group_out * 8 + ax.group_in) {
+    case 9:
+      f(Pattern<1, 1>());
+      return true;
+    case 17:
+      f(Pattern<2, 1>());
+      return true;
+    case 10:
+      f(Pattern<1, 2>());
+      return true;
+    case 11:
+      f(Pattern<1, 3>());
+      return true;
+    case 19:
+      f(Pattern<2, 3>());
+      return true;
+    case 12:
+      f(Pattern<1, 4>());
+      return true;
+    default:
+      return false;
+  }
+}
+
+void LumaRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+  const ResampleAxis& ax = *job.luma_x;
+  bool fast = false;
+  ForEachTapChunk(*job.luma_y, r, [&](const Taps& taps, bool accumulate) {
+    fast = WithPattern(ax, [&](auto pattern) {
+      [&]<int P, int Q>(Pattern<P, Q>) {
+        LumaFast<P, Q>(job, taps, accumulate, s.luma.data());
+      }(pattern);
+    });
+    if (!fast) VerticalU8(job.y, job.y_stride, ax.source, taps, accumulate, s.vrow.data());
+  });
+  if (!fast) HorizontalGather(ax, s.vrow.data(), s.luma.data());
+}
+
+// ---- chroma -----------------------------------------------------------------
+
+// Periodic fast path on both chroma planes (or the interleaved one).
+template <int P, int Q>
+void ChromaFast(const PreprocessJob& job, const Taps& taps, bool accumulate, float* cu, float* cv) {
+  const DF df;
+  const D8 d8;
+  const D16 d16;
+  const ResampleAxis& ax = *job.chroma_x;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const std::int64_t groups = VectorGroups(ax);
+  const bool u_low = job.u < job.v;  // interleaved: U is the low byte of each pair
+  for (std::int64_t g = 0; g < groups; g += lanes) {
+    VF au[2], av[2];
+    LoadAcc<P>(accumulate, cu + P * g, au);
+    LoadAcc<P>(accumulate, cv + P * g, av);
+    for (int t = 0; t < taps.n; ++t) {
+      VF fu[4], fv[4];
+      if (job.interleaved_uv) {
+        const std::uint8_t* p = std::min(job.u, job.v) + taps.row[t] * job.u_stride + 2 * Q * g;
+        hn::Vec<D16> pairs[4];
+        LoadQ<Q>(d16, reinterpret_cast<const std::uint16_t*>(p), pairs);
+        for (int q = 0; q < Q; ++q) {
+          fu[q] = fv[q] = hn::Zero(df);
+          if (!ax.lane_used[q]) continue;
+          const VF lo = ToFloat(hn::And(pairs[q], hn::Set(d16, 0xFF)));
+          const VF hi = ToFloat(hn::ShiftRight<8>(pairs[q]));
+          fu[q] = u_low ? lo : hi;
+          fv[q] = u_low ? hi : lo;
+        }
+      } else {
+        hn::Vec<D8> vu[4], vv[4];
+        LoadQ<Q>(d8, job.u + taps.row[t] * job.u_stride + Q * g, vu);
+        LoadQ<Q>(d8, job.v + taps.row[t] * job.v_stride + Q * g, vv);
+        for (int q = 0; q < Q; ++q) {
+          fu[q] = fv[q] = hn::Zero(df);
+          if (!ax.lane_used[q]) continue;
+          fu[q] = ToFloat(vu[q]);
+          fv[q] = ToFloat(vv[q]);
+        }
+      }
+      AddLanes<P, Q>(ax, taps.w[t], fu, au);
+      AddLanes<P, Q>(ax, taps.w[t], fv, av);
+    }
+    StoreAcc<P>(au, cu + P * g);
+    StoreAcc<P>(av, cv + P * g);
+  }
+  const std::int64_t step = job.interleaved_uv ? 2 : 1;
+  for (std::int64_t o = P * groups; o < ax.count; ++o) {  // the tail, scalar
+    float acc_u = accumulate ? cu[o] : 0.f, acc_v = accumulate ? cv[o] : 0.f;
+    for (int t = 0; t < taps.n; ++t) {
+      acc_u += taps.w[t] * HorizontalAt(ax, job.u + taps.row[t] * job.u_stride, step, o);
+      acc_v += taps.w[t] * HorizontalAt(ax, job.v + taps.row[t] * job.v_stride, step, o);
+    }
+    cu[o] = acc_u;
+    cv[o] = acc_v;
+  }
+}
+
+// Vertical pass of an interleaved UV plane into separate U and V float rows.
+void VerticalInterleaved(const PreprocessJob& job, std::int64_t width, const Taps& taps,
+                         bool accumulate, float* out_u, float* out_v) {
+  const DF df;
+  const D8 d8;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const bool u_low = job.u < job.v;
+  const std::uint8_t* base = std::min(job.u, job.v);
+  float* lo_out = u_low ? out_u : out_v;
+  float* hi_out = u_low ? out_v : out_u;
+  std::int64_t x = 0;
+  for (; x + lanes <= width; x += lanes) {
+    VF alo = accumulate ? hn::LoadU(df, lo_out + x) : hn::Zero(df);
+    VF ahi = accumulate ? hn::LoadU(df, hi_out + x) : hn::Zero(df);
+    for (int t = 0; t < taps.n; ++t) {
+      hn::Vec<D8> lo, hi;
+      hn::LoadInterleaved2(d8, base + taps.row[t] * job.u_stride + 2 * x, lo, hi);
+      const VF w = hn::Set(df, taps.w[t]);
+      alo = hn::MulAdd(ToFloat(lo), w, alo);
+      ahi = hn::MulAdd(ToFloat(hi), w, ahi);
+    }
+    hn::StoreU(alo, df, lo_out + x);
+    hn::StoreU(ahi, df, hi_out + x);
+  }
+  for (; x < width; ++x) {
+    float alo = accumulate ? lo_out[x] : 0.f, ahi = accumulate ? hi_out[x] : 0.f;
+    for (int t = 0; t < taps.n; ++t) {
+      const std::uint8_t* p = base + taps.row[t] * job.u_stride + 2 * x;
+      alo += static_cast<float>(p[0]) * taps.w[t];
+      ahi += static_cast<float>(p[1]) * taps.w[t];
+    }
+    lo_out[x] = alo;
+    hi_out[x] = ahi;
+  }
+}
+
+// Resamples the chroma of content row r into the U and V rows.
+void ChromaRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+  const ResampleAxis& ax = *job.chroma_x;
+  bool fast = false;
+  ForEachTapChunk(*job.chroma_y, r, [&](const Taps& taps, bool accumulate) {
+    fast = WithPattern(ax, [&](auto pattern) {
+      [&]<int P, int Q>(Pattern<P, Q>) {
+        ChromaFast<P, Q>(job, taps, accumulate, s.cu.data(), s.cv.data());
+      }(pattern);
+    });
+    if (fast) return;
+    if (job.interleaved_uv) {
+      VerticalInterleaved(job, ax.source, taps, accumulate, s.urow.data(), s.wrow.data());
+    } else {
+      VerticalU8(job.u, job.u_stride, ax.source, taps, accumulate, s.urow.data());
+      VerticalU8(job.v, job.v_stride, ax.source, taps, accumulate, s.wrow.data());
+    }
+  });
+  if (!fast) {
+    HorizontalGather(ax, s.urow.data(), s.cu.data());
+    HorizontalGather(ax, s.wrow.data(), s.cv.data());
+  }
+  s.chroma_row = r;
+}
+
+// ---- output -----------------------------------------------------------------
+
+// Stores `count` (<= lanes) values at element `at` of an output plane;
+// whole aligned vectors bypass the caches when job.stream says so.
+template <class Store>
+HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::int64_t at,
+                         std::int64_t count, Store&&) {
+  const DF df;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  if (job.out_dtype == DType::F32) {
+    float* p = reinterpret_cast<float*>(plane) + at;
+    if (count == lanes) {
+      if (job.stream && (reinterpret_cast<std::uintptr_t>(p) & (sizeof(float) * lanes - 1)) == 0) {
+        hn::Stream(v, df, p);
+      } else {
+        hn::StoreU(v, df, p);
+      }
+    } else {
+      HWY_ALIGN float tmp[hn::MaxLanes(df)];
+      hn::Store(v, df, tmp);
+      std::memcpy(p, tmp, static_cast<std::size_t>(count) * sizeof(float));
+    }
+    return;
+  }
+  const D16 d16;
+  hn::Vec<D16> bits;
+  if (job.out_dtype == DType::F16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    bits = hn::BitCast(d16, hn::DemoteTo(dh, v));
+  } else {  // BF16, rounded to nearest even (values are finite)
+    const DU du;
+    const auto u = hn::BitCast(du, v);
+    const auto odd = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1));
+    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du, 0x7FFF)), odd));
+    bits = hn::DemoteTo(d16, hn::BitCast(DI(), rounded));
+  }
+  auto* p = reinterpret_cast<std::uint16_t*>(plane) + at;
+  if (count == lanes && job.stream &&
+      (reinterpret_cast<std::uintptr_t>(p) & (sizeof(std::uint16_t) * lanes - 1)) == 0) {
+    hn::Stream(bits, d16, p);
+  } else if (count == lanes) {
+    hn::StoreU(bits, d16, p);
+  } else {
+    HWY_ALIGN std::uint16_t tmp[hn::MaxLanes(d16)];
+    hn::Store(bits, d16, tmp);
+    std::memcpy(p, tmp, static_cast<std::size_t>(count) * sizeof(std::uint16_t));
+  }
+}
+
+struct NoOp {};
+
+void FinishRow(const PreprocessJob& job, const Scratch& s, std::int64_t out_r) {
+  const DF df;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const VF zero = hn::Zero(df), top = hn::Set(df, 255.f);
+  const VF ys = hn::Set(df, job.ys), y0 = hn::Set(df, job.y_offset), c128 = hn::Set(df, 128.f);
+  const VF rv = hn::Set(df, job.rv), gu = hn::Set(df, job.gu), gv = hn::Set(df, job.gv),
+           bu = hn::Set(df, job.bu);
+  const int ri = job.r_plane, bi = job.b_plane;
+  const VF ra = hn::Set(df, job.a[ri]), rb = hn::Set(df, job.b[ri]);
+  const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
+  const VF ba = hn::Set(df, job.a[bi]), bb = hn::Set(df, job.b[bi]);
+  const std::int64_t start = out_r * job.out_w + job.box_x;
+  for (std::int64_t x = 0; x < job.box_w; x += lanes) {
+    const std::int64_t count = std::min(lanes, job.box_w - x);
+    const VF yy = hn::Mul(hn::Max(hn::Sub(hn::LoadU(df, s.luma.data() + x), y0), zero), ys);
+    const VF u = hn::Sub(hn::LoadU(df, s.cu.data() + x), c128);
+    const VF v = hn::Sub(hn::LoadU(df, s.cv.data() + x), c128);
+    const VF r = hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top);
+    const VF g = hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top);
+    const VF b = hn::Min(hn::Max(hn::MulAdd(bu, u, yy), zero), top);
+    StoreOut(job, hn::MulAdd(r, ra, rb), job.planes[ri], start + x, count, NoOp{});
+    StoreOut(job, hn::MulAdd(g, ga, gb), job.planes[1], start + x, count, NoOp{});
+    StoreOut(job, hn::MulAdd(b, ba, bb), job.planes[bi], start + x, count, NoOp{});
+  }
+}
+
+void FillPad(const PreprocessJob& job, std::int64_t at, std::int64_t count) {
+  if (count <= 0) return;
+  for (int c = 0; c < 3; ++c) {
+    if (job.out_dtype == DType::F32) {
+      std::fill_n(reinterpret_cast<float*>(job.planes[c]) + at, count, job.pad[c]);
+      continue;
+    }
+    // The pad value in the 16-bit dtype, converted by the same store as pixels.
+    HWY_ALIGN std::uint16_t one[hn::MaxLanes(D16())];
+    StoreOut(job, hn::Set(DF(), job.pad[c]), reinterpret_cast<std::byte*>(one), 0, 1, NoOp{});
+    std::fill_n(reinterpret_cast<std::uint16_t*>(job.planes[c]) + at, count, one[0]);
+  }
+}
+
+void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end) {
+  thread_local Scratch s;
+  // Gathers may read taps - 1 samples past a row (with weight 0).
+  grow(s.vrow, job.luma_x->source + job.luma_x->taps);
+  grow(s.urow, job.chroma_x->source + job.chroma_x->taps);
+  grow(s.wrow, job.chroma_x->source + job.chroma_x->taps);
+  for (auto* v : {&s.luma, &s.cu, &s.cv})
+    grow(*v, job.luma_x->stride);
+  s.chroma_row = -1;
+  const std::uint8_t* reuse = job.chroma_y->same_as_previous.data();
+  for (std::int64_t out_r = row_begin; out_r < row_end; ++out_r) {
+    const std::int64_t row_start = out_r * job.out_w;
+    if (out_r < job.box_y || out_r >= job.box_y + job.box_h) {
+      FillPad(job, row_start, job.out_w);
+      continue;
+    }
+    FillPad(job, row_start, job.box_x);
+    FillPad(job, row_start + job.box_x + job.box_w, job.out_w - job.box_x - job.box_w);
+    const std::int64_t r = out_r - job.box_y;
+    LumaRow(job, s, r);
+    if (s.chroma_row == r - 1 && reuse[r]) {
+      s.chroma_row = r;  // the same chroma rows and weights as the row before
+    } else {
+      ChromaRow(job, s, r);
+    }
+    FinishRow(job, s, out_r);
+  }
+  if (job.stream) hwy::FlushStream();  // streamed stores are visible before the stripe ends
+}
+
+const char* TargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace neat::detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace neat::detail {
+
+HWY_EXPORT(PreprocessRows);
+HWY_EXPORT(TargetName);
+
+void preprocess_rows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end) {
+  HWY_DYNAMIC_DISPATCH(PreprocessRows)(job, row_begin, row_end);
+}
+
+const char* preprocess_simd_target() {
+  return HWY_DYNAMIC_DISPATCH(TargetName)();
+}
+
+}  // namespace neat::detail
+#endif  // HWY_ONCE

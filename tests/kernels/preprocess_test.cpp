@@ -1,0 +1,276 @@
+// The fused preprocess against an exact double-precision reference of the
+// same sampling (every format, stride, odd size, ratio, interpolation,
+// letterbox, channel order, dtype and colour standard), and the rest of its
+// contract: allocations after warm-up, threads, bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "neat/kernels/cast.hpp"
+#include "neat/kernels/preprocess.hpp"
+#include "neat/kernels/yuv_matrix.hpp"
+#include "support/fakes.hpp"
+#include "support/images.hpp"
+
+namespace neat {
+namespace {
+
+// ---- the reference ------------------------------------------------------------
+
+// Weights of output o over `source` samples, written from the definitions
+// (not from the library's tables): bilinear = OpenCV's INTER_LINEAR mapping
+// clamped at the edges; area = the exact overlap of [o r, (o + 1) r) with each
+// sample, divided by r (bilinear when enlarging).
+std::vector<std::pair<std::int64_t, double>> taps(std::int64_t o, std::int64_t count,
+                                                  std::int64_t source, Interpolation m) {
+  const double r = static_cast<double>(source) / static_cast<double>(count);
+  std::vector<std::pair<std::int64_t, double>> t;
+  if (m == Interpolation::Area && r > 1.0) {
+    const double lo = static_cast<double>(o) * r, hi = lo + r;
+    for (std::int64_t i = 0; i < source; ++i) {
+      const double ov = std::min(hi, i + 1.0) - std::max(lo, static_cast<double>(i));
+      if (ov > 0) t.emplace_back(i, ov / r);
+    }
+    return t;
+  }
+  const double s = (static_cast<double>(o) + 0.5) * r - 0.5;
+  if (s <= 0) return {{0, 1.0}};
+  if (s >= static_cast<double>(source - 1)) return {{source - 1, 1.0}};
+  const auto i = static_cast<std::int64_t>(std::floor(s));
+  return {{i, 1.0 - (s - static_cast<double>(i))}, {i + 1, s - static_cast<double>(i)}};
+}
+
+// A plane of doubles resampled to w x h.
+struct Plane {
+  std::int64_t w = 0, h = 0;
+  std::vector<double> v;
+  double at(std::int64_t x, std::int64_t y) const { return v[static_cast<std::size_t>(y * w + x)]; }
+};
+Plane resample(const Plane& in, std::int64_t w, std::int64_t h, Interpolation m) {
+  Plane mid{w, in.h, std::vector<double>(static_cast<std::size_t>(w * in.h))};
+  for (std::int64_t x = 0; x < w; ++x) {
+    const auto t = taps(x, w, in.w, m);
+    for (std::int64_t y = 0; y < in.h; ++y) {
+      double s = 0;
+      for (auto [i, wt] : t)
+        s += wt * in.at(i, y);
+      mid.v[static_cast<std::size_t>(y * w + x)] = s;
+    }
+  }
+  Plane out{w, h, std::vector<double>(static_cast<std::size_t>(w * h))};
+  for (std::int64_t y = 0; y < h; ++y) {
+    const auto t = taps(y, h, in.h, m);
+    for (std::int64_t x = 0; x < w; ++x) {
+      double s = 0;
+      for (auto [i, wt] : t)
+        s += wt * mid.at(x, i);
+      out.v[static_cast<std::size_t>(y * w + x)] = s;
+    }
+  }
+  return out;
+}
+
+// The frame's Y, U, V planes as doubles.
+std::array<Plane, 3> planes_of(const NeatTensor& f) {
+  const std::int64_t w = f.image().width, h = f.image().height;
+  const std::int64_t cw = (w + 1) / 2, ch = (h + 1) / 2;
+  std::array<Plane, 3> p{Plane{w, h, {}}, Plane{cw, ch, {}}, Plane{cw, ch, {}}};
+  auto m = f.map();
+  EXPECT_TRUE(m.ok());
+  const auto* y = reinterpret_cast<const std::uint8_t*>(*m->plane_data(PlaneRole::Y));
+  for (std::int64_t r = 0; r < h; ++r)
+    for (std::int64_t x = 0; x < w; ++x)
+      p[0].v.push_back(y[r * f.plane_layout(0).row_stride + x]);
+  const PixelFormat fmt = f.pixel_format();
+  for (int c = 1; c < 3; ++c) {  // c = 1: U, 2: V
+    const std::uint8_t* base = nullptr;
+    std::int64_t stride = 0, step = 1;
+    if (fmt == PixelFormat::NV12 || fmt == PixelFormat::NV21) {
+      const PlaneLayout& l = f.plane_layout(1);
+      base = reinterpret_cast<const std::uint8_t*>(*m->plane_data(l.role));
+      stride = l.row_stride;
+      step = 2;
+      if ((fmt == PixelFormat::NV12) != (c == 1)) base += 1;
+    } else {
+      const PlaneRole role = c == 1 ? PlaneRole::U : PlaneRole::V;
+      base = reinterpret_cast<const std::uint8_t*>(*m->plane_data(role));
+      const int index = (fmt == PixelFormat::I420) == (c == 1) ? 1 : 2;
+      stride = f.plane_layout(index).row_stride;
+    }
+    for (std::int64_t r = 0; r < ch; ++r)
+      for (std::int64_t x = 0; x < cw; ++x)
+        p[static_cast<std::size_t>(c)].v.push_back(base[r * stride + x * step]);
+  }
+  return p;
+}
+
+// The reference output, [3, out_h, out_w] floats in output-plane order.
+std::vector<double> reference(const NeatTensor& f, const PreprocessParams& p) {
+  const std::int64_t sw = f.image().width, sh = f.image().height;
+  const LetterboxBox box = p.resize_mode == ResizeMode::Letterbox
+                               ? letterbox_box(sw, sh, p.width, p.height)
+                               : LetterboxBox{p.width, p.height, 0, 0};
+  const auto in = planes_of(f);
+  // Chroma upsampled by replication to the frame's size, then resampled like luma.
+  auto full = [&](const Plane& c) {
+    Plane up{sw, sh, {}};
+    for (std::int64_t r = 0; r < sh; ++r)
+      for (std::int64_t x = 0; x < sw; ++x)
+        up.v.push_back(c.at(x / 2, r / 2));
+    return resample(up, box.width, box.height, p.interpolation);
+  };
+  const Plane y = resample(in[0], box.width, box.height, p.interpolation);
+  const Plane u = full(in[1]);
+  const Plane v = full(in[2]);
+  bool assumed = false;
+  const YuvToRgb& k =
+      yuv_to_rgb(choose_colorimetry(p.colorimetry, f.image().colorimetry, sw, sh, &assumed));
+  std::vector<double> out(static_cast<std::size_t>(3 * p.width * p.height));
+  for (int c = 0; c < 3; ++c) {
+    const auto uc = static_cast<std::size_t>(c);
+    const int rgb_index = p.channel_order == PixelFormat::RGB ? c : 2 - c;
+    for (std::int64_t r = 0; r < p.height; ++r) {
+      for (std::int64_t x = 0; x < p.width; ++x) {
+        double level = p.pad_value;
+        if (x >= box.x && x < box.x + box.width && r >= box.y && r < box.y + box.height) {
+          const std::int64_t bx = x - box.x, by = r - box.y;
+          const double yy = std::max(y.at(bx, by) - k.y_offset, 0.0) * k.fy;
+          const double uu = u.at(bx, by) - 128, vv = v.at(bx, by) - 128;
+          const double rgb[3] = {yy + k.frv * vv, yy + k.fgu * uu + k.fgv * vv, yy + k.fbu * uu};
+          level = std::clamp(rgb[rgb_index], 0.0, 255.0);
+        }
+        out[static_cast<std::size_t>((c * p.height + r) * p.width + x)] =
+            (level * p.scale - p.mean[uc]) / p.std[uc];
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> values(const NeatTensor& t) {
+  auto f = convert_dtype(t, DType::F32);
+  EXPECT_TRUE(f.ok());
+  auto m = f->map();
+  auto p = m->data_ptr<const float>();
+  return std::vector<double>(*p, *p + t.numel());
+}
+
+struct Errors {
+  double max = 0, mean = 0;
+};
+// |ours - reference| in 8-bit levels (undoing scale and std).
+Errors level_errors(const NeatTensor& ours, const std::vector<double>& ref,
+                    const PreprocessParams& p) {
+  const auto v = values(ours);
+  EXPECT_EQ(v.size(), ref.size());
+  Errors e;
+  const std::size_t plane = ref.size() / 3;
+  for (std::size_t i = 0; i < ref.size() && i < v.size(); ++i) {
+    const double d = std::abs(v[i] - ref[i]) * p.std[i / plane] / p.scale;
+    e.max = std::max(e.max, d);
+    e.mean += d;
+  }
+  e.mean /= static_cast<double>(ref.size());
+  return e;
+}
+
+PreprocessParams imagenet(std::int64_t w, std::int64_t h) {
+  PreprocessParams p;
+  p.width = w;
+  p.height = h;
+  p.mean = {0.485f, 0.456f, 0.406f};
+  p.std = {0.229f, 0.224f, 0.225f};
+  return p;
+}
+
+NeatTensor frame_of(PixelFormat f, std::int64_t w, std::int64_t h, unsigned seed,
+                    std::int64_t align = 1) {
+  return testing::random_frame(f, w, h, seed, align);
+}
+
+// ---- accuracy -------------------------------------------------------------------
+
+struct Case {
+  std::int64_t sw, sh, ow, oh;
+};
+// Exact ratios 1..4 (the interleaved-load paths) on each axis and others (the
+// gather path); odd sizes; enlarging.
+const Case kCases[] = {
+    {1920, 1080, 640, 640},  // 3x across, 1.6875 down
+    {1280, 720, 640, 360},   // 2x both
+    {2560, 1440, 640, 360},  // 4x both
+    {640, 480, 640, 480},    // 1x
+    {1001, 333, 300, 200},   // odd, no exact ratio
+    {37, 23, 64, 48},        // enlarging, odd
+    {96, 64, 31, 17},        // odd outputs
+};
+
+TEST(PreprocessAccuracy, EveryRatioAndFormatMatchesTheExactReference) {
+  for (const Case& c : kCases) {
+    for (PixelFormat f :
+         {PixelFormat::NV12, PixelFormat::NV21, PixelFormat::I420, PixelFormat::YV12}) {
+      for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+        const NeatTensor frame = frame_of(f, c.sw, c.sh, 7, 64);
+        PreprocessParams p = imagenet(c.ow, c.oh);
+        p.interpolation = m;
+        auto ours = preprocess(frame, p);
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        const Errors e = level_errors(*ours, reference(frame, p), p);
+        EXPECT_LE(e.max, 0.02) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
+                               << to_string(f) << " " << to_string(m);
+        EXPECT_LE(e.mean, 0.002);
+      }
+    }
+  }
+}
+
+TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
+  const NeatTensor nv12 = frame_of(PixelFormat::NV12, 1280, 720, 3);
+  const NeatTensor inputs[] = {nv12, testing::split_planes(nv12, 9),
+                               testing::split_planes(frame_of(PixelFormat::I420, 999, 501, 4), 5)};
+  for (const NeatTensor& frame : inputs) {
+    for (ResizeMode mode : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
+      for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        for (Colorimetry cm : {kBT601Limited, Colorimetry{YuvMatrix::BT709, ColorRange::Full},
+                               Colorimetry{YuvMatrix::BT2020, ColorRange::Limited}}) {
+          PreprocessParams p = imagenet(320, 320);
+          p.resize_mode = mode;
+          p.out_dtype = dt;
+          p.colorimetry = cm;
+          p.channel_order = dt == DType::F16 ? PixelFormat::BGR : PixelFormat::RGB;
+          p.batch_dim = dt == DType::BF16;
+          auto ours = preprocess(frame, p, {.threads = 2});
+          ASSERT_TRUE(ours.ok()) << ours.error().message();
+          EXPECT_EQ(ours->dtype(), dt);
+          const Errors e = level_errors(*ours, reference(frame, p), p);
+          // F16 keeps 11 significant bits, BF16 8: |value| <= ~2.7 after
+          // normalization, so one unit in the last place is at most
+          // 2^-10 * 2.7 * 0.229 * 255 = 0.15 levels (F16) and 1.2 levels (BF16).
+          const double max = dt == DType::F32 ? 0.02 : dt == DType::F16 ? 0.1 : 0.8;
+          EXPECT_LE(e.max, max) << frame.to_string() << " " << to_string(dt) << " "
+                                << to_string(cm);
+          EXPECT_LE(e.mean, dt == DType::F32 ? 0.002 : 0.25);
+        }
+      }
+    }
+  }
+}
+
+TEST(PreprocessAccuracy, ThreadsChangeNothing) {
+  const NeatTensor frame = frame_of(PixelFormat::NV12, 1001, 333, 11);
+  for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+    PreprocessParams p = imagenet(303, 211);
+    p.interpolation = m;
+    auto one = preprocess(frame, p, {.threads = 1});
+    auto two = preprocess(frame, p, {.threads = 2});
+    NEAT_ASSERT_OK(one);
+    NEAT_ASSERT_OK(two);
+    EXPECT_EQ(values(*one), values(*two));
+  }
+}
+
+}  // namespace
+}  // namespace neat
