@@ -18,7 +18,7 @@ run_packages=(
   libopencv-dev libopencv-dnn-dev
   libonnx-dev libprotobuf-dev python3-onnx
   nlohmann-json3-dev libcli11-dev libdlpack-dev libcpp-httplib-dev
-  libsimdjson-dev libpng-dev
+  libsimdjson-dev libpng-dev libhwy-dev libyuv-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libdrm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri
