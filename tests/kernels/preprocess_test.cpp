@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <opencv2/imgproc.hpp>
 #include <vector>
 
 #include "neat/kernels/cast.hpp"
+#include "neat/kernels/internal/preprocess_kernel.hpp"
 #include "neat/kernels/preprocess.hpp"
 #include "neat/kernels/yuv_matrix.hpp"
 #include "support/fakes.hpp"
@@ -270,6 +272,128 @@ TEST(PreprocessAccuracy, ThreadsChangeNothing) {
     NEAT_ASSERT_OK(two);
     EXPECT_EQ(values(*one), values(*two));
   }
+}
+
+// Which path a geometry takes: exact ratios find their periodic pattern (the
+// interleaved-load path), others none (the gather path). The accuracy tests
+// above cover both through these geometries.
+TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
+  using detail::build_axis;
+  using detail::ResampleAxis;
+  using detail::Sampling;
+  auto pattern = [](std::int64_t count, std::int64_t grid, int shift, Sampling m) {
+    ResampleAxis a;
+    build_axis(a, count, grid, shift, m);
+    return a;
+  };
+  ResampleAxis a = pattern(640, 1920, 0, Sampling::Bilinear);  // luma 3x: the middle sample
+  EXPECT_EQ(a.group_out, 1);
+  EXPECT_EQ(a.group_in, 3);
+  EXPECT_FLOAT_EQ(a.lane_weight[0][1], 1.f);
+  EXPECT_FALSE(a.lane_used[0]);
+  a = pattern(640, 1920, 1, Sampling::Bilinear);  // its chroma: samples 0 and 2 of 3, 2 outputs
+  EXPECT_EQ(a.group_out, 2);
+  EXPECT_EQ(a.group_in, 3);
+  EXPECT_FLOAT_EQ(a.lane_weight[0][0], 1.f);
+  EXPECT_FLOAT_EQ(a.lane_weight[1][2], 1.f);
+  EXPECT_FALSE(a.lane_used[1]);
+  a = pattern(640, 1280, 0, Sampling::Bilinear);  // 2x: both samples, half each
+  EXPECT_EQ(a.group_in, 2);
+  EXPECT_FLOAT_EQ(a.lane_weight[0][0], 0.5f);
+  EXPECT_EQ(pattern(640, 1280, 1, Sampling::Bilinear).group_in, 1);  // chroma 1:1
+  a = pattern(640, 1920, 0, Sampling::Area);                         // area 3x: a third each
+  EXPECT_EQ(a.group_in, 3);
+  EXPECT_NEAR(a.lane_weight[0][2], 1.0 / 3, 1e-6);
+  a = pattern(640, 1920, 1, Sampling::Area);  // its chroma: 2/3 + 1/3, then 1/3 + 2/3
+  EXPECT_EQ(a.group_out, 2);
+  EXPECT_NEAR(a.lane_weight[0][0], 2.0 / 3, 1e-6);
+  EXPECT_NEAR(a.lane_weight[1][2], 2.0 / 3, 1e-6);
+  EXPECT_EQ(pattern(608, 1920, 0, Sampling::Bilinear).group_out, 0);  // no pattern: gathers
+  EXPECT_EQ(pattern(300, 1001, 0, Sampling::Area).group_out, 0);
+  a = pattern(640, 1080, 0, Sampling::Area);  // every weight of an output sums to 1
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    double sum = 0;
+    for (int t = 0; t < a.taps; ++t)
+      sum += a.weight[static_cast<std::size_t>(t * a.stride + o)];
+    ASSERT_NEAR(sum, 1.0, 1e-6) << o;
+  }
+}
+
+// One-pixel stripes (the worst case for aliasing): bilinear at 3x reads one
+// column in three (3x + 1) and turns them into full-contrast stripes of the
+// output's own; area averages each three columns (a third of the contrast).
+TEST(PreprocessAccuracy, AreaAveragesWhatBilinearAliases) {
+  auto f = NeatTensor::allocate_image(PixelFormat::NV12, 1920, 1080);
+  auto w = std::move(*f).make_writable();
+  {
+    auto m = w->map(MapMode::Write);
+    auto* y = reinterpret_cast<std::uint8_t*>(*m->mutable_plane_data(PlaneRole::Y));
+    for (int r = 0; r < 1080; ++r)
+      for (int x = 0; x < 1920; ++x)
+        y[r * 1920 + x] = x % 2 ? 235 : 16;
+    std::memset(*m->mutable_plane_data(PlaneRole::UV), 128, 1920 * 540);
+  }
+  PreprocessParams p;  // plain [0, 1] output: level / 255
+  p.colorimetry = kBT601Limited;
+  auto bilinear = preprocess(*w, p);
+  p.interpolation = Interpolation::Area;
+  auto area = preprocess(*w, p);
+  NEAT_ASSERT_OK(bilinear);
+  NEAT_ASSERT_OK(area);
+  const auto b = values(*bilinear), a = values(*area);
+  // Bilinear 1920 -> 640 reads columns 1, 4, 7, ...: white, black, white.
+  EXPECT_NEAR(b[0], 1.0, 1e-3);
+  EXPECT_NEAR(b[1], 0.0, 1e-3);
+  // Area: (black, white, black) and (white, black, white): a third, two thirds.
+  EXPECT_NEAR(a[0], 1.0 / 3, 2e-3);
+  EXPECT_NEAR(a[1], 2.0 / 3, 2e-3);
+}
+
+// interp=area follows OpenCV's INTER_AREA on the converted frame (what the
+// unfused chain cvtColor + resize(INTER_AREA) computes).
+TEST(PreprocessAccuracy, AreaMatchesOpenCvsInterAreaChain) {
+  // Camera-like (blurred noise): noise would put most pixels out of gamut,
+  // where the chain clips before averaging.
+  NeatTensor frame = frame_of(PixelFormat::NV12, 1280, 720, 21);
+  {
+    auto w = std::move(frame).make_writable();
+    ASSERT_TRUE(w.ok());
+    auto m = w->map(MapMode::Write);
+    cv::Mat all(1080, 1280, CV_8UC1, *m->mutable_plane_data(PlaneRole::Y));
+    cv::GaussianBlur(all, all, cv::Size(9, 9), 3);
+    m = Result<Mapping>(internal_error("released"));
+    frame = *std::move(w);
+  }
+  PreprocessParams p;
+  p.width = 400;
+  p.height = 300;
+  p.colorimetry = kBT601Limited;
+  p.interpolation = Interpolation::Area;
+  auto ours = preprocess(frame, p);
+  NEAT_ASSERT_OK(ours);
+  // The reference of the same sampling, and the chain (8-bit RGB, then INTER_AREA).
+  auto m = frame.map();
+  cv::Mat y(720, 1280, CV_8UC1, const_cast<std::byte*>(*m->plane_data(PlaneRole::Y)));
+  cv::Mat uv(360, 640, CV_8UC2, const_cast<std::byte*>(*m->plane_data(PlaneRole::UV)));
+  cv::Mat rgb, small;
+  cv::cvtColorTwoPlane(y, uv, rgb, cv::COLOR_YUV2RGB_NV12);
+  cv::resize(rgb, small, cv::Size(400, 300), 0, 0, cv::INTER_AREA);
+  const auto v = values(*ours);
+  double max = 0, mean = 0;
+  for (int c = 0; c < 3; ++c)
+    for (int r = 0; r < 300; ++r)
+      for (int x = 0; x < 400; ++x) {
+        const double d = std::abs(v[static_cast<std::size_t>((c * 300 + r) * 400 + x)] * 255 -
+                                  small.at<cv::Vec3b>(r, x)[c]);
+        max = std::max(max, d);
+        mean += d;
+      }
+  mean /= 3 * 300 * 400;
+  // The chain rounds each converted pixel to 8 bits before averaging and
+  // rounds again after (measured: mean 0.26, max 0.87 levels).
+  EXPECT_LT(mean, 0.4);
+  EXPECT_LT(max, 2.0);
+  std::printf("area vs OpenCV's INTER_AREA chain (levels): mean %.3f, max %.2f\n", mean, max);
 }
 
 }  // namespace
