@@ -4,58 +4,13 @@
 #include <opencv2/imgproc.hpp>
 #include <string>
 
+#include "neat/kernels/internal/color_kernel.hpp"
 #include "neat/kernels/yuv_matrix.hpp"
 #include "neat/storage/cv_mat.hpp"
 
 namespace neat {
 
 namespace {
-
-constexpr int kHalf = 1 << (kYuvShift - 1);
-
-inline std::uint8_t sat8(int v) noexcept {
-  return static_cast<std::uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
-}
-
-struct YuvSource {
-  const std::uint8_t* y;
-  std::int64_t y_stride;
-  const std::uint8_t* u;
-  const std::uint8_t* v;
-  std::int64_t uv_stride;
-  std::int64_t uv_step;  // 2 for interleaved chroma (NV12/NV21), 1 for planar
-};
-
-// Rows [r0, r1) of a 4:2:0 frame to packed RGB/BGR (dcn 3) with the
-// coefficients of `k`. Chroma is upsampled by replication (each 2x2 block of
-// pixels shares its U and V sample), as OpenCV and libyuv do; with BT.601
-// limited this is bit-exact with cv::cvtColor.
-void yuv420_to_rgb_rows(const YuvSource& s, const YuvToRgb& k, std::int64_t width, std::int64_t r0,
-                        std::int64_t r1, std::uint8_t* dst, std::int64_t dst_stride, bool bgr) {
-  const int ri = bgr ? 2 : 0, bi = bgr ? 0 : 2;
-  const int kCY = k.y, kCVR = k.r_v, kCVG = k.g_v, kCUG = k.g_u, kCUB = k.b_u, y0 = k.y_offset;
-  for (std::int64_t r = r0; r < r1; ++r) {
-    const std::uint8_t* yr = s.y + r * s.y_stride;
-    const std::uint8_t* ur = s.u + (r / 2) * s.uv_stride;
-    const std::uint8_t* vr = s.v + (r / 2) * s.uv_stride;
-    std::uint8_t* d = dst + r * dst_stride;
-    for (std::int64_t x = 0; x < width; x += 2) {
-      const int uu = int(ur[(x / 2) * s.uv_step]) - 128;
-      const int vv = int(vr[(x / 2) * s.uv_step]) - 128;
-      const int ruv = kHalf + kCVR * vv;
-      const int guv = kHalf + kCVG * vv + kCUG * uu;
-      const int buv = kHalf + kCUB * uu;
-      const std::int64_t n = x + 1 < width ? 2 : 1;
-      for (std::int64_t i = 0; i < n; ++i) {
-        const int yy = std::max(0, int(yr[x + i]) - y0) * kCY;
-        std::uint8_t* px = d + (x + i) * 3;
-        px[ri] = sat8((yy + ruv) >> kYuvShift);
-        px[1] = sat8((yy + guv) >> kYuvShift);
-        px[bi] = sat8((yy + buv) >> kYuvShift);
-      }
-    }
-  }
-}
 
 int interleaved_code(PixelFormat from, PixelFormat to) {
   using P = PixelFormat;
@@ -193,8 +148,6 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, Colorime
   bool assumed = false;
   const Colorimetry standard = choose_colorimetry(assume, src.image().colorimetry, w, h, &assumed);
   const YuvToRgb& coefficients = yuv_to_rgb(standard);
-  // OpenCV's YUV 4:2:0 converters implement BT.601 limited range only.
-  const bool opencv_standard = standard == kBT601Limited;
   if (is_planar(from) && to != PixelFormat::GRAY8) {
     spec.detail = colorimetry_detail(standard, assumed);
   }
@@ -222,73 +175,35 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, Colorime
             }
             return {};
           }
-          const bool bgr = to == PixelFormat::BGR;
-          const bool even = w % 2 == 0 && h % 2 == 0;
-          if (opencv_standard && even && (from == PixelFormat::NV12 || from == PixelFormat::NV21)) {
-            const PlaneRole c = from == PixelFormat::NV12 ? PlaneRole::UV : PlaneRole::VU;
-            NEAT_ASSIGN_OR_RETURN(cv::Mat ym, plane_header(in, PlaneRole::Y));
-            NEAT_ASSIGN_OR_RETURN(cv::Mat cm, plane_header(in, c));
-            const int code = from == PixelFormat::NV12
-                                 ? (bgr ? cv::COLOR_YUV2BGR_NV12 : cv::COLOR_YUV2RGB_NV12)
-                                 : (bgr ? cv::COLOR_YUV2BGR_NV21 : cv::COLOR_YUV2RGB_NV21);
-            NEAT_RETURN_IF_ERROR(opencv_guard(
-                "convert_color", [&] { cv::cvtColorTwoPlane(ym, cm, out_mat, code); }));
-            return check_in_place();
-          }
-          if (opencv_standard && even && src.is_contiguous() &&
-              (from == PixelFormat::I420 || from == PixelFormat::YV12)) {
-            // Canonical I420: Y, then U, then V packed back to back: OpenCV's layout.
-            NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
-            const cv::Mat all(static_cast<int>(h + h / 2), static_cast<int>(w), CV_8UC1,
-                              const_cast<std::byte*>(y));  // NOLINT: read only
-            const int code = from == PixelFormat::I420
-                                 ? (bgr ? cv::COLOR_YUV2BGR_I420 : cv::COLOR_YUV2RGB_I420)
-                                 : (bgr ? cv::COLOR_YUV2BGR_YV12 : cv::COLOR_YUV2RGB_YV12);
-            NEAT_RETURN_IF_ERROR(
-                opencv_guard("convert_color", [&] { cv::cvtColor(all, out_mat, code); }));
-            return check_in_place();
-          }
-          // Our kernel: any strides, separate storages, odd sizes.
-          YuvSource s{};
+          // The SIMD kernel on the planes as they are (any strides, separate
+          // storages, odd sizes), in bands of two rows on the thread pool.
+          detail::YuvRowsJob job;
           NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
-          s.y = reinterpret_cast<const std::uint8_t*>(y);
-          s.y_stride = src.plane_layout(0).row_stride;
-          const PlaneLayout& c1 = src.plane_layout(1);
+          job.y = reinterpret_cast<const std::uint8_t*>(y);
+          job.y_stride = src.plane_layout(0).row_stride;
           if (from == PixelFormat::NV12 || from == PixelFormat::NV21) {
-            NEAT_ASSIGN_OR_RETURN(const std::byte* c, in.plane_data(c1.role));
-            const auto* cp = reinterpret_cast<const std::uint8_t*>(c);
-            s.u = from == PixelFormat::NV12 ? cp : cp + 1;
-            s.v = from == PixelFormat::NV12 ? cp + 1 : cp;
-            s.uv_stride = c1.row_stride;
-            s.uv_step = 2;
+            const PlaneLayout& c = src.plane_layout(1);
+            NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
+            const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
+            job.u = from == PixelFormat::NV12 ? b : b + 1;
+            job.v = from == PixelFormat::NV12 ? b + 1 : b;
+            job.u_stride = job.v_stride = c.row_stride;
+            job.interleaved_uv = true;
           } else {
             NEAT_ASSIGN_OR_RETURN(const std::byte* u, in.plane_data(PlaneRole::U));
             NEAT_ASSIGN_OR_RETURN(const std::byte* v, in.plane_data(PlaneRole::V));
-            const PlaneLayout& ul = src.plane_layout(from == PixelFormat::I420 ? 1 : 2);
-            const PlaneLayout& vl = src.plane_layout(from == PixelFormat::I420 ? 2 : 1);
-            if (ul.row_stride != vl.row_stride) {
-              // Different chroma strides: convert with U's stride for both is wrong;
-              // handle by giving each its own pass through a per-row pointer.
-              for (std::int64_t r = 0; r < h; ++r) {
-                YuvSource row{};
-                row.y = s.y + r * s.y_stride;
-                row.u = reinterpret_cast<const std::uint8_t*>(u) + (r / 2) * ul.row_stride;
-                row.v = reinterpret_cast<const std::uint8_t*>(v) + (r / 2) * vl.row_stride;
-                row.uv_step = 1;
-                yuv420_to_rgb_rows(row, coefficients, w, 0, 1, out_mat.ptr(static_cast<int>(r)), 0,
-                                   bgr);
-              }
-              return {};
-            }
-            s.u = reinterpret_cast<const std::uint8_t*>(u);
-            s.v = reinterpret_cast<const std::uint8_t*>(v);
-            s.uv_stride = ul.row_stride;
-            s.uv_step = 1;
+            job.u = reinterpret_cast<const std::uint8_t*>(u);
+            job.v = reinterpret_cast<const std::uint8_t*>(v);
+            job.u_stride = src.plane_layout(from == PixelFormat::I420 ? 1 : 2).row_stride;
+            job.v_stride = src.plane_layout(from == PixelFormat::I420 ? 2 : 1).row_stride;
           }
-          auto* d = out_mat.data;
-          const auto ds = static_cast<std::int64_t>(out_mat.step[0]);
+          job.width = w;
+          job.coefficients = &coefficients;
+          job.bgr = to == PixelFormat::BGR;
+          job.dst = out_mat.data;
+          job.dst_stride = static_cast<std::int64_t>(out_mat.step[0]);
           parallel_rows((h + 1) / 2, options.threads, [&](std::int64_t b, std::int64_t e) {
-            yuv420_to_rgb_rows(s, coefficients, w, 2 * b, std::min(h, 2 * e), d, ds, bgr);
+            detail::yuv420_to_rgb_rows(job, 2 * b, std::min(h, 2 * e));
           });
           return {};
         }

@@ -18,14 +18,14 @@ run_packages=(
   libopencv-dev libopencv-dnn-dev
   libonnx-dev libprotobuf-dev python3-onnx
   nlohmann-json3-dev libcli11-dev libdlpack-dev libcpp-httplib-dev
-  libsimdjson-dev libpng-dev libhwy-dev libyuv-dev
+  libsimdjson-dev libpng-dev libhwy-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libdrm-dev libegl-dev libgles-dev libegl-mesa0 libgl1-mesa-dri
 )
 test_packages=(
   git
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libyuv-dev
   gstreamer1.0-tools
   python3-dev python3-numpy
   libonnx-testdata
