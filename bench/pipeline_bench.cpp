@@ -1,14 +1,17 @@
 // The preprocess pipeline (1080p NV12 -> fused preprocess 640x640 -> appsink)
 // as a stage graph, against (a) the same work written by hand on the same
-// frames in this process, with OpenCV (target: the graph >= 0.95x its frame
-// rate) and with the NeatTensor kernel directly (the graph's own overhead),
-// and (b) the stock GStreamer `videoconvert ! videoscale` pipeline to the same
-// size (target: the graph >= 3x), both fed by videotestsrc. Also the heap
+// frames in this process with the strongest recipes (recipes.hpp): OpenCV
+// with the planes resized first, on OpenCV's 2 threads (target: the graph
+// >= 1.5x its frame rate), and libyuv in two bands on the same pool; and
+// with the NeatTensor kernel directly (the graph's own overhead); and (b) the
+// stock GStreamer `videoconvert ! videoscale` pipeline to the same size
+// (target: the graph >= 3x), both fed by videotestsrc. Also the heap
 // allocations per frame of the graph in steady state (target 0).
 #include <benchmark/benchmark.h>
 #include <gst/gst.h>
 
 #include <atomic>
+#include <chrono>
 #include <opencv2/core/utility.hpp>
 
 #include <neat/neat.hpp>
@@ -19,6 +22,7 @@
 
 #include "alloc_counter.hpp"
 #include "frames.hpp"
+#include "recipes.hpp"
 
 namespace {
 
@@ -54,12 +58,21 @@ const std::vector<neat::NeatTensor>& prepared_frames() {
   return frames;
 }
 
-// Runs the graph on `source`, counting frames in an appsink callback.
-std::int64_t run_graph(std::unique_ptr<neat::Source> source) {
+// Runs the graph on `source`, counting frames in an appsink callback. With
+// `steady`, *steady is set to the seconds between the sink's receipt of frame
+// `warm` and of the last frame: the running pipeline's own rate, without
+// build(), thread start-up and the first frame's pool fill.
+std::int64_t run_graph(std::unique_ptr<neat::Source> source, double* steady = nullptr,
+                       std::int64_t warm = 8) {
   neat::GraphBuilder b("bench");
   auto out = neat::AppSink::create();
   std::atomic<std::int64_t> n{0};
-  out->set_callback([&](const neat::NeatTensorRef&) { ++n; });
+  std::chrono::steady_clock::time_point t0, t1;
+  out->set_callback([&](const neat::NeatTensorRef&) {
+    const std::int64_t i = ++n;
+    if (i == warm) t0 = std::chrono::steady_clock::now();
+    t1 = std::chrono::steady_clock::now();
+  });
   b.add_source("cam", std::move(source));
   b.add_stage("pre", neat::preprocess_stage(model_params()));
   b.add_sink("out", out);
@@ -67,6 +80,7 @@ std::int64_t run_graph(std::unique_ptr<neat::Source> source) {
   (void)b.connect("pre", "out");
   auto g = b.build();
   if (!g.ok() || !g->run().ok()) return -1;
+  if (steady != nullptr) *steady = std::chrono::duration<double>(t1 - t0).count();
   return n.load();
 }
 
@@ -87,7 +101,7 @@ void BM_Pipeline_HandOpenCV(benchmark::State& state) {
   cv::setNumThreads(2);  // OpenCV's default here: both cores
   const auto& frames = prepared_frames();
   const MappedPlanes planes(frames);
-  OpenCvChain chain(model_params());
+  OpenCvRecipe chain(model_params(), true, cv::INTER_LINEAR);
   for (auto _ : state) {
     for (std::int64_t i = 0; i < kFrames; ++i)
       chain(planes[static_cast<std::size_t>(i)]);
@@ -95,6 +109,19 @@ void BM_Pipeline_HandOpenCV(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kFrames);
 }
 BENCHMARK(BM_Pipeline_HandOpenCV)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+void BM_Pipeline_HandLibyuv(benchmark::State& state) {
+  cv::setNumThreads(2);
+  const auto& frames = prepared_frames();
+  const MappedPlanes planes(frames);
+  LibyuvRecipe recipe(model_params(), 2);
+  for (auto _ : state) {
+    for (std::int64_t i = 0; i < kFrames; ++i)
+      recipe(planes[static_cast<std::size_t>(i)]);
+  }
+  state.SetItemsProcessed(state.iterations() * kFrames);
+}
+BENCHMARK(BM_Pipeline_HandLibyuv)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 void BM_Pipeline_HandNeat(benchmark::State& state) {
   const auto& frames = prepared_frames();
@@ -148,23 +175,58 @@ void BM_Pipeline_GstStock(benchmark::State& state) {
 }
 BENCHMARK(BM_Pipeline_GstStock)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
-// Paired: a graph run and the hand-written OpenCV loop over the same 24
-// frames alternate, order swapped every iteration (machine noise hits both).
-void BM_Paired_PipelineVsOpenCV(benchmark::State& state) {
-  cv::setNumThreads(2);
+// Paired, steady state: a graph run's frames 8..8+n (timed at its appsink)
+// and n frames of the hand-written loop alternate, order swapped every
+// iteration (machine noise hits both). The loop is the strongest OpenCV
+// recipe (planes resized first), or libyuv. `setup_ms` is what a graph run
+// spends before its steady state (build, threads, the first frames' pool
+// fill), reported apart.
+template <class Recipe>
+void paired_pipeline(benchmark::State& state, Recipe& chain) {
   const auto& frames = prepared_frames();
   const MappedPlanes planes(frames);
-  OpenCvChain chain(model_params());
-  constexpr std::int64_t n = 24;
-  paired(
-      state,
-      [&] { benchmark::DoNotOptimize(run_graph(std::make_unique<CyclingSource>(frames, n))); },
-      [&] {
+  constexpr std::int64_t warm = 8, n = 48;
+  double graph_s = 0, hand_s = 0, whole_s = 0;
+  bool graph_first = true;
+  for (auto _ : state) {
+    for (int side = 0; side < 2; ++side) {
+      if ((side == 0) == graph_first) {
+        double steady = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (run_graph(std::make_unique<CyclingSource>(frames, warm + n), &steady, warm) !=
+            warm + n) {
+          state.SkipWithError("graph failed");
+          return;
+        }
+        whole_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        graph_s += steady;
+      } else {
+        const auto t0 = std::chrono::steady_clock::now();
         for (std::int64_t i = 0; i < n; ++i)
           chain(planes[static_cast<std::size_t>(i)]);
-      });
+        hand_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+    graph_first = !graph_first;
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["ours_us"] = graph_s / iters / n * 1e6;  // per frame
+  state.counters["baseline_us"] = hand_s / iters / n * 1e6;
+  state.counters["ratio"] = graph_s / hand_s;
+  state.counters["setup_ms"] = (whole_s - graph_s * (warm + n) / n) / iters * 1e3;
+}
+void BM_Paired_PipelineVsOpenCV(benchmark::State& state) {
+  cv::setNumThreads(2);
+  OpenCvRecipe chain(model_params(), true, cv::INTER_LINEAR);
+  paired_pipeline(state, chain);
 }
 BENCHMARK(BM_Paired_PipelineVsOpenCV)->Unit(benchmark::kMillisecond)->Iterations(20);
+void BM_Paired_PipelineVsLibyuv(benchmark::State& state) {
+  cv::setNumThreads(2);
+  LibyuvRecipe chain(model_params(), 2);
+  paired_pipeline(state, chain);
+}
+BENCHMARK(BM_Paired_PipelineVsLibyuv)->Unit(benchmark::kMillisecond)->Iterations(20);
 
 // Paired: videotestsrc -> graph (fused preprocess) against videotestsrc ->
 // videoconvert ! videoscale (stock GStreamer), 40 frames each, alternating.

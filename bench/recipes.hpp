@@ -1,0 +1,130 @@
+// The strongest ways a skilled user writes the preprocess (1080p NV12 ->
+// 640x640 normalized F32 CHW) by hand with the best libraries: the
+// baselines of bench/preprocess_bench.cpp and of the graph benchmarks
+// (docs/benchmarks.md names them). Buffers are kept across calls.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <libyuv/convert_argb.h>
+#include <libyuv/scale.h>
+#include <cstdint>
+#include <opencv2/core.hpp>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
+#include <vector>
+
+#include <neat/kernels/preprocess.hpp>
+
+#include "frames.hpp"
+
+namespace neat::bench {
+
+constexpr int kOut = 640;
+
+// The careful OpenCV chain: cvtColor, resize (u8), split (u8), convertTo with
+// scale and offset into the CHW planes. With planes_first the Y and UV planes
+// are resized first and cvtColor runs at the output size.
+struct OpenCvRecipe {
+  OpenCvRecipe(const neat::PreprocessParams& p, bool planes_first, int interp)
+      : first(planes_first), mode(interp), chw(3 * kOut * kOut) {
+    for (int c = 0; c < 3; ++c) {
+      out.emplace_back(kOut, kOut, CV_32F, chw.data() + c * kOut * kOut);
+      alpha[c] = p.scale / p.std[static_cast<std::size_t>(c)];
+      beta[c] = -p.mean[static_cast<std::size_t>(c)] / p.std[static_cast<std::size_t>(c)];
+    }
+  }
+  void operator()(const Planes& p) {
+    if (first) {
+      cv::resize(p.y, ys, cv::Size(kOut, kOut), 0, 0, mode);
+      cv::resize(p.uv, uvs, cv::Size(kOut / 2, kOut / 2), 0, 0, mode);
+      cv::cvtColorTwoPlane(ys, uvs, small, cv::COLOR_YUV2RGB_NV12);
+    } else {
+      cv::cvtColorTwoPlane(p.y, p.uv, rgb, cv::COLOR_YUV2RGB_NV12);
+      cv::resize(rgb, small, cv::Size(kOut, kOut), 0, 0, mode);
+    }
+    cv::split(small, u8);
+    for (int c = 0; c < 3; ++c)
+      u8[static_cast<std::size_t>(c)].convertTo(out[static_cast<std::size_t>(c)], CV_32F, alpha[c],
+                                                beta[c]);
+    benchmark::DoNotOptimize(chw.data());
+  }
+  bool first;
+  int mode;
+  cv::Mat rgb, small, ys, uvs;
+  std::vector<cv::Mat> u8;
+  std::vector<float> chw;
+  std::vector<cv::Mat> out;
+  double alpha[3], beta[3];
+};
+
+// cvtColor + dnn::blobFromImage (scale 1/255 and the mean; no per-channel std).
+struct BlobRecipe {
+  explicit BlobRecipe(const neat::PreprocessParams& p)
+      : mean(p.mean[0] * 255.0, p.mean[1] * 255.0, p.mean[2] * 255.0), scale(p.scale) {}
+  void operator()(const Planes& p) {
+    cv::cvtColorTwoPlane(p.y, p.uv, rgb, cv::COLOR_YUV2RGB_NV12);
+    cv::dnn::blobFromImage(rgb, blob, scale, cv::Size(kOut, kOut), mean, false, false, CV_32F);
+    benchmark::DoNotOptimize(blob.data);
+  }
+  cv::Scalar mean;
+  double scale;
+  cv::Mat rgb, blob;
+};
+
+// libyuv: NV12Scale to the output size, NV12ToRAW (R, G, B bytes), one float
+// loop into the CHW planes; `stripes` horizontal bands on OpenCV's pool.
+struct LibyuvRecipe {
+  LibyuvRecipe(const neat::PreprocessParams& p, int stripes_)
+      : stripes(stripes_),
+        y(kOut * kOut),
+        uv(kOut * kOut / 2),
+        rgb(3 * kOut * kOut),
+        chw(3 * kOut * kOut) {
+    for (int c = 0; c < 3; ++c) {
+      alpha[c] = p.scale / p.std[static_cast<std::size_t>(c)];
+      beta[c] = -p.mean[static_cast<std::size_t>(c)] / p.std[static_cast<std::size_t>(c)];
+    }
+  }
+  void band(const Planes& p, int s) {
+    // Source rows [sy0, sy1) (even) -> output rows [oy0, oy1).
+    const int sh = p.y.rows, oy0 = kOut * s / stripes, oy1 = kOut * (s + 1) / stripes;
+    const int sy0 = (sh * s / stripes) & ~1,
+              sy1 = s + 1 == stripes ? sh : (sh * (s + 1) / stripes) & ~1;
+    const int oh = oy1 - oy0;
+    libyuv::NV12Scale(p.y.ptr(sy0), static_cast<int>(p.y.step), p.uv.ptr(sy0 / 2),
+                      static_cast<int>(p.uv.step), p.y.cols, sy1 - sy0, y.data() + oy0 * kOut, kOut,
+                      uv.data() + oy0 / 2 * kOut, kOut, kOut, oh, libyuv::kFilterBilinear);
+    libyuv::NV12ToRAW(y.data() + oy0 * kOut, kOut, uv.data() + oy0 / 2 * kOut, kOut,
+                      rgb.data() + oy0 * kOut * 3, kOut * 3, kOut, oh);
+    const float a0 = alpha[0], a1 = alpha[1], a2 = alpha[2];
+    const float b0 = beta[0], b1 = beta[1], b2 = beta[2];
+    float* r = chw.data();
+    float* g = r + kOut * kOut;
+    float* b = g + kOut * kOut;
+    for (int i = oy0 * kOut; i < oy1 * kOut; ++i) {
+      const std::uint8_t* px = rgb.data() + 3 * i;
+      r[i] = px[0] * a0 + b0;
+      g[i] = px[1] * a1 + b1;
+      b[i] = px[2] * a2 + b2;
+    }
+  }
+  void operator()(const Planes& p) {
+    if (stripes == 1) {
+      band(p, 0);
+    } else {
+      cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range& r) {
+        for (int s = r.start; s < r.end; ++s)
+          band(p, s);
+      });
+    }
+    benchmark::DoNotOptimize(chw.data());
+  }
+  int stripes;
+  std::vector<std::uint8_t> y, uv, rgb;
+  std::vector<float> chw;
+  float alpha[3], beta[3];
+};
+
+}  // namespace neat::bench
