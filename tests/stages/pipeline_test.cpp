@@ -217,8 +217,26 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
   const std::string resize = describe_element(*find_pipeline_element("resize"));
   EXPECT_NE(resize.find("size=WIDTHxHEIGHT"), std::string::npos) << resize;
   EXPECT_NE(resize.find("required"), std::string::npos) << resize;
-  EXPECT_NE(resize.find("interp=bilinear|nearest         default bilinear"), std::string::npos)
+  EXPECT_NE(resize.find("interp=bilinear|nearest|area    default bilinear"), std::string::npos)
       << resize;
+}
+
+// interp=area reaches resize and the fused preprocess, and the plan says so.
+TEST(PipelineDeclare, AreaInterpolationRunsInResizeAndPreprocess) {
+  for (const char* text :
+       {"synthetic format=NV12 size=96x64 frames=2 ! preprocess size=32x32 interp=area ! appsink",
+        "synthetic format=NV12 size=96x64 frames=2 ! convert format=RGB ! resize size=32x32 "
+        "interp=area ! appsink"}) {
+    auto p = declare_pipeline(text);
+    NEAT_ASSERT_OK(p);
+    auto g = p->builder.build();
+    NEAT_ASSERT_OK(g);
+    EXPECT_NE(g->explain().find(" area"), std::string::npos) << g->explain();
+    NEAT_ASSERT_OK(g->run());
+    auto f = p->appsink->try_pull();
+    ASSERT_TRUE(f.has_value()) << text;
+    EXPECT_EQ(f->shape()[f->rank() - 1] == 32 || f->shape()[1] == 32, true) << f->to_string();
+  }
 }
 
 TEST(PipelineElements, AnUnknownPropertyErrorListsWhatTheElementTakes) {

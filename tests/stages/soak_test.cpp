@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "neat/stages/appsink.hpp"
 #include "neat/stages/builtin.hpp"
@@ -46,6 +48,12 @@ TEST(Soak, DefaultPipelineFiveThousandFramesKeepsMemoryFdsAndMappingsFlat) {
   std::int64_t max_live_storages = 0, max_live_maps = 0;
   out->set_callback([&](const NeatTensorRef&) {
     ++n;
+    // Fill every queue once during warm-up: a pipeline's memory (GStreamer's
+    // buffer pool included, which grows on demand) reaches its bound when its
+    // queues are full, and a stall of the consumer is when they fill. Without
+    // it a load spike late in the run grows the pool after the measurement
+    // starts (seen on a busy CI machine: three more 1080p frames).
+    if (n == 10) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const auto s = gst_storage_stats();
     if (n >= kWarm) {
       max_live_storages = std::max(max_live_storages, s.live_storages - gst_before.live_storages);
