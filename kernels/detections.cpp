@@ -39,14 +39,15 @@ Status check_yolo_params(const YoloParams& p) {
 
 Result<YoloShape> yolo_shape(DimsRef s, const YoloParams& p) {
   NEAT_RETURN_IF_ERROR(check_yolo_params(p));
-  const std::string what = "yolo: model output " + dims_to_string(s);
+  // Built only on the error paths: a frame that decodes allocates nothing here.
+  auto what = [&] { return "yolo: model output " + dims_to_string(s); };
   if (s.size() != 3) {
-    return invalid_argument(what +
+    return invalid_argument(what() +
                             " is not [1, 4 + classes, anchors] (YOLOv8) or [1, anchors, 5 + "
                             "classes] (YOLOv5): is this a detector's output?");
   }
   if (s[0] != 1) {
-    return invalid_argument(what + ": batch " + std::to_string(s[0]) +
+    return invalid_argument(what() + ": batch " + std::to_string(s[0]) +
                             "; yolo decodes one image's output at a time (batch 1)");
   }
   YoloShape out;
@@ -59,12 +60,12 @@ Result<YoloShape> yolo_shape(DimsRef s, const YoloParams& p) {
   const char* name = out.layout == YoloLayout::V8 ? "YOLOv8 [1, 4 + classes, anchors]"
                                                   : "YOLOv5 [1, anchors, 5 + classes]";
   if (out.classes < 1) {
-    return invalid_argument(what + " read as " + name + " has " + std::to_string(fields) +
+    return invalid_argument(what() + " read as " + name + " has " + std::to_string(fields) +
                             " fields per anchor, no room for a class (set layout=v8 or v5 if the "
                             "guess is wrong)");
   }
   if (p.num_classes > 0 && p.num_classes != out.classes) {
-    return invalid_argument(what + " read as " + name + " has " + std::to_string(out.classes) +
+    return invalid_argument(what() + " read as " + name + " has " + std::to_string(out.classes) +
                             " classes, not num_classes=" + std::to_string(p.num_classes) +
                             " (fix num_classes, or the layout if the guess is wrong)");
   }
@@ -78,6 +79,42 @@ Result<YoloShape> yolo_shape(DimsRef s, const YoloParams& p) {
   return out;
 }
 
+// Greedy non-maximum suppression, as cv::dnn::NMSBoxes computes it
+// (candidates above `confidence` in descending score, ties in anchor order;
+// a box is dropped when its intersection over union with a kept one exceeds
+// `iou`), on vectors the decoder keeps between frames: no allocation once
+// they have grown (NMSBoxes allocates its sorted copy on every call). The
+// limit applies to the boxes kept, not to the candidates considered.
+void suppress(const std::vector<cv::Rect2d>& boxes, const std::vector<float>& scores,
+              float confidence, float iou, std::size_t max_keep, std::vector<int>& order,
+              std::vector<int>& kept) {
+  order.clear();
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    if (scores[i] > confidence) order.push_back(static_cast<int>(i));
+  }
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    const float sa = scores[static_cast<std::size_t>(a)], sb = scores[static_cast<std::size_t>(b)];
+    return sa > sb || (sa == sb && a < b);
+  });
+  kept.clear();
+  for (int i : order) {
+    const cv::Rect2d& bi = boxes[static_cast<std::size_t>(i)];
+    bool keep = true;
+    for (int k : kept) {
+      const cv::Rect2d& bk = boxes[static_cast<std::size_t>(k)];
+      const double inter = (bi & bk).area();
+      const double uni = bi.area() + bk.area() - inter;
+      if (uni > 0 && inter / uni > iou) {
+        keep = false;
+        break;
+      }
+    }
+    if (!keep) continue;
+    kept.push_back(i);
+    if (kept.size() >= max_keep) break;
+  }
+}
+
 struct YoloDecoder::Scratch {
   std::vector<float> best;
   std::vector<int> best_class;
@@ -86,6 +123,7 @@ struct YoloDecoder::Scratch {
   std::vector<cv::Rect2d> source_boxes;
   std::vector<float> scores;
   std::vector<int> classes;
+  std::vector<int> order;  // NMS candidates, best first
   std::vector<int> kept;
 };
 
@@ -200,11 +238,8 @@ Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOp
     s.scores.push_back(score);
     s.classes.push_back(cls);
   }
-  s.kept.clear();
-  if (!s.boxes.empty()) {
-    cv::dnn::NMSBoxes(s.boxes, s.scores, params_.confidence, params_.iou, s.kept, 1.f,
-                      params_.max_detections);
-  }
+  suppress(s.boxes, s.scores, params_.confidence, params_.iou,
+           static_cast<std::size_t>(params_.max_detections), s.order, s.kept);
   const auto n = static_cast<std::int64_t>(
       std::min<std::size_t>(s.kept.size(), static_cast<std::size_t>(params_.max_detections)));
 

@@ -15,8 +15,11 @@
 // meta().geometry (set by preprocess: letterbox or stretch) back to the
 // source frame and are clamped to it. Zero detections: [0, 6].
 //
-// Non-maximum suppression: cv::dnn::NMSBoxes, per class (boxes of different
-// classes never suppress each other) unless class_agnostic.
+// Non-maximum suppression: greedy, as cv::dnn::NMSBoxes computes it (best
+// score first, IoU above `iou` suppresses), per class (boxes of different
+// classes never suppress each other) unless class_agnostic, on the decoder's
+// reused vectors (NMSBoxes allocates on every call); max_detections limits
+// the boxes kept.
 #pragma once
 
 #include <cstdint>
@@ -57,8 +60,8 @@ Result<YoloShape> yolo_shape(DimsRef output_shape, const YoloParams& params);
 Status check_yolo_params(const YoloParams& params);
 
 /// A reusable decoder: its scratch (per-anchor best score and class, the
-/// candidate boxes) is kept between frames, so a steady loop allocates
-/// nothing but what NMSBoxes allocates inside OpenCV.
+/// candidate boxes, the NMS order) is kept between frames, so a steady loop
+/// allocates nothing once the vectors have grown to the busiest frame.
 class YoloDecoder {
  public:
   explicit YoloDecoder(YoloParams params);

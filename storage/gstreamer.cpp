@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "internal/block_cache.hpp"
 #include "internal/gst_ref.hpp"
 #include "neat/contract/mapping.hpp"
 
@@ -184,6 +185,17 @@ struct GstPlane {
   std::int64_t stride = 0;
 };
 
+// The storage objects of wrapped GstBuffers (control block and object in one
+// block) are recycled: a stream wraps one per frame, and a steady pipeline
+// performs no heap allocation (64 blocks cover every queue of a graph).
+struct WrapBlocks {
+  detail::BlockCache blocks{64, 0};
+};
+const std::shared_ptr<WrapBlocks>& wrap_blocks() {
+  static const auto owner = std::make_shared<WrapBlocks>();
+  return owner;
+}
+
 }  // namespace
 
 Status ensure_gstreamer() {
@@ -315,7 +327,8 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
       GstRef<GstBuffer> ref =
           n_storages == 0 ? std::move(owned) : GstRef<GstBuffer>(gst_buffer_ref(buffer));
       try {
-        storages[static_cast<std::size_t>(n_storages)] = std::make_shared<GstMemoryStorage>(
+        storages[static_cast<std::size_t>(n_storages)] = std::allocate_shared<GstMemoryStorage>(
+            detail::CachedBlockAllocator<GstMemoryStorage, WrapBlocks>(wrap_blocks()),
             std::move(ref), mem,
             static_cast<std::int64_t>(gst_memory_get_sizes(mem, nullptr, nullptr)), read_only, idx);
       } catch (const std::bad_alloc&) {

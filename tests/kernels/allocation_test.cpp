@@ -1,0 +1,139 @@
+// The hot paths allocate nothing once warm: the fused preprocess, the YOLO
+// decode (NMS included) and wrapping a GstBuffer of a stream. Counted by
+// replacing the global operator new for this test program, on the calling
+// thread and only while a test asks (the kernels' worker threads and C
+// libraries' malloc are outside this count; bench/ counts the whole process).
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <new>
+#include <random>
+#include <vector>
+
+#include "neat/kernels/detections.hpp"
+#include "neat/kernels/preprocess.hpp"
+#include "neat/storage/gstreamer.hpp"
+#include "support/fakes.hpp"
+#include "support/images.hpp"
+
+namespace {
+thread_local bool g_counting = false;
+thread_local std::uint64_t g_allocations = 0;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+
+namespace neat {
+namespace {
+
+void* volatile observed = nullptr;  // keeps the self-test's vector alive to the optimizer
+
+// Allocations made by `f` on this thread.
+template <class F>
+std::uint64_t allocations_in(F&& f) {
+  g_allocations = 0;
+  g_counting = true;
+  f();
+  g_counting = false;
+  return g_allocations;
+}
+
+TEST(SteadyState, TheCounterSeesAnAllocation) {
+  EXPECT_EQ(allocations_in([] {
+              std::vector<int> v(10);
+              observed = v.data();
+            }),
+            1u);
+}
+
+TEST(SteadyState, PreprocessAllocatesNothingOnceWarm) {
+  const NeatTensor frame = testing::random_frame(PixelFormat::NV12, 1280, 720, 5);
+  for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+    PreprocessParams p;
+    p.interpolation = m;
+    p.resize_mode = ResizeMode::Letterbox;
+    for (int i = 0; i < 3; ++i)
+      NEAT_ASSERT_OK(preprocess(frame, p));
+    EXPECT_EQ(allocations_in([&] {
+                for (int i = 0; i < 10; ++i) {
+                  auto out = preprocess(frame, p);
+                  ASSERT_TRUE(out.ok());
+                }
+              }),
+              0u)
+        << to_string(m);
+  }
+}
+
+TEST(SteadyState, YoloDecodeWithManyCandidatesAllocatesNothingOnceWarm) {
+  // [1, 4 + 3, 2000]: clusters of overlapping boxes of three classes, the
+  // shape of a detector's output on a busy frame.
+  constexpr std::int64_t kAnchors = 2000, kFields = 7;
+  auto t = NeatTensor::allocate(DType::F32, {1, kFields, kAnchors});
+  ASSERT_TRUE(t.ok());
+  auto w = std::move(*t).make_writable();
+  ASSERT_TRUE(w.ok());
+  {
+    auto m = w->map(MapMode::Write);
+    auto* v = reinterpret_cast<float*>(m->mutable_data());
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> pos(0, 600), jitter(-4, 4), score(0, 1);
+    for (std::int64_t a = 0; a < kAnchors; ++a) {
+      const float cx = a % 50 < 25 ? 100 + jitter(rng) : pos(rng);
+      v[0 * kAnchors + a] = cx;
+      v[1 * kAnchors + a] = a % 50 < 25 ? 200 + jitter(rng) : pos(rng);
+      v[2 * kAnchors + a] = 40;
+      v[3 * kAnchors + a] = 30;
+      for (int c = 0; c < 3; ++c)
+        v[(4 + c) * kAnchors + a] = score(rng);
+    }
+  }
+  YoloDecoder decoder({.confidence = 0.25f, .layout = YoloLayout::V8});
+  std::int64_t kept = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto d = decoder.decode(*w);
+    NEAT_ASSERT_OK(d);
+    kept = d->shape()[0];
+  }
+  EXPECT_GT(kept, 10);  // NMS had work to do
+  EXPECT_EQ(allocations_in([&] {
+              for (int i = 0; i < 10; ++i) {
+                auto d = decoder.decode(*w);
+                ASSERT_TRUE(d.ok());
+                ASSERT_EQ(d->shape()[0], kept);
+              }
+            }),
+            0u);
+}
+
+TEST(SteadyState, WrappingAStreamsBuffersAllocatesNoStorageObjects) {
+  NEAT_ASSERT_OK(ensure_gstreamer());
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, GST_VIDEO_FORMAT_NV12, 640, 480);
+  GstBuffer* buffer = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  for (int i = 0; i < 3; ++i)
+    NEAT_ASSERT_OK(wrap_gst_buffer(buffer, info));
+  EXPECT_EQ(allocations_in([&] {
+              for (int i = 0; i < 10; ++i) {
+                auto t = wrap_gst_buffer(buffer, info);
+                ASSERT_TRUE(t.ok());
+              }
+            }),
+            0u);
+  gst_buffer_unref(buffer);
+}
+
+}  // namespace
+}  // namespace neat
