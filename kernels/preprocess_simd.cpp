@@ -419,8 +419,11 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
     bits = hn::DemoteTo(d16, hn::BitCast(DI(), rounded));
   }
   auto* p = reinterpret_cast<std::uint16_t*>(plane) + at;
-  if (count == lanes && job.stream &&
-      (reinterpret_cast<std::uintptr_t>(p) & (sizeof(std::uint16_t) * lanes - 1)) == 0) {
+  // Streaming stores write whole registers: only where the 16-bit vector is
+  // one (not the half-register vectors of 128-bit targets), aligned to it.
+  constexpr std::size_t kBytes16 = sizeof(std::uint16_t) * hn::MaxLanes(D16());
+  if (count == lanes && job.stream && kBytes16 >= 16 &&
+      (reinterpret_cast<std::uintptr_t>(p) & (kBytes16 - 1)) == 0) {
     hn::Stream(bits, d16, p);
   } else if (count == lanes) {
     hn::StoreU(bits, d16, p);

@@ -1,0 +1,141 @@
+// The SIMD kernels on every instruction set they were compiled for that this
+// CPU runs (AVX-512, AVX2, SSE4, SSSE3, scalar on x86): Highway's test mock
+// restricts the dispatcher to one target at a time. Each must give the
+// results of the best one: convert_color the bytes of cv::cvtColor, the
+// preprocess the same floats within rounding (FMA or not), on shapes that
+// take every path (periodic ratios, gathers, tails, odd sizes, letterbox,
+// 16-bit outputs).
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <opencv2/imgproc.hpp>
+#include <vector>
+
+#include "neat/kernels/cast.hpp"
+#include "neat/kernels/color.hpp"
+#include "neat/kernels/preprocess.hpp"
+#include "support/fakes.hpp"
+#include "support/images.hpp"
+
+namespace neat {
+namespace {
+
+// Restores the CPU's own targets when the test ends, whatever happened.
+struct TargetMock {
+  explicit TargetMock(std::int64_t target) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  }
+  ~TargetMock() {
+    hwy::SetSupportedTargetsForTest(0);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  }
+};
+
+std::vector<float> floats(const NeatTensor& t) {
+  auto f = convert_dtype(t, DType::F32);
+  EXPECT_TRUE(f.ok());
+  auto m = f->map();
+  auto p = m->data_ptr<const float>();
+  return std::vector<float>(*p, *p + t.numel());
+}
+
+std::vector<std::uint8_t> bytes(const NeatTensor& t) {
+  auto m = t.map();
+  const auto* p = reinterpret_cast<const std::uint8_t*>(m->data());
+  std::vector<std::uint8_t> out;
+  for (std::int64_t r = 0; r < t.shape()[0]; ++r)
+    out.insert(out.end(), p + r * t.strides()[0], p + r * t.strides()[0] + t.shape()[1] * 3);
+  return out;
+}
+
+struct PreprocessCase {
+  PixelFormat format;
+  std::int64_t sw, sh, ow, oh;
+  Interpolation interp;
+  ResizeMode mode;
+  DType dtype;
+};
+const PreprocessCase kPreprocess[] = {
+    {PixelFormat::NV12, 1920, 1080, 640, 640, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // periodic 1x3 / 2x3
+    {PixelFormat::I420, 1280, 720, 640, 640, Interpolation::Area, ResizeMode::Letterbox,
+     DType::F16},  // periodic 1x2, area, letterbox
+    {PixelFormat::NV21, 1001, 333, 300, 203, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::BF16},  // gathers, odd
+    {PixelFormat::YV12, 37, 23, 61, 47, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // enlarging, tails only
+};
+
+TEST(SimdTargets, EveryCompiledTargetGivesTheSameResults) {
+  const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  // The best target's results are the reference (computed before any mock).
+  std::vector<std::vector<float>> want_pre;
+  std::vector<NeatTensor> frames;
+  for (const PreprocessCase& c : kPreprocess) {
+    frames.push_back(testing::split_planes(testing::random_frame(c.format, c.sw, c.sh, 9), 3));
+    PreprocessParams p;
+    p.width = c.ow;
+    p.height = c.oh;
+    p.interpolation = c.interp;
+    p.resize_mode = c.mode;
+    p.out_dtype = c.dtype;
+    auto out = preprocess(frames.back(), p, {.threads = 1});
+    NEAT_ASSERT_OK(out);
+    want_pre.push_back(floats(*out));
+  }
+  // convert_color against OpenCV: NV12 and I420 (canonical, so cvtColor takes
+  // them), odd tails from a width that is not a multiple of any vector.
+  const NeatTensor nv12 = testing::random_frame(PixelFormat::NV12, 198, 66, 4);
+  const NeatTensor i420 = testing::random_frame(PixelFormat::I420, 198, 66, 5);
+  auto opencv = [](const NeatTensor& f, int code) {
+    auto m = f.map();
+    cv::Mat all(static_cast<int>(f.image().height * 3 / 2), static_cast<int>(f.image().width),
+                CV_8UC1, const_cast<std::byte*>(*m->plane_data(PlaneRole::Y)));
+    cv::Mat rgb;
+    cv::cvtColor(all, rgb, code);
+    return std::vector<std::uint8_t>(rgb.data, rgb.data + rgb.total() * 3);
+  };
+  const auto want_nv12 = opencv(nv12, cv::COLOR_YUV2RGB_NV12);
+  const auto want_i420 = opencv(i420, cv::COLOR_YUV2BGR_I420);
+
+  for (std::int64_t target : targets) {
+    TargetMock mock(target);
+    const char* name = hwy::TargetName(target);
+    std::printf("SIMD target %s\n", name);
+    EXPECT_STREQ(preprocess_simd_target(), name);
+    for (std::size_t i = 0; i < std::size(kPreprocess); ++i) {
+      const PreprocessCase& c = kPreprocess[i];
+      PreprocessParams p;
+      p.width = c.ow;
+      p.height = c.oh;
+      p.interpolation = c.interp;
+      p.resize_mode = c.mode;
+      p.out_dtype = c.dtype;
+      auto out = preprocess(frames[i], p, {.threads = 1});
+      NEAT_ASSERT_OK(out);
+      const auto got = floats(*out);
+      ASSERT_EQ(got.size(), want_pre[i].size());
+      // Float rounding only (FMA or separate multiply and add): 1e-4 of a
+      // normalized value, 0.03 levels; one unit in the last place of F16/BF16.
+      const float tol = c.dtype == DType::F32 ? 1e-4f : c.dtype == DType::F16 ? 2e-3f : 1.6e-2f;
+      std::size_t bad = 0;
+      for (std::size_t k = 0; k < got.size(); ++k)
+        bad += std::abs(got[k] - want_pre[i][k]) > tol * std::max(1.f, std::abs(want_pre[i][k]));
+      EXPECT_EQ(bad, 0u) << name << " case " << i;
+    }
+    auto rgb = convert_color(nv12, PixelFormat::RGB, kBT601Limited, {.threads = 1});
+    NEAT_ASSERT_OK(rgb);
+    EXPECT_EQ(bytes(*rgb), want_nv12) << name << " NV12";
+    auto bgr = convert_color(i420, PixelFormat::BGR, kBT601Limited, {.threads = 1});
+    NEAT_ASSERT_OK(bgr);
+    EXPECT_EQ(bytes(*bgr), want_i420) << name << " I420";
+  }
+}
+
+}  // namespace
+}  // namespace neat
