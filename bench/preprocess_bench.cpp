@@ -100,14 +100,7 @@ struct Floor {
     std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
   }
   void operator()(const Planes& p) {
-    if (stripes == 1) {
-      band(p, 0);
-    } else {
-      cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range& r) {
-        for (int s = r.start; s < r.end; ++s)
-          band(p, s);
-      });
-    }
+    in_bands(stripes, [&](int s) { band(p, s); });
     benchmark::DoNotOptimize(chw.data());
   }
   int stripes;

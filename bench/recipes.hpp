@@ -23,6 +23,20 @@ namespace neat::bench {
 
 constexpr int kOut = 640;
 
+// band(0 .. stripes - 1): on the calling thread for one, on OpenCV's pool
+// otherwise (how a user splits a single-threaded library's work).
+template <class Band>
+void in_bands(int stripes, Band&& band) {
+  if (stripes == 1) {
+    band(0);
+    return;
+  }
+  cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range& r) {
+    for (int s = r.start; s < r.end; ++s)
+      band(s);
+  });
+}
+
 // The careful OpenCV chain: cvtColor, resize (u8), split (u8), convertTo with
 // scale and offset into the CHW planes. With planes_first the Y and UV planes
 // are resized first and cvtColor runs at the output size.
@@ -111,14 +125,7 @@ struct LibyuvRecipe {
     }
   }
   void operator()(const Planes& p) {
-    if (stripes == 1) {
-      band(p, 0);
-    } else {
-      cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range& r) {
-        for (int s = r.start; s < r.end; ++s)
-          band(p, s);
-      });
-    }
+    in_bands(stripes, [&](int s) { band(p, s); });
     benchmark::DoNotOptimize(chw.data());
   }
   int stripes;

@@ -178,26 +178,7 @@ Result<NeatTensor> convert_color(const NeatTensor& src, PixelFormat to, Colorime
           // The SIMD kernel on the planes as they are (any strides, separate
           // storages, odd sizes), in bands of two rows on the thread pool.
           detail::YuvRowsJob job;
-          NEAT_ASSIGN_OR_RETURN(const std::byte* y, in.plane_data(PlaneRole::Y));
-          job.y = reinterpret_cast<const std::uint8_t*>(y);
-          job.y_stride = src.plane_layout(0).row_stride;
-          if (from == PixelFormat::NV12 || from == PixelFormat::NV21) {
-            const PlaneLayout& c = src.plane_layout(1);
-            NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
-            const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
-            job.u = from == PixelFormat::NV12 ? b : b + 1;
-            job.v = from == PixelFormat::NV12 ? b + 1 : b;
-            job.u_stride = job.v_stride = c.row_stride;
-            job.interleaved_uv = true;
-          } else {
-            NEAT_ASSIGN_OR_RETURN(const std::byte* u, in.plane_data(PlaneRole::U));
-            NEAT_ASSIGN_OR_RETURN(const std::byte* v, in.plane_data(PlaneRole::V));
-            job.u = reinterpret_cast<const std::uint8_t*>(u);
-            job.v = reinterpret_cast<const std::uint8_t*>(v);
-            job.u_stride = src.plane_layout(from == PixelFormat::I420 ? 1 : 2).row_stride;
-            job.v_stride = src.plane_layout(from == PixelFormat::I420 ? 2 : 1).row_stride;
-          }
-          job.width = w;
+          NEAT_ASSIGN_OR_RETURN(static_cast<detail::YuvPlanes&>(job), detail::yuv_planes(src, in));
           job.coefficients = &coefficients;
           job.bgr = to == PixelFormat::BGR;
           job.dst = out_mat.data;

@@ -15,14 +15,7 @@ namespace neat {
 
 namespace {
 
-struct Planes {
-  const std::uint8_t* y;
-  std::int64_t y_stride;
-  const std::uint8_t* u;  // first U sample; chroma sample i of a row is at i * step
-  const std::uint8_t* v;
-  std::int64_t u_stride, v_stride, step;
-  std::int64_t width, height;
-};
+using detail::YuvPlanes;
 
 // OpenCV INTER_NEAREST source index of output index d.
 inline std::int32_t nearest_coord(std::int64_t d, double scale, std::int64_t size) {
@@ -60,35 +53,6 @@ inline void yuv_to_rgb8(int y, int u, int v, const YuvToRgb& k, float* rgb) {
   rgb[2] = sat(yy + half + k.b_u * uu);
 }
 
-// The frame's planes, mapped.
-Result<Planes> planes_of(const NeatTensor& frame, const Mapping& in) {
-  Planes s{};
-  const PixelFormat f = frame.pixel_format();
-  NEAT_ASSIGN_OR_RETURN(const std::byte* yp, in.plane_data(PlaneRole::Y));
-  s.y = reinterpret_cast<const std::uint8_t*>(yp);
-  s.y_stride = frame.plane_layout(0).row_stride;
-  s.width = frame.image().width;
-  s.height = frame.image().height;
-  if (f == PixelFormat::NV12 || f == PixelFormat::NV21) {
-    const PlaneLayout& c = frame.plane_layout(1);
-    NEAT_ASSIGN_OR_RETURN(const std::byte* cp, in.plane_data(c.role));
-    const auto* b = reinterpret_cast<const std::uint8_t*>(cp);
-    s.u = f == PixelFormat::NV12 ? b : b + 1;
-    s.v = f == PixelFormat::NV12 ? b + 1 : b;
-    s.u_stride = s.v_stride = c.row_stride;
-    s.step = 2;
-  } else {
-    NEAT_ASSIGN_OR_RETURN(const std::byte* up, in.plane_data(PlaneRole::U));
-    NEAT_ASSIGN_OR_RETURN(const std::byte* vp, in.plane_data(PlaneRole::V));
-    s.u = reinterpret_cast<const std::uint8_t*>(up);
-    s.v = reinterpret_cast<const std::uint8_t*>(vp);
-    s.u_stride = frame.plane_layout(f == PixelFormat::I420 ? 1 : 2).row_stride;
-    s.v_stride = frame.plane_layout(f == PixelFormat::I420 ? 2 : 1).row_stride;
-    s.step = 1;
-  }
-  return s;
-}
-
 // Letterbox padding, normalized like the pixels, per output plane.
 void fill_pad(const Affine& k, const PreprocessParams& p, std::byte* const* planes,
               std::int64_t start, std::int64_t count) {
@@ -109,7 +73,7 @@ void fill_pad(const Affine& k, const PreprocessParams& p, std::byte* const* plan
 
 // Nearest: each output pixel is one source pixel, converted with the integer
 // formula of convert_color, so values equal the unfused chain's exactly.
-void nearest_rows(const Planes& s, const Affine& k, const PreprocessParams& p,
+void nearest_rows(const YuvPlanes& s, const Affine& k, const PreprocessParams& p,
                   const LetterboxBox& box, std::byte* const* planes, std::int64_t r0,
                   std::int64_t r1) {
   const std::int64_t out_w = p.width;
@@ -129,7 +93,7 @@ void nearest_rows(const Planes& s, const Affine& k, const PreprocessParams& p,
     const std::uint8_t* va = s.v + (y0 / 2) * s.v_stride;
     for (std::int64_t x = 0; x < box.width; ++x) {
       const std::int32_t x0 = nearest_coord(x, sx, s.width);
-      const std::int64_t c0 = (x0 / 2) * s.step;
+      const std::int64_t c0 = (x0 / 2) * s.uv_step();
       float rgb[3];
       yuv_to_rgb8(ya[x0], ua[c0], va[c0], *k.yuv, rgb);
       for (int c = 0; c < 3; ++c) {
@@ -165,20 +129,14 @@ struct AxisCache {
   }
 };
 
-detail::PreprocessJob make_job(const Planes& s, const Affine& k, const PreprocessParams& p,
+detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const PreprocessParams& p,
                                const LetterboxBox& box, std::byte* const* planes) {
   thread_local AxisCache lx, ly, cx, cy;
   // Luma on its own grid; chroma on the same grid, one stored sample per two.
   const detail::Sampling m =
       p.interpolation == Interpolation::Area ? detail::Sampling::Area : detail::Sampling::Bilinear;
   detail::PreprocessJob j;
-  j.y = s.y;
-  j.u = s.u;
-  j.v = s.v;
-  j.y_stride = s.y_stride;
-  j.u_stride = s.u_stride;
-  j.v_stride = s.v_stride;
-  j.interleaved_uv = s.step == 2;
+  static_cast<YuvPlanes&>(j) = s;
   j.luma_x = lx.get(box.width, s.width, 0, m);
   j.luma_y = ly.get(box.height, s.height, 0, m);
   j.chroma_x = cx.get(box.width, s.width, 1, m);
@@ -310,7 +268,7 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
   return run_conversion(
       frame, std::move(dst), spec, options, where,
       [&](const Mapping& in, const Mapping& out) -> Status {
-        NEAT_ASSIGN_OR_RETURN(const Planes s, planes_of(frame, in));
+        NEAT_ASSIGN_OR_RETURN(const YuvPlanes s, detail::yuv_planes(frame, in));
         const std::int64_t item = item_size(p.out_dtype);
         std::byte* base = out.mutable_data();
         const std::int64_t plane_bytes = p.height * p.width * item;

@@ -10,17 +10,12 @@
 
 #include <cstdint>
 
+#include "neat/kernels/internal/yuv_planes.hpp"
 #include "neat/kernels/yuv_matrix.hpp"
 
 namespace neat::detail {
 
-struct YuvRowsJob {
-  const std::uint8_t* y = nullptr;
-  const std::uint8_t* u = nullptr;  ///< NV12 / NV21: both in the one chroma plane
-  const std::uint8_t* v = nullptr;
-  std::int64_t y_stride = 0, u_stride = 0, v_stride = 0;
-  bool interleaved_uv = false;  ///< NV12 / NV21: 2 bytes a chroma pair
-  std::int64_t width = 0;
+struct YuvRowsJob : YuvPlanes {
   const YuvToRgb* coefficients = nullptr;
   bool bgr = false;  ///< B, G, R bytes instead of R, G, B
   std::uint8_t* dst = nullptr;

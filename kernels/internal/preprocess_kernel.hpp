@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "neat/contract/dtype.hpp"
+#include "neat/kernels/internal/yuv_planes.hpp"
 
 namespace neat::detail {
 
@@ -57,14 +58,7 @@ enum class Sampling : std::uint8_t { Bilinear, Area };
 void build_axis(ResampleAxis& axis, std::int64_t count, std::int64_t grid, int shift,
                 Sampling sampling);
 
-struct PreprocessJob {
-  // Source planes (8-bit). NV12 / NV21: u and v point into the one chroma
-  // plane (2 bytes a pair, u_stride == v_stride); I420 / YV12: two planes.
-  const std::uint8_t* y = nullptr;
-  const std::uint8_t* u = nullptr;
-  const std::uint8_t* v = nullptr;
-  std::int64_t y_stride = 0, u_stride = 0, v_stride = 0;
-  bool interleaved_uv = false;
+struct PreprocessJob : YuvPlanes {  // the source planes
   // Resampling of each plane to box_w x box_h.
   const ResampleAxis* luma_x = nullptr;
   const ResampleAxis* luma_y = nullptr;

@@ -27,13 +27,7 @@ NeatTensor from_mat(const cv::Mat& m, PixelFormat f) {
   return *t;
 }
 
-std::vector<float> floats(const NeatTensor& t) {
-  auto f = convert_dtype(t, DType::F32);
-  EXPECT_TRUE(f.ok());
-  auto m = f->map();
-  auto p = m->data_ptr<const float>();
-  return std::vector<float>(*p, *p + t.numel());
-}
+using testing::floats;
 
 // A camera-like frame: smooth gradients, a few hard-edged shapes, converted
 // by OpenCV to I420 (BT.601 limited) and interleaved to NV12 (so chroma is

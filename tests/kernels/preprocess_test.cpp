@@ -153,11 +153,8 @@ std::vector<double> reference(const NeatTensor& f, const PreprocessParams& p) {
 }
 
 std::vector<double> values(const NeatTensor& t) {
-  auto f = convert_dtype(t, DType::F32);
-  EXPECT_TRUE(f.ok());
-  auto m = f->map();
-  auto p = m->data_ptr<const float>();
-  return std::vector<double>(*p, *p + t.numel());
+  const auto f = testing::floats(t);
+  return std::vector<double>(f.begin(), f.end());
 }
 
 struct Errors {

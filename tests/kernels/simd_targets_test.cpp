@@ -35,13 +35,7 @@ struct TargetMock {
   }
 };
 
-std::vector<float> floats(const NeatTensor& t) {
-  auto f = convert_dtype(t, DType::F32);
-  EXPECT_TRUE(f.ok());
-  auto m = f->map();
-  auto p = m->data_ptr<const float>();
-  return std::vector<float>(*p, *p + t.numel());
-}
+using testing::floats;
 
 std::vector<std::uint8_t> bytes(const NeatTensor& t) {
   auto m = t.map();
@@ -70,6 +64,16 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // enlarging, tails only
 };
 
+PreprocessParams params_of(const PreprocessCase& c) {
+  PreprocessParams p;
+  p.width = c.ow;
+  p.height = c.oh;
+  p.interpolation = c.interp;
+  p.resize_mode = c.mode;
+  p.out_dtype = c.dtype;
+  return p;
+}
+
 TEST(SimdTargets, EveryCompiledTargetGivesTheSameResults) {
   const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
   ASSERT_FALSE(targets.empty());
@@ -78,13 +82,7 @@ TEST(SimdTargets, EveryCompiledTargetGivesTheSameResults) {
   std::vector<NeatTensor> frames;
   for (const PreprocessCase& c : kPreprocess) {
     frames.push_back(testing::split_planes(testing::random_frame(c.format, c.sw, c.sh, 9), 3));
-    PreprocessParams p;
-    p.width = c.ow;
-    p.height = c.oh;
-    p.interpolation = c.interp;
-    p.resize_mode = c.mode;
-    p.out_dtype = c.dtype;
-    auto out = preprocess(frames.back(), p, {.threads = 1});
+    auto out = preprocess(frames.back(), params_of(c), {.threads = 1});
     NEAT_ASSERT_OK(out);
     want_pre.push_back(floats(*out));
   }
@@ -110,13 +108,7 @@ TEST(SimdTargets, EveryCompiledTargetGivesTheSameResults) {
     EXPECT_STREQ(preprocess_simd_target(), name);
     for (std::size_t i = 0; i < std::size(kPreprocess); ++i) {
       const PreprocessCase& c = kPreprocess[i];
-      PreprocessParams p;
-      p.width = c.ow;
-      p.height = c.oh;
-      p.interpolation = c.interp;
-      p.resize_mode = c.mode;
-      p.out_dtype = c.dtype;
-      auto out = preprocess(frames[i], p, {.threads = 1});
+      auto out = preprocess(frames[i], params_of(c), {.threads = 1});
       NEAT_ASSERT_OK(out);
       const auto got = floats(*out);
       ASSERT_EQ(got.size(), want_pre[i].size());

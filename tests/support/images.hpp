@@ -7,6 +7,7 @@
 #include <cstring>
 #include <opencv2/core.hpp>
 #include <random>
+#include <vector>
 
 #include "neat/neat.hpp"
 
@@ -61,6 +62,16 @@ inline NeatTensor split_planes(const NeatTensor& f, std::int64_t pad) {
 }
 
 /// A packed copy of a planar frame as one OpenCV Mat of (H + H/2) rows (even sizes).
+/// Every element of `t` as float (through convert_dtype: F16 / BF16 widened).
+inline std::vector<float> floats(const NeatTensor& t) {
+  auto f = convert_dtype(t, DType::F32);
+  EXPECT_TRUE(f.ok());
+  if (!f.ok()) return {};
+  auto m = f->map();
+  auto p = m->data_ptr<const float>();
+  return std::vector<float>(*p, *p + t.numel());
+}
+
 inline cv::Mat packed_yuv_mat(const NeatTensor& f) {
   auto c = f.clone();
   EXPECT_TRUE(c.ok());
