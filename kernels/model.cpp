@@ -1,6 +1,7 @@
 #include "neat/kernels/model.hpp"
 
 #include <onnx/onnx_pb.h>
+#include <algorithm>
 
 #include <cstring>
 #include <filesystem>
@@ -101,7 +102,10 @@ struct Model::Impl {
   std::vector<cv::String> output_names;      // OpenCV's names, in outputs' order
   std::vector<cv::Mat> forward_out;          // headers over the net's buffers (reused)
   std::vector<std::vector<int>> input_dims;  // per input, per run, reused
-  std::vector<std::string> input_details;    // for the trace
+  // Per input, a header over the frame's bytes for setInput, rebound each run:
+  // a header of more than 2 dimensions allocates its size and step arrays.
+  std::vector<cv::Mat> input_blobs;
+  std::vector<std::string> input_details;  // for the trace
   std::vector<std::string> output_details;
 };
 
@@ -306,8 +310,18 @@ Status Model::run(std::span<const NeatTensor> inputs, std::vector<NeatTensor>& r
     NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
       try {
         const std::vector<int>& dims = m.input_dims[k];
-        const cv::Mat blob(static_cast<int>(dims.size()), dims.data(), CV_32F,
-                           const_cast<std::byte*>(in.data()));
+        auto* bytes = reinterpret_cast<uchar*>(const_cast<std::byte*>(in.data()));
+        if (m.input_blobs.size() < inputs.size()) m.input_blobs.resize(inputs.size());
+        cv::Mat& blob = m.input_blobs[k];
+        const bool same_shape = blob.dims == static_cast<int>(dims.size()) &&
+                                std::equal(dims.begin(), dims.end(), blob.size.p);
+        if (same_shape) {  // the same header over this frame's bytes (no refcount: external)
+          blob.data = bytes;
+          blob.datastart = bytes;
+          blob.dataend = blob.datalimit = bytes + blob.total() * blob.elemSize();
+        } else {
+          blob = cv::Mat(static_cast<int>(dims.size()), dims.data(), CV_32F, bytes);
+        }
         m.net.setInput(blob, m.inputs.size() > 1 ? m.input_names[k] : cv::String());
       } catch (const cv::Exception& e) {
         return invalid_argument("model '" + m.path + "' input '" + m.inputs[k].name +
