@@ -54,6 +54,10 @@ Result<NeatTensor> resize(const NeatTensor& src, std::int64_t width, std::int64_
   if (width <= 0 || height <= 0 || width > INT32_MAX || height > INT32_MAX) {
     return invalid_argument(what() + ": the size must be positive and below 2^31");
   }
+  if (interpolation != Interpolation::Nearest && interpolation != Interpolation::Bilinear &&
+      interpolation != Interpolation::Area) {
+    return invalid_argument(what() + ": interpolation must be Nearest, Bilinear or Area");
+  }
   if (src.device().type != DeviceType::Cpu) {
     return failed_precondition(what() + " of " + src.to_string() + ": not in CPU memory");
   }

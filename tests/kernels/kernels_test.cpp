@@ -132,8 +132,10 @@ TEST(Resize, MatchesOpenCvOnRoisPaddedRowsAndPlanes) {
   cv::randu(big, 0, 256);
   const cv::Rect roi(10, 20, 100, 60);
   auto img = wrap_mat_image(big, PixelFormat::BGR);
-  for (Interpolation in : {Interpolation::Bilinear, Interpolation::Nearest}) {
-    const int cv_in = in == Interpolation::Nearest ? cv::INTER_NEAREST : cv::INTER_LINEAR;
+  for (Interpolation in : {Interpolation::Bilinear, Interpolation::Nearest, Interpolation::Area}) {
+    const int cv_in = in == Interpolation::Nearest ? cv::INTER_NEAREST
+                      : in == Interpolation::Area  ? cv::INTER_AREA
+                                                   : cv::INTER_LINEAR;
     cv::Mat ref;
     cv::resize(big(roi), ref, cv::Size(37, 29), 0, 0, cv_in);
     auto out = crop_resize(*img, roi.x, roi.y, roi.width, roi.height, 37, 29, in);
@@ -164,6 +166,8 @@ TEST(Resize, BadInputAndNoOp) {
   auto img = NeatTensor::allocate_image(PixelFormat::RGB, 8, 8);
   NEAT_EXPECT_ERROR(resize(*img, 0, 4), ErrorCode::InvalidArgument, "must be positive");
   NEAT_EXPECT_ERROR(resize(NeatTensor(), 4, 4), ErrorCode::FailedPrecondition, "undefined");
+  NEAT_EXPECT_ERROR(resize(*img, 4, 4, static_cast<Interpolation>(9)), ErrorCode::InvalidArgument,
+                    "interpolation must be Nearest, Bilinear or Area");
   auto rank4 = NeatTensor::allocate(DType::U8, {1, 2, 2, 3});
   NEAT_EXPECT_ERROR(resize(*rank4, 4, 4), ErrorCode::InvalidArgument, "dense [H, W]");
   auto i64 = NeatTensor::allocate(DType::I64, {4, 4});
@@ -390,6 +394,10 @@ TEST(Preprocess, BadInput) {
   p = {};
   p.resize_mode = static_cast<ResizeMode>(7);
   NEAT_EXPECT_ERROR(preprocess(*nv12, p), ErrorCode::InvalidArgument, "resize_mode");
+  p = {};
+  p.interpolation = static_cast<Interpolation>(9);
+  NEAT_EXPECT_ERROR(preprocess(*nv12, p), ErrorCode::InvalidArgument,
+                    "interpolation must be Nearest, Bilinear or Area");
 }
 
 TEST(Preprocess, LetterboxBoxKeepsTheAspectAndCentres) {
