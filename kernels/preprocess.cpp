@@ -389,6 +389,16 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
     }
     a.same_as_previous[static_cast<std::size_t>(o)] = same;
   }
+  for (int b = 0; b < 3; ++b) {
+    const std::int64_t block = std::int64_t{4} << b;
+    a.window[b] = 0;
+    for (std::int64_t o = 0; o < count; o += block) {
+      const std::int64_t last = std::min(o + block, count) - 1;
+      a.window[b] =
+          std::max<std::int64_t>(a.window[b], a.first[static_cast<std::size_t>(last)] + a.taps -
+                                                  a.first[static_cast<std::size_t>(o)]);
+    }
+  }
   a.group_out = a.group_in = 0;
   std::memset(a.lane_weight, 0, sizeof a.lane_weight);
   std::memset(a.lane_used, 0, sizeof a.lane_used);

@@ -202,11 +202,45 @@ void VerticalU8(const std::uint8_t* base, std::int64_t stride, std::int64_t widt
   }
 }
 
-// Horizontal pass of the general path: gathers from a float row (padded).
+// Horizontal pass of the general path, from a float row (padded). A vector
+// of outputs whose samples lie within at most 4 vectors of the row (ratios
+// up to about 3.5) loads that window once and picks each tap's samples with
+// lane permutes; wider windows gather (slower: a gather costs about a lane a
+// cycle on x86).
 void HorizontalGather(const ResampleAxis& ax, const float* row, float* out) {
   const DF df;
   const DI di;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  constexpr int kMaxWindow = 4;
+  const int block = lanes == 4 ? 0 : lanes == 8 ? 1 : lanes == 16 ? 2 : -1;
+  const std::int64_t window = block < 0 ? 0 : (ax.window[block] + lanes - 1) / lanes;
+  if (block >= 0 && window <= kMaxWindow) {
+    int shift = 0;
+    while ((std::int64_t{1} << shift) < lanes)
+      ++shift;
+    const auto low = hn::Set(di, static_cast<std::int32_t>(lanes - 1));
+    for (std::int64_t o = 0; o < ax.count; o += lanes) {  // tables and `out` are padded
+      const std::int32_t base = ax.first[static_cast<std::size_t>(o)];
+      const auto rel = hn::Sub(hn::LoadU(di, ax.first.data() + o), hn::Set(di, base));
+      VF src[kMaxWindow];
+      for (int k = 0; k < window; ++k)
+        src[k] = hn::LoadU(df, row + base + k * lanes);
+      VF acc = hn::Zero(df);
+      for (int t = 0; t < ax.taps; ++t) {
+        const auto idx = hn::Add(rel, hn::Set(di, t));
+        const auto lane = hn::IndicesFromVec(df, hn::And(idx, low));
+        const auto which = hn::ShiftRightSame(idx, shift);  // the window vector; < 0 past count
+        VF v = hn::TableLookupLanes(src[0], lane);
+        for (int k = 1; k < window; ++k) {
+          const auto in_k = hn::RebindMask(df, hn::Eq(which, hn::Set(di, k)));
+          v = hn::IfThenElse(in_k, hn::TableLookupLanes(src[k], lane), v);
+        }
+        acc = hn::MulAdd(v, hn::LoadU(df, ax.weight.data() + t * ax.stride + o), acc);
+      }
+      hn::StoreU(acc, df, out + o);
+    }
+    return;
+  }
   for (std::int64_t o = 0; o < ax.count; o += lanes) {  // tables and `out` are padded
     const auto first = hn::LoadU(di, ax.first.data() + o);
     VF acc = hn::Zero(df);
@@ -478,10 +512,12 @@ void FillPad(const PreprocessJob& job, std::int64_t at, std::int64_t count) {
 
 void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end) {
   thread_local Scratch s;
-  // Gathers may read taps - 1 samples past a row (with weight 0).
-  grow(s.vrow, job.luma_x->source + job.luma_x->taps);
-  grow(s.urow, job.chroma_x->source + job.chroma_x->taps);
-  grow(s.wrow, job.chroma_x->source + job.chroma_x->taps);
+  // Gathers may read taps - 1 samples past a row (with weight 0), windows
+  // up to 4 vectors past the last block's first sample.
+  const std::int64_t slack = 4 * static_cast<std::int64_t>(hn::Lanes(DF()));
+  grow(s.vrow, job.luma_x->source + job.luma_x->taps + slack);
+  grow(s.urow, job.chroma_x->source + job.chroma_x->taps + slack);
+  grow(s.wrow, job.chroma_x->source + job.chroma_x->taps + slack);
   for (auto* v : {&s.luma, &s.cu, &s.cv})
     grow(*v, job.luma_x->stride);
   s.chroma_row = -1;

@@ -43,6 +43,10 @@ struct ResampleAxis {
   /// Per output: the same taps and weights as the output before (a resampled
   /// row may be reused).
   std::vector<std::uint8_t> same_as_previous;
+  /// The most source samples a block of 4, 8 or 16 consecutive outputs
+  /// (starting at a multiple of the block) reads, taps included: the window
+  /// a vector of outputs can take its samples from with lane permutes.
+  std::int64_t window[3] = {};
 };
 
 enum class Sampling : std::uint8_t { Bilinear, Area };
