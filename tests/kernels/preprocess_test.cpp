@@ -258,6 +258,32 @@ TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
   }
 }
 
+// Degenerate and extreme geometries: one-pixel frames and outputs, area
+// downscales with thousands of taps per output (chunked vertical taps),
+// extreme aspect ratios, letterboxed to one row.
+TEST(PreprocessAccuracy, ExtremeGeometriesMatchTheReference) {
+  const Case extremes[] = {
+      {1, 1, 1, 1},      {1, 1, 640, 480},  {2, 2, 3, 3},          {1920, 1080, 1, 1},
+      {3000, 8, 5, 300}, {8, 3000, 300, 5}, {1920, 1080, 1000, 1}, {4, 2, 640, 640},
+  };
+  for (const Case& c : extremes) {
+    for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+      for (ResizeMode mode : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
+        const NeatTensor frame = frame_of(PixelFormat::NV12, c.sw, c.sh, 17);
+        PreprocessParams p = imagenet(c.ow, c.oh);
+        p.interpolation = m;
+        p.resize_mode = mode;
+        auto ours = preprocess(frame, p, {.threads = 2});
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        const Errors e = level_errors(*ours, reference(frame, p), p);
+        EXPECT_LE(e.max, 0.05) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
+                               << to_string(m)
+                               << (mode == ResizeMode::Letterbox ? " letterbox" : "");
+      }
+    }
+  }
+}
+
 TEST(PreprocessAccuracy, ThreadsChangeNothing) {
   const NeatTensor frame = frame_of(PixelFormat::NV12, 1001, 333, 11);
   for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
