@@ -259,6 +259,10 @@ bool blank(const char* p, std::size_t n) {
 }
 
 constexpr std::size_t kChunk = std::size_t{4} << 20;
+// The first read (it also tells the format): small, so that a short trace,
+// or an audit of many, does not allocate 4 MiB each; reads of a long trace
+// then grow to kChunk.
+constexpr std::size_t kFirstChunk = std::size_t{64} << 10;
 constexpr std::size_t kMaxLine = std::size_t{256} << 20;
 constexpr std::size_t kPadding = simdjson::SIMDJSON_PADDING;
 
@@ -374,8 +378,8 @@ Status scan_chrome(const simdjson::padded_string& text, std::string_view name,
 // Reads `in` (either format) and hands every event to `on_record`.
 Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_record,
                   ScanCounts& counts) {
-  std::vector<char> buffer(kChunk + kPadding);
-  in.read(buffer.data(), static_cast<std::streamsize>(kChunk));
+  std::vector<char> buffer(kFirstChunk + kPadding);
+  in.read(buffer.data(), static_cast<std::streamsize>(kFirstChunk));
   std::size_t have = static_cast<std::size_t>(in.gcount());
   if (in.bad()) return failed_precondition("cannot read trace '" + std::string(name) + "'");
   std::size_t first = 0;

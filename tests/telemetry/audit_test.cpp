@@ -212,7 +212,7 @@ TEST(AuditAggregator, FiltersByTimeGraphStageAndEdge) {
 }
 
 TEST(AuditAggregator, LinesAcrossReadChunksAndALastLineWithoutNewline) {
-  // More than one 4 MiB read chunk, lines of every length around the boundary.
+  // Many read chunks (64 KiB first, then 4 MiB), lines of every length around the boundaries.
   std::string text = header_line("big");
   std::int64_t n = 0;
   while (text.size() < (std::size_t{9} << 20)) {
