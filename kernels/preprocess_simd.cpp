@@ -420,9 +420,8 @@ void ChromaRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
 
 // Stores `count` (<= lanes) values at element `at` of an output plane;
 // whole aligned vectors bypass the caches when job.stream says so.
-template <class Store>
 HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::int64_t at,
-                         std::int64_t count, Store&&) {
+                         std::int64_t count) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   if (job.out_dtype == DType::F32) {
@@ -468,8 +467,6 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
   }
 }
 
-struct NoOp {};
-
 void FinishRow(const PreprocessJob& job, const Scratch& s, std::int64_t out_r) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
@@ -490,9 +487,9 @@ void FinishRow(const PreprocessJob& job, const Scratch& s, std::int64_t out_r) {
     const VF r = hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top);
     const VF g = hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top);
     const VF b = hn::Min(hn::Max(hn::MulAdd(bu, u, yy), zero), top);
-    StoreOut(job, hn::MulAdd(r, ra, rb), job.planes[ri], start + x, count, NoOp{});
-    StoreOut(job, hn::MulAdd(g, ga, gb), job.planes[1], start + x, count, NoOp{});
-    StoreOut(job, hn::MulAdd(b, ba, bb), job.planes[bi], start + x, count, NoOp{});
+    StoreOut(job, hn::MulAdd(r, ra, rb), job.planes[ri], start + x, count);
+    StoreOut(job, hn::MulAdd(g, ga, gb), job.planes[1], start + x, count);
+    StoreOut(job, hn::MulAdd(b, ba, bb), job.planes[bi], start + x, count);
   }
 }
 
@@ -505,7 +502,7 @@ void FillPad(const PreprocessJob& job, std::int64_t at, std::int64_t count) {
     }
     // The pad value in the 16-bit dtype, converted by the same store as pixels.
     HWY_ALIGN std::uint16_t one[hn::MaxLanes(D16())];
-    StoreOut(job, hn::Set(DF(), job.pad[c]), reinterpret_cast<std::byte*>(one), 0, 1, NoOp{});
+    StoreOut(job, hn::Set(DF(), job.pad[c]), reinterpret_cast<std::byte*>(one), 0, 1);
     std::fill_n(reinterpret_cast<std::uint16_t*>(job.planes[c]) + at, count, one[0]);
   }
 }
