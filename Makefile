@@ -21,7 +21,7 @@ FUZZ_TARGETS := layout dlpack gst_caps pipeline trace
 FUZZ_CC  ?= clang-16
 FUZZ_CXX ?= clang++-16
 
-.PHONY: run demo soak bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
+.PHONY: run demo soak bench-memory bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
 
 # `make run` installs what building and running needs; test tools (GoogleTest,
 # Google Benchmark, clang, promtool, the ONNX test data) come with `make test`.
@@ -111,6 +111,12 @@ bench: build-tests
 bench-report: build-tests
 	@bash scripts/install-deps.sh test python3-matplotlib
 	/usr/bin/python3 scripts/bench_report.py $(BUILD)
+
+# Peak RSS, frame memory and wall time of whole pipelines (child processes),
+# and a live source's capture-to-appsink latency. COMPARE=/path/to/neat adds
+# another build of neat, round by round.
+bench-memory: build-tests
+	./$(BUILD)/bench/neat_memory $(if $(COMPARE),--compare $(COMPARE))
 
 # The default pipeline for 110,000 frames (about six minutes): RSS, fds, mappings.
 soak: build-tests

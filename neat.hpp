@@ -58,6 +58,7 @@
 #include "neat/telemetry/chrome_trace_sink.hpp"
 #include "neat/telemetry/context.hpp"
 #include "neat/telemetry/counters.hpp"
+#include "neat/telemetry/duration_histogram.hpp"
 #include "neat/telemetry/event.hpp"
 #include "neat/telemetry/event_json.hpp"
 #include "neat/telemetry/event_sink.hpp"

@@ -22,6 +22,7 @@ std::string to_string(const FrameMeta& meta) {
   if (meta.frame >= 0) add("frame " + std::to_string(meta.frame));
   if (meta.pts_ns >= 0) add("pts " + std::to_string(meta.pts_ns) + " ns");
   if (meta.duration_ns >= 0) add("duration " + std::to_string(meta.duration_ns) + " ns");
+  if (meta.capture_ns >= 0) add("captured at " + std::to_string(meta.capture_ns) + " ns");
   const FrameGeometry& g = meta.geometry;
   if (!g.is_identity() || g.source_width > 0) {
     char buf[160];

@@ -61,7 +61,12 @@ struct FrameMeta {
   std::int64_t frame = -1;        ///< frame number from the source (0-based)
   std::int64_t pts_ns = -1;       ///< presentation timestamp (GStreamer's PTS), nanoseconds
   std::int64_t duration_ns = -1;  ///< how long the frame is shown, nanoseconds
-  FrameGeometry geometry;         ///< where the pixels lie in the source frame
+  /// When the frame was captured, on std::chrono::steady_clock (CLOCK_MONOTONIC),
+  /// nanoseconds: a live GStreamer source's capture time (its timestamp on the
+  /// pipeline clock), otherwise when the source handed the frame to the graph.
+  /// Sinks measure latency from it.
+  std::int64_t capture_ns = -1;
+  FrameGeometry geometry;  ///< where the pixels lie in the source frame
 
   /// Nothing is known (what a freshly allocated tensor carries).
   bool empty() const noexcept { return *this == FrameMeta{}; }

@@ -77,10 +77,24 @@ void AppSink::abort() {
   queue_.close();
 }
 
+bool AppSink::wait_for_room(std::chrono::nanoseconds timeout) {
+  if (callback_ || options_.overflow == Overflow::DropOldest) return true;  // never waits
+  return queue_.wait_room(timeout) != BoundedQueue<NeatTensor>::RoomResult::Timeout;
+}
+
 int AppSink::max_frames_held() const {
   if (callback_) return 1;
-  // The queue, the frame consume() waits to queue, the frame the application pulled.
-  return static_cast<int>(std::min<std::size_t>(options_.capacity, 1 << 16)) + 2;
+  // The queue and the frame the application pulled last (the graph waits for
+  // room before it takes a frame for the sink: wait_for_room()). DropOldest
+  // also holds the frame it is replacing for a moment.
+  return static_cast<int>(std::min<std::size_t>(options_.capacity, 1 << 16)) + 1 +
+         (options_.overflow == Overflow::DropOldest ? 1 : 0);
+}
+
+std::string AppSink::frames_held_text() const {
+  if (callback_) return "callback 1";
+  return "queue " + std::to_string(options_.capacity) + " + 1 pulled" +
+         (options_.overflow == Overflow::DropOldest ? " + 1 replaced" : "");
 }
 
 std::string AppSink::describe() const {

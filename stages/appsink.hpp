@@ -28,7 +28,11 @@ namespace neat {
 enum class Overflow : std::uint8_t { Block, DropOldest };
 
 struct AppSinkOptions {
-  std::size_t capacity = 8;
+  /// Frames queued for the application. With the edge queue in front of the
+  /// sink, 1 keeps two frames ready while the application works on a third
+  /// (measured: deeper queues add a frame of memory each, no throughput;
+  /// docs/graphs.md). Raise it for an application whose time per frame varies.
+  std::size_t capacity = 1;
   Overflow overflow = Overflow::Block;
   Accepts accepts = Accepts::anything();
 };
@@ -66,9 +70,13 @@ class AppSink final : public Sink {
   Status finish() override;
   void abort() override;
   std::string describe() const override;
-  /// With a callback, the frame in the callback; otherwise the queue, the
-  /// frame waiting for room in it, and the frame the application pulled last.
+  /// Waits for room in the queue (Block without a callback).
+  bool wait_for_room(std::chrono::nanoseconds timeout) override;
+  /// With a callback, the frame in the callback; otherwise the queue and the
+  /// frame the application pulled last (one it keeps longer is not counted:
+  /// under a frame-memory budget the graph then waits for it).
   int max_frames_held() const override;
+  std::string frames_held_text() const override;
 
  private:
   AppSinkOptions options_;

@@ -443,14 +443,16 @@ std::vector<ElementSpec> make_registry() {
   r.push_back({"appsink",
                {R::Sink},
                "hands frames to the application (neat run pulls them)",
-               {prop("capacity", T::Integer, "8", "frames it queues"),
+               {prop("capacity", T::Integer, std::to_string(AppSinkOptions{}.capacity),
+                     "frames it queues for the application"),
                 prop("overflow", T::Choice, "block",
                      "when full: hold the graph back or drop "
                      "the oldest frame",
                      {"block", "drop-oldest"})},
                [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
-                 NEAT_ASSIGN_OR_RETURN(std::int64_t cap, a.integer("capacity", 8));
+                 NEAT_ASSIGN_OR_RETURN(std::int64_t cap, a.integer("capacity", static_cast<std::int64_t>(AppSinkOptions{}.capacity)));
                  if (cap <= 0) return a.fail("capacity must be positive");
+                 if (cap > (1 << 16)) return a.fail("capacity must be at most 65536");
                  NEAT_ASSIGN_OR_RETURN(Overflow overflow,
                                        a.choice<Overflow>("overflow", Overflow::Block,
                                                           {{"block", Overflow::Block},

@@ -30,6 +30,13 @@ std::int64_t GraphPlan::inner_bytes_per_frame() const noexcept {
   return b;
 }
 
+std::int64_t GraphPlan::frame_memory_bytes() const noexcept {
+  std::int64_t b = 0;
+  for (const auto& p : memory)
+    b += p.bytes();
+  return b;
+}
+
 std::uint64_t FrameAccounting::dropped_total() const noexcept {
   std::uint64_t n = 0;
   for (const auto& [reason, count] : dropped)
@@ -55,6 +62,15 @@ GraphBuilder::~GraphBuilder() = default;
 
 GraphBuilder& GraphBuilder::set_policy(ConversionPolicy policy) {
   impl_->policy = policy;
+  return *this;
+}
+GraphBuilder& GraphBuilder::set_max_frame_memory(std::int64_t bytes) {
+  if (bytes < 0) {
+    impl_->problems.push_back("the frame-memory budget is negative (" + std::to_string(bytes) +
+                              " bytes); 0 means none");
+    return *this;
+  }
+  impl_->max_frame_memory = bytes;
   return *this;
 }
 GraphBuilder& GraphBuilder::add_budget(CopyBudget budget) {
@@ -115,7 +131,13 @@ Status GraphBuilder::connect(std::string_view from, std::string_view to, EdgeOpt
   if (impl_->nodes[static_cast<std::size_t>(t)].kind == NodeKind::Source) {
     return problem("'" + std::string(to) + "' is a source: it has no input");
   }
-  if (options.capacity == 0) return problem("queue capacity must be at least 1");
+  if (options.capacity && *options.capacity == 0) {
+    return problem("queue capacity must be at least 1");
+  }
+  if (options.capacity && *options.capacity > (std::size_t{1} << 16)) {
+    return problem("queue capacity " + std::to_string(*options.capacity) +
+                   " is more than 65536 frames");
+  }
   for (const auto& e : impl_->edges) {
     if (e.to == to) {
       return problem("'" + std::string(to) + "' already takes its input from '" + e.from +

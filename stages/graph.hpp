@@ -49,6 +49,7 @@
 #include "neat/stages/sink.hpp"
 #include "neat/stages/source.hpp"
 #include "neat/stages/stage.hpp"
+#include "neat/telemetry/duration_histogram.hpp"
 
 namespace neat {
 
@@ -56,9 +57,16 @@ struct StageOptions {
   std::optional<ConversionPolicy> policy;  ///< for conversions on this stage's input edge
 };
 
+/// Frames an edge's queue holds unless EdgeOptions::capacity says otherwise:
+/// with every node waiting for room downstream before it takes its next
+/// frame, one queued frame keeps producer and consumer both busy (measured in
+/// docs/benchmarks.md: deeper queues add a frame of memory each and no throughput).
+inline constexpr std::size_t kDefaultQueueCapacity = 1;
+
 struct EdgeOptions {
   std::optional<ConversionPolicy> policy;
-  std::size_t capacity = 4;  ///< frames the edge queue holds
+  /// Frames the edge queue holds (at least 1). Unset: kDefaultQueueCapacity.
+  std::optional<std::size_t> capacity;
 };
 
 /// One conversion an edge performs on every frame: the built-in stage that
@@ -82,10 +90,9 @@ struct NodePlan {
   std::string description;  ///< the stage's describe()
   FrameSpec output;         ///< what it produces (sources, stages)
   std::optional<ConversionPolicy> policy;
-  /// Stages: the buffers its output pool allocates at once on its first
-  /// frame, the most of its output frames that can be alive together
-  /// (in its hands, in the queues downstream, passed along by stages that
-  /// may forward their input, and held by sinks).
+  /// Stages: the most of its output frames that can be alive together (in
+  /// its hands, in the queues downstream, passed along by stages that may
+  /// forward their input, and held by sinks): its pool's buffers.
   int pool_buffers = 0;
   /// Sources and sinks: conversions inside the node on every frame (GStreamer elements).
   std::vector<InnerConversion> inside;
@@ -103,11 +110,28 @@ struct EdgePlan {
   ConversionPolicy policy = ConversionPolicy::Strict;
   int consumers_sharing = 1;   ///< fan-out: consumers of the producer's frames
   bool copy_on_write = false;  ///< the consumer writes a buffer it shares: COW per frame
-  std::size_t capacity = 4;
-  /// The buffers the edge's conversion pool allocates at once (when it has
-  /// conversions): the converted frames that can be alive together.
+  std::size_t capacity = kDefaultQueueCapacity;
+  /// The capacity asked for (EdgeOptions or the default): more than
+  /// `capacity` when a frame-memory budget lowered it.
+  std::size_t requested_capacity = kDefaultQueueCapacity;
+  /// The buffers of the edge's conversion pool (when it has conversions):
+  /// the converted frames that can be alive together.
   int pool_buffers = 0;
   std::int64_t bytes_per_frame() const noexcept;
+};
+
+/// One place in the memory plan that holds frames of one size: a stage's
+/// output pool, an edge's conversion pool, or a source's frames (a GStreamer
+/// source's live in GStreamer's pool; the graph holds them until released).
+struct FramePool {
+  std::string name;  ///< "stage 'pre'", "source 'cam'", "edge 'a->b' conversions"
+  FrameSpec frames;  ///< what one buffer holds
+  std::int64_t frame_bytes = 0;
+  int buffers = 0;  ///< the most alive at once
+  /// Who holds them ("queue cam->pre", 1), ("appsink 'out': queue 2 + 1 pulled", 3):
+  /// the counts add up to `buffers`.
+  std::vector<std::pair<std::string, int>> held_by;
+  std::int64_t bytes() const noexcept { return frame_bytes * buffers; }
 };
 
 struct GraphPlan {
@@ -115,6 +139,12 @@ struct GraphPlan {
   ConversionPolicy policy = ConversionPolicy::Strict;
   std::vector<NodePlan> nodes;  ///< in topological order
   std::vector<EdgePlan> edges;
+  /// The memory plan: every place frames are held, in plan order.
+  std::vector<FramePool> memory;
+  /// The graph's frame-memory budget (GraphBuilder::set_max_frame_memory); 0: none.
+  std::int64_t max_frame_memory = 0;
+  /// The most bytes of frames the graph holds at once: the sum of `memory`.
+  std::int64_t frame_memory_bytes() const noexcept;
   /// Bytes the edges copy per frame (conversions + copy-on-write).
   std::int64_t edge_bytes_per_frame() const noexcept;
   /// Bytes the nodes' inner conversions (GStreamer elements) write per frame.
@@ -143,6 +173,7 @@ struct DurationHistogram {
   double sum_seconds = 0;
 };
 
+
 /// One node's live counts. Stages: frames in (popped from the input edge),
 /// out (handed on; a filtered frame is a drop), busy time per frame (the
 /// input edge's implicit conversions + process()). Sinks: frames in, out
@@ -156,6 +187,15 @@ struct NodeStats {
   std::map<std::string, std::uint64_t>
       dropped;  ///< by reason; an edge's drops count for its consumer
   DurationHistogram busy;
+  /// Stages and sinks: `busy` as percentiles (input edge conversions +
+  /// process() / consume(), per frame).
+  DurationSummary busy_summary;
+  /// Stages and sinks: how long frames waited in the input edge's queue.
+  DurationSummary queue_wait;
+  /// Sinks: latency from each frame's capture (FrameMeta::capture_ns) to the
+  /// sink taking it (consume() returned: an AppSink queued it or ran its callback).
+  DurationSummary latency;
+  DurationHistogram latency_histogram;  ///< the same, with Prometheus' bounds
 };
 
 struct EdgeStats {
@@ -165,14 +205,25 @@ struct EdgeStats {
   std::size_t capacity = 0;
 };
 
+/// A buffer pool of a running graph: what the memory plan gave it, and the
+/// most of its buffers that were in use at once so far.
+struct PoolStats {
+  std::string name;  ///< as in GraphPlan::memory: "stage 'pre'", "edge 'a->b' conversions"
+  std::int64_t frame_bytes = 0;
+  int planned_buffers = 0;
+  std::int64_t peak_buffers = 0;
+};
+
 /// A graph's live state, read while it runs (stats()) from any thread.
 struct GraphStats {
   std::string graph;
   bool running = false;
   double seconds = 0;  ///< since start()
+  std::int64_t frame_memory_bytes = 0;  ///< the memory plan's total
   FrameAccounting frames;
   std::vector<NodeStats> nodes;  ///< in plan order
   std::vector<EdgeStats> edges;
+  std::vector<PoolStats> pools;  ///< the stages' and converting edges' pools
 };
 
 /// The live graph metrics in the Prometheus text format, every family once
@@ -181,6 +232,8 @@ struct GraphStats {
 ///   neat_graph_deliveries_total, neat_graph_consumed_total,
 ///   neat_stage_frames_in_total, neat_stage_frames_out_total,
 ///   neat_stage_dropped_frames_total, neat_stage_busy_seconds (histogram),
+///   neat_sink_latency_seconds (histogram: capture to sink),
+///   neat_graph_frame_memory_bytes (the memory plan's total),
 ///   neat_edge_frames_total, neat_edge_queue_depth, neat_edge_queue_capacity.
 std::string graph_prometheus_text(const std::vector<GraphStats>& graphs);
 
@@ -189,6 +242,8 @@ struct RunReport {
   double seconds = 0;
   /// Frames each edge carried.
   std::map<std::string, std::uint64_t> edge_frames;
+  /// Capture-to-sink latency per sink, by sink name (frames with a capture time).
+  std::map<std::string, DurationSummary> latency;
 };
 
 class Graph {
@@ -245,6 +300,14 @@ class GraphBuilder {
   GraphBuilder& add_budget(CopyBudget budget);
   /// A steady-state canary for the graph (rule.graph is set to this graph).
   GraphBuilder& add_steady_state_rule(SteadyStateRule rule);
+  /// A budget for the graph's frame memory (the memory plan's total; 0: none).
+  /// build() lowers edge queues deeper than 1 (the one saving the most bytes
+  /// first; explain() shows what it asked for) until the plan fits, or fails
+  /// naming what holds the bytes and how far it is over. At
+  /// run time every pool keeps at most its planned buffers: one allocated
+  /// beyond them (an application keeping pulled frames longer than the plan
+  /// counts) is freed when released, and counted (GraphStats::pools).
+  GraphBuilder& set_max_frame_memory(std::int64_t bytes);
 
   /// Node names must be unique and non-empty; errors come back from build()
   /// (all of them), and also at once from connect().

@@ -37,6 +37,10 @@ std::string GraphPlan::explain() const {
   for (const auto& e : edges) {
     out += "  " + e.name + "  [" + e.produced.to_string() + "]  policy " +
            std::string(to_string(e.policy)) + ", queue " + std::to_string(e.capacity) +
+           (e.requested_capacity > e.capacity
+                ? " (" + std::to_string(e.requested_capacity) +
+                      " asked; lowered to fit the frame-memory budget)"
+                : std::string()) +
            (e.conversions.empty() ? "" : ", pool " + std::to_string(e.pool_buffers)) + "\n";
     if (e.conversions.empty() && !e.copy_on_write) {
       out += "      hand-over, no copy\n";
@@ -70,6 +74,18 @@ std::string GraphPlan::explain() const {
         "expected bytes copied per frame inside stages (model runtimes): " + bytes_text(in_stages) +
         "\n";
   }
+  out += "frame memory (the most frames alive at once, by who holds them):\n";
+  for (const FramePool& p : memory) {
+    out += "  " + p.name + "  " + std::to_string(p.buffers) + " x " + bytes_text(p.frame_bytes) +
+           " = " + bytes_text(p.bytes()) + "\n      ";
+    std::string held;
+    for (const auto& [who, count] : p.held_by)
+      held += (held.empty() ? "" : ", ") + who + ": " + std::to_string(count);
+    out += held + "\n";
+  }
+  out += "frame memory in all: " + bytes_text(frame_memory_bytes());
+  if (max_frame_memory > 0) out += " (budget " + bytes_text(max_frame_memory) + ")";
+  out += "\n";
   return out;
 }
 

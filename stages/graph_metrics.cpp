@@ -87,6 +87,31 @@ std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
              {{"graph", g.graph}, {"stage", n.name}, {"kind", kind}}, n.busy.count);
     }
   }
+  family(out, "neat_sink_latency_seconds", "histogram",
+         "Latency per frame from its capture (a live source's timestamp, else when the source "
+         "handed it over) to the sink taking it.");
+  for (const GraphStats& g : graphs) {
+    for (const NodeStats& n : g.nodes) {
+      if (n.kind != NodeKind::Sink) continue;
+      const DurationHistogram& h = n.latency_histogram;
+      for (std::size_t b = 0; b < h.bounds.size() && b < h.cumulative.size(); ++b) {
+        sample(out, "neat_sink_latency_seconds_bucket",
+               {{"graph", g.graph}, {"sink", n.name}, {"le", prometheus::number(h.bounds[b])}},
+               h.cumulative[b]);
+      }
+      sample(out, "neat_sink_latency_seconds_bucket",
+             {{"graph", g.graph}, {"sink", n.name}, {"le", "+Inf"}}, h.count);
+      sample(out, "neat_sink_latency_seconds_sum", {{"graph", g.graph}, {"sink", n.name}},
+             h.sum_seconds);
+      sample(out, "neat_sink_latency_seconds_count", {{"graph", g.graph}, {"sink", n.name}},
+             h.count);
+    }
+  }
+  family(out, "neat_graph_frame_memory_bytes", "gauge",
+         "The graph's memory plan: the most bytes of frames it holds at once.");
+  for (const GraphStats& g : graphs)
+    sample(out, "neat_graph_frame_memory_bytes", {{"graph", g.graph}},
+           static_cast<std::uint64_t>(std::max<std::int64_t>(g.frame_memory_bytes, 0)));
   family(out, "neat_edge_frames_total", "counter", "Frames an edge carried.");
   for (const GraphStats& g : graphs) {
     for (const EdgeStats& e : g.edges)

@@ -130,45 +130,103 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
 
 namespace {
 
-constexpr int kMaxPoolBuffers = 64;
+constexpr int kMaxPoolBuffers = 1 << 16;
 
-// Pool sizes: how many of a node's output frames can be alive at once. A
-// frame is alive in its producer's hands (1), in each edge queue downstream
-// (its capacity), in the consumer's process() (1), and further on when the
-// consumer may forward its input (a view, an in-place result), then in what
-// the sinks keep. Reverse topological order: consumers before producers.
-void size_pools(GraphPlan& plan, const std::vector<int>& order,
-                const std::vector<NodeDecl>& decls) {
+int clamp_buffers(std::int64_t v) {
+  return static_cast<int>(std::clamp<std::int64_t>(v, 1, kMaxPoolBuffers));
+}
+
+// The memory plan: how many of each producer's frames can be alive at once.
+// Every node waits for room in its output queues before it takes its next
+// frame (or, a source, before it asks for one), so a node never holds a
+// finished frame while it waits: while it makes one, each output queue holds
+// at most capacity - 1. A producer's frames are therefore in its output
+// queues (their capacity) and in their consumers' hands: a stage holds the
+// one it processes (and, when it may forward its input: a view, an in-place
+// result, what is in flight after it), a sink what it keeps
+// (Sink::max_frames_held), a source what it keeps inside (its GStreamer
+// queue). Reverse topological order: consumers before producers. Sets each
+// stage's and each converting edge's pool_buffers and fills plan.memory.
+void plan_memory(GraphPlan& plan, const std::vector<int>& order,
+                 const std::vector<NodeDecl>& decls) {
   const std::size_t n = plan.nodes.size();
   std::map<std::string, std::size_t, std::less<>> index;
   for (std::size_t k = 0; k < n; ++k)
     index[plan.nodes[k].name] = k;
+  auto decl = [&](std::size_t k) -> const NodeDecl& {
+    return decls[static_cast<std::size_t>(order[k])];
+  };
   std::vector<std::int64_t> downstream(n, 0), held(n, 1);
+  std::vector<std::string> held_text(n);
   for (std::size_t k = n; k-- > 0;) {
     for (const EdgePlan& e : plan.edges) {
       if (e.from != plan.nodes[k].name) continue;
       downstream[k] += static_cast<std::int64_t>(e.capacity) + held[index.at(e.to)];
     }
-    const NodeDecl& d = decls[static_cast<std::size_t>(order[k])];
+    const NodeDecl& d = decl(k);
     if (d.kind == NodeKind::Sink) {
       held[k] = std::max(1, d.sink->max_frames_held());
+      const std::string what = d.sink->frames_held_text();
+      held_text[k] = std::string(d.sink->kind()) + " '" + d.name + "'" +
+                     (what.empty() ? std::string() : " (" + what + ")");
     } else if (d.kind == NodeKind::Stage) {
       const auto in = std::find_if(plan.edges.begin(), plan.edges.end(),
                                    [&](const EdgePlan& e) { return e.to == plan.nodes[k].name; });
       const bool forwards = in != plan.edges.end() && d.stage->may_forward_input(in->consumed);
-      held[k] = 1 + (forwards ? downstream[k] : 0);
+      held[k] = forwards ? std::max<std::int64_t>(1, downstream[k]) : 1;
+      held_text[k] = "stage '" + d.name + "'" +
+                     (forwards ? " and what it passes on (a view or in-place result)" : "");
     }
   }
-  auto clamp = [](std::int64_t v) {
-    return static_cast<int>(std::min<std::int64_t>(v, kMaxPoolBuffers));
-  };
+  plan.memory.clear();
   for (std::size_t k = 0; k < n; ++k) {
-    if (plan.nodes[k].kind == NodeKind::Stage)
-      plan.nodes[k].pool_buffers = clamp(1 + downstream[k]);
+    NodePlan& np = plan.nodes[k];
+    if (np.kind == NodeKind::Sink) continue;
+    FramePool pool;
+    pool.name = std::string(node_kind_text(np.kind)) + " '" + np.name + "'";
+    pool.frames = np.output;
+    pool.frame_bytes = np.output.bytes();
+    std::int64_t total = 0;
+    if (np.kind == NodeKind::Source) {
+      const NodeDecl& d = decl(k);
+      if (const int inside = d.source->frames_held_inside(); inside > 0) {
+        pool.held_by.emplace_back(d.source->frames_held_inside_text(), inside);
+        total += inside;
+      }
+    }
+    for (const EdgePlan& e : plan.edges) {
+      if (e.from != np.name) continue;
+      pool.held_by.emplace_back("queue " + e.name, static_cast<int>(e.capacity));
+      const std::size_t to = index.at(e.to);
+      pool.held_by.emplace_back(held_text[to], static_cast<int>(held[to]));
+      total += static_cast<std::int64_t>(e.capacity) + held[to];
+    }
+    pool.buffers = clamp_buffers(total);
+    if (np.kind == NodeKind::Stage) np.pool_buffers = pool.buffers;
+    plan.memory.push_back(std::move(pool));
   }
   for (EdgePlan& e : plan.edges) {
-    if (!e.conversions.empty()) e.pool_buffers = clamp(held[index.at(e.to)]);
+    if (e.conversions.empty()) continue;
+    const std::size_t to = index.at(e.to);
+    e.pool_buffers = clamp_buffers(held[to]);
+    FramePool pool;
+    pool.name = "edge '" + e.name + "' conversions";
+    pool.frames = e.consumed;
+    pool.frame_bytes = e.consumed.bytes();
+    pool.buffers = e.pool_buffers;
+    pool.held_by.emplace_back(held_text[to], static_cast<int>(held[to]));
+    plan.memory.push_back(std::move(pool));
   }
+}
+
+// "stage 'pre': 4 x 4.69 MiB (f32 [3, 640, 640] CHW cpu:0) = 18.75 MiB: queue pre->out 1, ..."
+std::string pool_text(const FramePool& p) {
+  std::string out = p.name + ": " + std::to_string(p.buffers) + " x " + bytes_text(p.frame_bytes) +
+                    " (" + p.frames.to_string() + ") = " + bytes_text(p.bytes());
+  std::string held;
+  for (const auto& [who, count] : p.held_by)
+    held += (held.empty() ? "" : ", ") + who + ": " + std::to_string(count);
+  return held.empty() ? out : out + "; held by " + held;
 }
 
 }  // namespace
@@ -225,8 +283,55 @@ class Planner {
       close_sources();
       return fail();
     }
-    size_pools(plan_, order_, b_.nodes);
+    plan_.max_frame_memory = b_.max_frame_memory;
+    plan_memory(plan_, order_, b_.nodes);
+    if (b_.max_frame_memory > 0) fit_frame_memory();
+    if (!problems_.empty()) {
+      close_sources();
+      return fail();
+    }
     return {};
+  }
+
+  // Under a frame-memory budget: lowers edge queues deeper than 1, one frame
+  // at a time, each time the one whose frame saves the most bytes, until the
+  // plan fits; else records a problem naming every pool, its bytes and who
+  // holds them.
+  void fit_frame_memory() {
+    const std::int64_t budget = b_.max_frame_memory;
+    while (plan_.frame_memory_bytes() > budget) {
+      EdgePlan* best = nullptr;
+      std::int64_t best_total = plan_.frame_memory_bytes();
+      for (EdgePlan& e : plan_.edges) {
+        if (e.capacity <= 1) continue;
+        e.capacity -= 1;
+        plan_memory(plan_, order_, b_.nodes);
+        if (plan_.frame_memory_bytes() < best_total) {
+          best_total = plan_.frame_memory_bytes();
+          best = &e;
+        }
+        e.capacity += 1;
+      }
+      if (best == nullptr) break;
+      best->capacity -= 1;
+      plan_memory(plan_, order_, b_.nodes);
+    }
+    plan_memory(plan_, order_, b_.nodes);
+    const std::int64_t need = plan_.frame_memory_bytes();
+    if (need <= budget) return;
+    std::string m = "frame memory: its frames need " + bytes_text(need) + " at most, " +
+                    bytes_text(need - budget) + " more than the frame-memory budget of " +
+                    bytes_text(budget) + ":";
+    for (const FramePool& p : plan_.memory)
+      m += "\n      " + pool_text(p);
+    m += "\n    fix: raise the budget to at least " + bytes_text(need) +
+         ", lower an appsink's capacity (capacity=) or an edge's queue (EdgeOptions::capacity), or "
+         "make the frames smaller";
+    bool at_minimum = true;
+    for (const EdgePlan& e : plan_.edges)
+      at_minimum = at_minimum && e.capacity <= 1;
+    if (at_minimum) m += " (every queue is at its minimum of 1 already)";
+    problems_.push_back(std::move(m));
   }
 
   // Every stage and sink has one input, every source and stage an output.
@@ -354,7 +459,8 @@ class Planner {
     ep.to = edge.to;
     ep.name = edge.from + "->" + edge.to;
     ep.produced = spec_[producer];
-    ep.capacity = edge.options.capacity;
+    ep.capacity = edge.options.capacity.value_or(kDefaultQueueCapacity);
+    ep.requested_capacity = ep.capacity;
     ep.policy = edge.options.policy.value_or(d.options.policy.value_or(plan_.policy));
     ep.consumers_sharing = static_cast<int>(outs_[producer].size());
     const Accepts accepts = d.kind == NodeKind::Stage ? d.stage->accepts() : d.sink->accepts();
@@ -407,7 +513,7 @@ class Planner {
       if (in_edge_[i] >= 0) rt.in_edge = edge_index_[static_cast<std::size_t>(in_edge_[i])];
       for (int e : outs_[i])
         rt.out_edges.push_back(edge_index_[static_cast<std::size_t>(e)]);
-      rt.pool = HeapPool::create(pool_config(rt.plan.pool_buffers));
+      rt.pool = HeapPool::create(pool_config(rt.plan.pool_buffers, rt.plan.output.bytes()));
       nodes.push_back(std::move(rt));
     }
     b_.nodes.clear();

@@ -7,6 +7,7 @@
 
 #include "neat/stages/internal/graph_impl.hpp"
 #include "neat/telemetry/context.hpp"
+#include "neat/telemetry/event_sink.hpp"
 
 namespace neat {
 
@@ -100,12 +101,29 @@ struct Graph::Impl {
       } else {
         copy = std::move(item);
       }
+      copy.queued_ns = steady_ns();
       if (e.queue.push(copy) == BoundedQueue<Item>::PushResult::Pushed) {
         e.frames.fetch_add(1, std::memory_order_relaxed);
       } else {
         drop(consumer(e), kStopped);
       }
     }
+  }
+
+  // Waits until every output edge of `node` has room for a frame, so that the
+  // node never holds a finished frame while its consumers are behind (the
+  // memory plan counts on it). False when the graph stops.
+  bool wait_for_outputs(NodeRt& node) {
+    for (int ei : node.out_edges) {
+      BoundedQueue<Item>& q = edges[static_cast<std::size_t>(ei)]->queue;
+      for (;;) {
+        const auto r = q.wait_room(kPollSlice);
+        if (r == BoundedQueue<Item>::RoomResult::Room) break;
+        if (r != BoundedQueue<Item>::RoomResult::Timeout || stop.load(std::memory_order_relaxed))
+          return false;
+      }
+    }
+    return true;
   }
 
   void close_outputs(NodeRt& node) {
@@ -133,6 +151,7 @@ struct Graph::Impl {
     ScopedContext scope(cx);
     std::int64_t frame = 0;
     while (!stop.load(std::memory_order_relaxed)) {
+      if (!wait_for_outputs(node)) break;
       scope.set_frame(frame);  // what the source records while producing it (GStreamer elements)
       auto next = guarded([&] { return node.source->next(stop); }, "next()");
       if (!next.ok()) {
@@ -147,6 +166,7 @@ struct Graph::Impl {
       // Every frame leaves its source numbered, its geometry rooted in itself.
       FrameMeta meta = t.meta();
       if (meta.frame < 0) meta.frame = frame;
+      if (meta.capture_ns < 0) meta.capture_ns = steady_ns();  // when the source handed it over
       meta.geometry = t.source_geometry();
       t.set_meta(meta);
       Item item{std::move(t), frame++};
@@ -164,6 +184,7 @@ struct Graph::Impl {
     for (;;) {
       switch (in.queue.pop(item, kPollSlice)) {
         case BoundedQueue<Item>::PopResult::Popped:
+          node.counters->queue_wait.add(steady_ns() - item.queued_ns);
           return true;
         case BoundedQueue<Item>::PopResult::Timeout:
           if (node.sink) {
@@ -201,7 +222,7 @@ struct Graph::Impl {
     sc.allocator = node.pool.get();
     NodeCounters& counters = *node.counters;
     Item item;
-    while (pop(node, item)) {
+    while (wait_for_outputs(node) && pop(node, item)) {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
       scope.set_frame(item.frame);
@@ -241,7 +262,31 @@ struct Graph::Impl {
     Item item;
     bool ended = true;
     bool unhealthy = false;
-    while (pop(node, item, &unhealthy)) {
+    // A frame to come, then room in the sink (an AppSink's queue), then the
+    // frame: the graph holds no frame while the application is behind, and a
+    // full sink does not keep the graph from seeing the end of the stream.
+    auto sink_ready = [&] {
+      for (;;) {
+        const auto r = in.queue.wait_item(kPollSlice);
+        if (r == BoundedQueue<Item>::PopResult::Popped) break;
+        if (r != BoundedQueue<Item>::PopResult::Timeout) return true;  // pop() sees the end
+        if (Status st = node.sink->health(); !st.ok()) {
+          fail(node, st.error());
+          unhealthy = true;
+          return false;
+        }
+      }
+      while (!node.sink->wait_for_room(kPollSlice)) {
+        if (Status st = node.sink->health(); !st.ok()) {
+          fail(node, st.error());
+          unhealthy = true;
+          return false;
+        }
+        if (stop.load(std::memory_order_relaxed)) return false;
+      }
+      return true;
+    };
+    while (sink_ready() && pop(node, item, &unhealthy)) {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
       scope.set_frame(item.frame);
@@ -252,6 +297,7 @@ struct Graph::Impl {
         ended = false;
         break;
       }
+      const std::int64_t capture_ns = input->meta().capture_ns;
       auto outcome =
           guarded([&] { return node.sink->consume(std::move(*input), item.frame); }, "consume()");
       counters.add_busy(std::chrono::steady_clock::now() - busy_from);
@@ -260,6 +306,22 @@ struct Graph::Impl {
         fail(node, outcome.error());
         ended = false;
         break;
+      }
+      if (capture_ns >= 0 && *outcome != SinkOutcome::Stopped) {
+        const std::int64_t latency = steady_ns() - capture_ns;
+        counters.add_latency(latency);
+        if (event_sink_count() > 0) {  // a trace is being written: it carries the latency
+          FrameEvent fe;
+          fe.graph = plan.graph;
+          fe.sink = node.plan.name;
+          fe.frame = item.frame;
+          fe.latency_ns = latency;
+          fe.timestamp_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+          fe.thread_id = current_thread_number();
+          emit_frame_event(fe);
+        }
       }
       switch (*outcome) {
         case SinkOutcome::Consumed:
@@ -377,6 +439,9 @@ Result<RunReport> Graph::wait() {
   r.seconds = impl_->seconds;
   for (const auto& e : impl_->edges)
     r.edge_frames[e->plan.name] = e->frames.load();
+  for (const auto& n : impl_->nodes) {
+    if (n.plan.kind == NodeKind::Sink) r.latency[n.plan.name] = n.counters->latency.summary();
+  }
   return r;
 }
 
@@ -418,8 +483,29 @@ GraphStats Graph::stats() const {
     }
     s.busy.count = cumulative;
     s.busy.sum_seconds = static_cast<double>(c.busy_ns.load(std::memory_order_relaxed)) * 1e-9;
+    if (n.plan.kind != NodeKind::Source) {
+      s.busy_summary = c.busy_log.summary();
+      s.queue_wait = c.queue_wait.summary();
+    }
+    if (n.plan.kind == NodeKind::Sink) {
+      s.latency = c.latency.summary();
+      s.latency_histogram.bounds.assign(kLatencyBounds.begin(), kLatencyBounds.end());
+      std::uint64_t cum = 0;
+      for (std::size_t b = 0; b < c.latency_buckets.size(); ++b) {
+        cum += c.latency_buckets[b].load(std::memory_order_relaxed);
+        if (b < kLatencyBounds.size()) s.latency_histogram.cumulative.push_back(cum);
+      }
+      s.latency_histogram.count = cum;
+      s.latency_histogram.sum_seconds =
+          static_cast<double>(c.latency_ns.load(std::memory_order_relaxed)) * 1e-9;
+    }
+    if (n.pool && n.plan.kind == NodeKind::Stage) {
+      g.pools.push_back({"stage '" + n.plan.name + "'", n.plan.output.bytes(), n.plan.pool_buffers,
+                         n.pool->stats().peak_in_use_buffers});
+    }
     g.nodes.push_back(std::move(s));
   }
+  g.frame_memory_bytes = impl_->plan.frame_memory_bytes();
   for (const auto& e : impl_->edges) {
     EdgeStats s;
     s.name = e->plan.name;
@@ -429,6 +515,10 @@ GraphStats Graph::stats() const {
     s.queue_depth = e->queue.size();
     s.capacity = e->plan.capacity;
     g.edges.push_back(std::move(s));
+    if (!e->plan.conversions.empty()) {
+      g.pools.push_back({"edge '" + e->plan.name + "' conversions", e->plan.consumed.bytes(),
+                         e->plan.pool_buffers, e->pool->stats().peak_in_use_buffers});
+    }
   }
   return g;
 }

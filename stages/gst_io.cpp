@@ -261,13 +261,13 @@ class GstSource final : public Source {
 
   Result<FrameSpec> prepare() override {
     close();  // prepare() again (after GraphBuilder::plan()) starts afresh
-    playing_ = empty_ = false;
+    playing_ = live_ = empty_ = false;
     NEAT_ASSIGN_OR_RETURN(pipeline_, parse(description_, "gst source"));
     sink_ = find_element(pipeline_.get(), [](GstElement* e) { return GST_IS_APP_SINK(e) != 0; });
     if (sink_ == nullptr) {
       return invalid_argument("gst source: \"" + description_ + "\" has no appsink");
     }
-    g_object_set(sink_, "sync", FALSE, "max-buffers", static_cast<guint>(options_.max_buffers),
+    g_object_set(sink_, "sync", FALSE, "max-buffers", static_cast<guint>(std::max(options_.max_buffers, 1)),
                  "drop", FALSE, "emit-signals", FALSE, nullptr);
     const GstStateChangeReturn r = gst_element_set_state(pipeline_.get(), GST_STATE_PAUSED);
     if (r == GST_STATE_CHANGE_FAILURE) return failure("cannot start");
@@ -277,6 +277,7 @@ class GstSource final : public Source {
         return failure("cannot start");
       }
       playing_ = true;
+      live_ = true;
       NEAT_RETURN_IF_ERROR(wait_for_first_frame([this](GstClockTime slice) {
         first_.reset(gst_app_sink_try_pull_sample(GST_APP_SINK(sink_), slice));
         return first_.get() != nullptr;
@@ -309,6 +310,14 @@ class GstSource final : public Source {
   std::vector<InnerConversion> inner_conversions() const override {
     return elements_.conversions();
   }
+  // GStreamer's appsink queue, and the frame its streaming thread has made and
+  // waits to queue. (Elements upstream may keep more: a decoder's reference
+  // frames, a queue element's; those are the description's own.)
+  int frames_held_inside() const override { return std::max(options_.max_buffers, 1) + 1; }
+  std::string frames_held_inside_text() const override {
+    return "GStreamer (appsink queue " + std::to_string(std::max(options_.max_buffers, 1)) +
+           " + 1 being made)";
+  }
 
   Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override {
     if (empty_) return std::optional<NeatTensor>();
@@ -323,8 +332,14 @@ class GstSource final : public Source {
                                    : GstRef<GstSample>(gst_app_sink_try_pull_sample(
                                          GST_APP_SINK(sink_), 100 * GST_MSECOND));
       if (s) {
+        const std::int64_t captured = live_ ? capture_time(s.get()) : -1;
         auto t = wrap_gst_sample(s.get());
         if (!t.ok()) return t.error().with_context("gst source");
+        if (captured >= 0) {
+          FrameMeta meta = t->meta();
+          meta.capture_ns = captured;
+          t->set_meta(meta);
+        }
         NEAT_RETURN_IF_ERROR(elements_.record());
         return std::optional<NeatTensor>(std::move(*t));
       }
@@ -346,6 +361,30 @@ class GstSource final : public Source {
   }
 
  private:
+  // A live source's frame: when it was captured, on the steady clock. Its
+  // timestamp is the capture's running time on the pipeline clock; how long
+  // ago that was (clock now - base time - running time) taken from the steady
+  // clock's now. -1 when the buffer has no timestamp or there is no clock.
+  std::int64_t capture_time(GstSample* sample) const {
+    GstBuffer* buffer = gst_sample_get_buffer(sample);
+    if (buffer == nullptr || !GST_BUFFER_PTS_IS_VALID(buffer)) return -1;
+    const GstSegment* segment = gst_sample_get_segment(sample);
+    const guint64 running =
+        segment != nullptr && segment->format == GST_FORMAT_TIME
+            ? gst_segment_to_running_time(segment, GST_FORMAT_TIME, GST_BUFFER_PTS(buffer))
+            : GST_BUFFER_PTS(buffer);
+    if (!GST_CLOCK_TIME_IS_VALID(running)) return -1;
+    const GstRef<GstClock> clock(gst_element_get_clock(pipeline_.get()));
+    if (!clock) return -1;
+    const GstClockTime now = gst_clock_get_time(clock.get());
+    const GstClockTime base = gst_element_get_base_time(pipeline_.get());
+    const auto age = static_cast<std::int64_t>(now) - static_cast<std::int64_t>(base + running);
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+               .count() -
+           std::max<std::int64_t>(age, 0);
+  }
+
   // Waits for the first frame in 100 ms slices (`arrived(slice)` waits one):
   // bounded by first_frame_timeout, given up when `cancelled` says so, ended
   // early by an error on the bus.
@@ -387,6 +426,7 @@ class GstSource final : public Source {
   GstRef<GstSample> first_;
   Result<FrameSpec> spec_ = FrameSpec{};
   bool playing_ = false;
+  bool live_ = false;  // frames carry their capture time on the pipeline clock
   bool empty_ = false;
   ElementAccounting elements_;
 };
@@ -413,6 +453,9 @@ class GstAppsrcSink final : public Sink {
   // encoder's lookahead can hold more: those frames allocate once, then stay
   // in the pool).
   int max_frames_held() const override { return static_cast<int>(kAppsrcQueue) + 4; }
+  std::string frames_held_text() const override {
+    return "appsrc queue " + std::to_string(kAppsrcQueue) + " + 4 downstream";
+  }
   Accepts accepts() const override {
     Accepts a;
     a.dtypes = {DType::U8};

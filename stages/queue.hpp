@@ -23,6 +23,7 @@ class BoundedQueue {
  public:
   enum class PushResult { Pushed, Aborted, Closed, Timeout };
   enum class PopResult { Popped, Timeout, Closed, Aborted };
+  enum class RoomResult { Room, Timeout, Closed, Aborted };
 
   explicit BoundedQueue(std::size_t capacity)
       : capacity_(capacity == 0 ? 1 : capacity), ring_(capacity_) {}
@@ -58,6 +59,33 @@ class BoundedQueue {
     if (count_ >= capacity_) dropped.emplace(take());
     put(item);
     return PushResult::Pushed;
+  }
+
+  /// Waits up to `timeout` until the queue has room for one more item. With a
+  /// single producer the room stays until that producer pushes: a node that
+  /// waits for room before it takes its next frame never holds a finished
+  /// frame while it waits (the graph's memory plan counts on that).
+  RoomResult wait_room(std::chrono::nanoseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!not_full_.wait_for(lock, timeout,
+                            [&] { return aborted_ || closed_ || count_ < capacity_; })) {
+      return RoomResult::Timeout;
+    }
+    if (aborted_) return RoomResult::Aborted;
+    if (closed_) return RoomResult::Closed;
+    return RoomResult::Room;
+  }
+
+  /// Waits up to `timeout` until an item is queued, without taking it
+  /// (Popped: one is there; with a single consumer it stays until that
+  /// consumer pops it), or the queue is closed and drained, or aborted.
+  PopResult wait_item(std::chrono::nanoseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!not_empty_.wait_for(lock, timeout, [&] { return aborted_ || closed_ || count_ > 0; })) {
+      return PopResult::Timeout;
+    }
+    if (aborted_) return PopResult::Aborted;
+    return count_ > 0 ? PopResult::Popped : PopResult::Closed;
   }
 
   /// Waits up to `timeout` for an item.

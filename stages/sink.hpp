@@ -8,6 +8,7 @@
 // thread (abort() also from the thread stopping the graph).
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,11 +51,23 @@ class Sink {
   /// load in the common case).
   virtual Status health() { return {}; }
   virtual std::string describe() const { return std::string(kind()); }
+  /// Called by the graph before it takes the sink's next frame from the
+  /// input edge: waits up to `timeout` until consume() would take a frame
+  /// without waiting (a queue with room). True when it would (or when the
+  /// sink is stopping); false on timeout (the graph asks again). So a frame is
+  /// never held by the graph's thread while the sink is full, and the memory
+  /// plan needs no slot for it. Default: always ready.
+  virtual bool wait_for_room(std::chrono::nanoseconds timeout) {
+    (void)timeout;
+    return true;
+  }
   /// How many frames the sink may keep alive at once after consume()
   /// returned, counting the one in consume() (its queue, plus the frame the
   /// application is working on). The graph sizes the upstream buffer pools
-  /// from it. Called by build(), after prepare().
+  /// and its memory plan from it. Called by build(), after prepare().
   virtual int max_frames_held() const { return 1; }
+  /// What max_frames_held() counts, for the memory plan ("queue 2 + 1 pulled").
+  virtual std::string frames_held_text() const { return {}; }
   /// After prepare(): what the sink converts inside itself on every frame.
   virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
 };

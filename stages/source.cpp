@@ -70,6 +70,8 @@ class SharedSource final : public Source {
   std::vector<InnerConversion> inner_conversions() const override {
     return s_->inner_conversions();
   }
+  int frames_held_inside() const override { return s_->frames_held_inside(); }
+  std::string frames_held_inside_text() const override { return s_->frames_held_inside_text(); }
 
  private:
   std::shared_ptr<Source> s_;

@@ -39,6 +39,11 @@ class Source {
   virtual std::string describe() const { return std::string(kind()); }
   /// After prepare(): what the source converts inside itself on every frame.
   virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
+  /// Frames of its own the source may keep alive besides the ones the graph
+  /// holds (a GStreamer source: its appsink queue and the frame its pipeline
+  /// is making), for the graph's memory plan; `text` says which.
+  virtual int frames_held_inside() const { return 0; }
+  virtual std::string frames_held_inside_text() const { return {}; }
 };
 
 /// `frames` generated frames of `spec` (an image or a dense tensor) from a
@@ -65,6 +70,11 @@ class PushSource final : public Source {
   Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override;
   void close() override;
   std::string describe() const override { return "push " + spec_.to_string(); }
+  /// The frames queued by push() and not yet taken by the graph.
+  int frames_held_inside() const override { return static_cast<int>(queue_.capacity()); }
+  std::string frames_held_inside_text() const override {
+    return "push source queue";
+  }
 
  private:
   FrameSpec spec_;

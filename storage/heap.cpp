@@ -103,6 +103,7 @@ struct HeapPool::State {
 
   HeapPoolConfig config;
   mutable std::mutex mutex;
+  std::int64_t peak_in_use = 0;
   std::vector<Buffer> free_buffers;
   // Storage-object blocks: one per storage alive at once (prefilled with the buffers).
   detail::BlockCache blocks{static_cast<std::size_t>(config.max_cached_buffers) + 16,
@@ -176,6 +177,7 @@ Result<std::shared_ptr<Storage>> HeapPool::allocate(const AllocRequest& request)
     if (p == nullptr) state_->misses += 1;
     state_->in_use_buffers += 1;
     state_->in_use_bytes += capacity;
+    state_->peak_in_use = std::max(state_->peak_in_use, state_->in_use_buffers);
   }
   if (p == nullptr && state_->config.prefill_buffers > 1) prefill(capacity);
   if (p == nullptr) {
@@ -246,6 +248,7 @@ HeapPoolStats HeapPool::stats() const {
   s.cached_buffers = static_cast<std::int64_t>(state_->free_buffers.size());
   s.cached_bytes = state_->cached_bytes;
   s.prefilled = state_->prefilled;
+  s.peak_in_use_buffers = state_->peak_in_use;
   return s;
 }
 

@@ -264,10 +264,25 @@ struct AuditAggregator::Impl {
     duration_ns += r.duration_ns;
   }
 
+  // Frame records: latency per (graph, sink).
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<DurationRecorder>> latency;
+  void add_frame(const RecordView& r) {
+    if (filter.since_ns || filter.until_ns) {
+      if (r.timestamp_ns <= 0) return;
+      if (filter.since_ns && r.timestamp_ns < *filter.since_ns) return;
+      if (filter.until_ns && r.timestamp_ns >= *filter.until_ns) return;
+    }
+    if (!filter.graph.empty() && r.graph != filter.graph) return;
+    auto& h = latency[{std::string(r.graph), std::string(r.sink)}];
+    if (!h) h = std::make_unique<DurationRecorder>();
+    h->add(r.latency_ns);
+  }
+
   Status read_stream(std::istream& in, std::string_view name) {
     detail::ScanCounts counts;
+    const detail::OnRecord on_frame = [this](const RecordView& r) { add_frame(r); };
     Status st = detail::scan_trace(
-        in, name, [this](const RecordView& r) { add(r); }, counts);
+        in, name, [this](const RecordView& r) { add(r); }, counts, &on_frame);
     headers += counts.headers;
     return st;
   }
@@ -336,6 +351,8 @@ AuditReport AuditAggregator::report(int top_sites) const {
   std::sort(report.rows.begin(), report.rows.end(), [](const AuditRow& x, const AuditRow& y) {
     return x.bytes != y.bytes ? x.bytes > y.bytes : x.count > y.count;
   });
+  for (const auto& [key, h] : impl_->latency)
+    report.latency.push_back({key.first, key.second, h->summary()});
   return report;
 }
 
@@ -500,6 +517,19 @@ std::string format_audit_table(const AuditReport& report) {
                 human_bytes(static_cast<double>(report.bytes)).c_str(),
                 human_ns(report.duration_ns).c_str());
   out += buf;
+  if (!report.latency.empty()) {
+    std::snprintf(buf, sizeof buf, "%-16s %-16s %8s %9s %9s %9s %9s\n", "GRAPH", "SINK",
+                  "FRAMES", "p50 ms", "p95 ms", "p99 ms", "max ms");
+    out += "latency, capture -> sink:\n";
+    out += buf;
+    for (const AuditLatency& l : report.latency) {
+      std::snprintf(buf, sizeof buf, "%-16s %-16s %8llu %9.2f %9.2f %9.2f %9.2f\n",
+                    l.graph.c_str(), l.sink.c_str(),
+                    static_cast<unsigned long long>(l.latency.count), l.latency.p50 * 1e3,
+                    l.latency.p95 * 1e3, l.latency.p99 * 1e3, l.latency.max * 1e3);
+      out += buf;
+    }
+  }
   return out;
 }
 
@@ -525,6 +555,17 @@ std::string format_audit_json(const AuditReport& report) {
       row["top_call_sites"].push_back({{"where", s.where}, {"count", s.count}, {"bytes", s.bytes}});
     }
     j["rows"].push_back(std::move(row));
+  }
+  j["latency"] = json::array();
+  for (const AuditLatency& l : report.latency) {
+    j["latency"].push_back({{"graph", l.graph},
+                            {"sink", l.sink},
+                            {"frames", l.latency.count},
+                            {"p50_s", l.latency.p50},
+                            {"p95_s", l.latency.p95},
+                            {"p99_s", l.latency.p99},
+                            {"max_s", l.latency.max},
+                            {"mean_s", l.latency.mean}});
   }
   return j.dump(2) + "\n";
 }

@@ -31,6 +31,7 @@
 
 #include "neat/contract/conversion.hpp"
 #include "neat/contract/error.hpp"
+#include "neat/telemetry/duration_histogram.hpp"
 
 namespace neat {
 
@@ -93,11 +94,20 @@ struct AuditRow {
   std::vector<AuditCallSite> top_sites;  ///< most frequent first
 };
 
+/// Capture-to-sink latency of one sink, from the trace's frame records.
+struct AuditLatency {
+  std::string graph, sink;
+  DurationSummary latency;
+};
+
 struct AuditReport {
   std::vector<AuditRow> rows;  ///< most bytes first
   std::uint64_t conversions = 0;
   std::int64_t bytes = 0;
   std::int64_t duration_ns = 0;
+  /// Per sink, from the frame records (traces of stage graphs); the graph
+  /// and time filters apply, the stage and edge filters do not.
+  std::vector<AuditLatency> latency;
 };
 
 /// The audit of records already in memory.

@@ -75,6 +75,35 @@ void ChromeTraceSink::on_event(const ConversionEvent& e) noexcept {
   }
 }
 
+void ChromeTraceSink::on_frame(const FrameEvent& e) noexcept {
+  try {
+    std::string json = "{\"type\":\"frame\",\"ts_ns\":";
+    append_int(json, e.timestamp_ns);
+    json += ",\"graph\":";
+    append_json_string(json, e.graph);
+    json += ",\"sink\":";
+    append_json_string(json, e.sink);
+    json += ",\"frame\":";
+    append_int(json, e.frame);
+    json += ",\"latency_ns\":";
+    append_int(json, e.latency_ns);
+    json += ",\"thread\":";
+    append_int(json, static_cast<std::int64_t>(e.thread_id));
+    json += '}';
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(json));
+    names_.push_back("frame " + std::to_string(e.frame));
+    kinds_.emplace_back("latency");
+    ts_.push_back(e.timestamp_ns - e.latency_ns);
+    dur_.push_back(e.latency_ns);
+    track_.push_back("latency: sink '" + std::string(e.sink) + "'");
+    edge_.emplace_back();
+    bytes_.push_back(-1);  // not a copy: no counter sample
+  } catch (...) {
+    // Out of memory: this frame is missing from the trace (the metrics have it).
+  }
+}
+
 std::size_t ChromeTraceSink::size() const {
   std::lock_guard lock(mutex_);
   return events_.size();
@@ -119,6 +148,7 @@ std::string ChromeTraceSink::to_json() const {
     out += ",\"args\":";
     out += events_[i];
     out += '}';
+    if (bytes_[i] < 0) continue;  // a frame's latency slice
     // The edge's counter track: cumulative bytes copied.
     const std::string edge = edge_[i].empty() ? std::string("(no edge)") : edge_[i];
     const std::int64_t total = (per_edge[edge] += bytes_[i]);

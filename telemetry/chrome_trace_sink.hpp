@@ -29,6 +29,9 @@ class ChromeTraceSink final : public EventSink {
   ~ChromeTraceSink() override;
 
   void on_event(const ConversionEvent& event) noexcept override;
+  /// A slice from the frame's capture to the sink on the track "latency: sink
+  /// '<name>'", its args {"type":"frame", ...} (as in the JSON Lines trace).
+  void on_frame(const FrameEvent& event) noexcept override;
   /// The whole trace as JSON text.
   std::string to_json() const;
   /// Writes (rewrites) the file given to open().

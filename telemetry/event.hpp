@@ -40,6 +40,18 @@ struct ConversionEvent {
   std::int64_t frame = -1;
 };
 
+/// A frame leaving a stage graph at a sink, with its latency from capture
+/// (FrameMeta::capture_ns) to the sink taking it. Sent to the event sinks
+/// (traces) only while one is registered; `neat audit` reads it back.
+struct FrameEvent {
+  std::string_view graph;
+  std::string_view sink;
+  std::int64_t frame = -1;
+  std::int64_t latency_ns = 0;
+  std::int64_t timestamp_ns = 0;  ///< system clock, ns since the Unix epoch, at the sink
+  std::uint64_t thread_id = 0;
+};
+
 /// An event with its strings copied, for sinks that keep events.
 struct OwnedEvent {
   ConversionEvent event;  ///< string_views below point into this object's strings

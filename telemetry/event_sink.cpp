@@ -73,6 +73,18 @@ void emit_event(const ConversionEvent& event) noexcept {
     s->on_event(event);
 }
 
+void emit_frame_event(const FrameEvent& event) noexcept {
+  Registry& r = registry();
+  if (r.count.load(std::memory_order_acquire) == 0) return;
+  std::shared_ptr<const std::vector<std::shared_ptr<EventSink>>> sinks;
+  {
+    std::lock_guard lock(r.mutex);
+    sinks = r.sinks;
+  }
+  for (const auto& s : *sinks)
+    s->on_frame(event);
+}
+
 std::size_t event_sink_count() noexcept {
   return registry().count.load(std::memory_order_acquire);
 }

@@ -23,6 +23,8 @@ class EventSink {
   virtual ~EventSink() = default;
   /// Must not throw. `event`'s string_views are valid during the call only.
   virtual void on_event(const ConversionEvent& event) noexcept = 0;
+  /// A frame reached a sink (its latency). Default: ignored.
+  virtual void on_frame(const FrameEvent& event) noexcept { (void)event; }
 };
 
 /// RAII registration: the sink receives events until this is destroyed or reset().
@@ -44,6 +46,8 @@ class SinkRegistration {
 [[nodiscard]] SinkRegistration add_event_sink(std::shared_ptr<EventSink> sink);
 /// Delivers `event` to every registered sink.
 void emit_event(const ConversionEvent& event) noexcept;
+/// Delivers a frame's latency record to every registered sink.
+void emit_frame_event(const FrameEvent& event) noexcept;
 /// Number of registered sinks (cheap; for fast paths).
 std::size_t event_sink_count() noexcept;
 

@@ -45,6 +45,8 @@ class JsonlSink final : public EventSink {
   JsonlSink& operator=(const JsonlSink&) = delete;
 
   void on_event(const ConversionEvent& event) noexcept override;
+  /// A line {"type":"frame","ts_ns":..,"graph":..,"sink":..,"frame":..,"latency_ns":..,"thread":..}.
+  void on_frame(const FrameEvent& event) noexcept override;
   /// Writes the buffered lines to the file.
   Status flush();
   std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
@@ -73,6 +75,7 @@ class JsonlSink final : public EventSink {
   std::unique_ptr<char[]> buffer_;  // raw, never zero-filled
   std::size_t used_ = 0;
   CallSiteCache call_sites_;
+  std::string frame_line_;  // reused for frame lines
   std::uint64_t buffered_events_ = 0;
   std::atomic<std::uint64_t> events_{0};
   std::atomic<std::uint64_t> lost_{0};

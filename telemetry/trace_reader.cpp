@@ -92,7 +92,7 @@ std::string number_text(double v) {
   return buf;
 }
 
-enum class Parsed { Event, Header };
+enum class Parsed { Event, Header, Frame };
 
 // Where an error is: built only when there is one.
 using Where = std::function<std::string()>;
@@ -195,12 +195,28 @@ Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, cons
       st = want_string(r.detail);
     } else if (key == "neat_trace") {
       header = true;
+    } else if (key == "type") {
+      std::string_view type;
+      st = want_string(type);
+      if (st.ok() && type != "frame") {
+        return invalid_argument(where() + ": unknown record type \"" + std::string(type) +
+                                "\" (a trace holds conversion events and \"frame\" records)");
+      }
+      r.is_frame = true;
+    } else if (key == "sink") {
+      st = want_string(r.sink);
+    } else if (key == "latency_ns") {
+      st = want_integer(r.latency_ns, 0);
     } else if (key == "run" && t == T::STRING) {
       r.run = v.get_string().value_unsafe();
     }
     if (!st.ok()) return st.error();
   }
   if (header) return Parsed::Header;
+  if (r.is_frame) {
+    if (r.sink.empty()) return invalid_argument(where() + ": a frame record needs \"sink\"");
+    return Parsed::Frame;
+  }
   if (!have_kind) return invalid_argument(where() + ": missing field \"kind\"");
   if (!have_reason) return invalid_argument(where() + ": missing field \"reason\"");
   if (!have_bytes) return invalid_argument(where() + ": missing field \"bytes\"");
@@ -243,6 +259,10 @@ Status scan_line(simdjson::dom::parser& parser, const char* data, std::size_t si
   if (p == Parsed::Header) {
     ++counts.headers;
     counts.run.assign(r.run);
+  } else if (p == Parsed::Frame) {
+    ++counts.frames;
+    r.run = counts.run;
+    if (counts.on_frame != nullptr) (*counts.on_frame)(r);
   } else {
     ++counts.events;
     r.run = counts.run;
@@ -365,7 +385,10 @@ Status scan_chrome(const simdjson::padded_string& text, std::string_view name,
       return invalid_argument(where() + ": a conversion slice needs \"args\"");
     RecordView r;
     NEAT_ASSIGN_OR_RETURN(Parsed p, parse_event(args, r, [&] { return where() + " args"; }));
-    if (p == Parsed::Event) {
+    if (p == Parsed::Frame) {
+      ++counts.frames;
+      if (counts.on_frame != nullptr) (*counts.on_frame)(r);
+    } else if (p == Parsed::Event) {
       ++counts.events;
       on_record(r);
     }
@@ -377,7 +400,8 @@ Status scan_chrome(const simdjson::padded_string& text, std::string_view name,
 
 // Reads `in` (either format) and hands every event to `on_record`.
 Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_record,
-                  ScanCounts& counts) {
+                  ScanCounts& counts, const OnRecord* on_frame) {
+  counts.on_frame = on_frame;
   std::vector<char> buffer(kFirstChunk + kPadding);
   in.read(buffer.data(), static_cast<std::streamsize>(kFirstChunk));
   std::size_t have = static_cast<std::size_t>(in.gcount());

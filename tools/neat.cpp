@@ -81,6 +81,11 @@ int main(int argc, char** argv) {
   run->add_option("--first-frame-timeout", ro.first_frame_timeout,
                   "seconds a GStreamer source may take to send its first frame (default 20)")
       ->check(CLI::Range(0.1, 86400.0));
+  run->add_option("--max-frame-memory", ro.max_frame_memory,
+                  "a budget for the frames the graph holds at once (e.g. 64M): queues are sized "
+                  "to fit, or the build fails saying what does not fit")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
   run->add_flag("--quiet", ro.quiet, "no plan, no progress line");
   run->add_flag("--print-detections", ro.print_detections,
                 "print the detections of every frame the appsink receives (from `yolo`)");
@@ -94,6 +99,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   explain->add_option("--policy", explain_policy, "strict, trace or silent")
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
+  std::int64_t explain_memory = 0;
+  explain
+      ->add_option("--max-frame-memory", explain_memory,
+                   "plan under this frame-memory budget (e.g. 64M), as `neat run` would")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
   CLI::App* audit =
       app.add_subcommand("audit", "Summarise a conversion trace: what was copied where, how often");
   neat::tools::AuditOptions ao;
@@ -170,7 +181,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (explain->parsed())
-    return neat::tools::explain_pipeline(explain_pipeline, explain_policy, explain_timeout);
+    return neat::tools::explain_pipeline(explain_pipeline, explain_policy, explain_timeout,
+                                         explain_memory);
   if (audit->parsed()) return neat::tools::run_audit(ao);
   if (timeline->parsed()) {
     auto records = neat::read_trace_file(timeline_trace);

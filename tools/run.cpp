@@ -143,10 +143,56 @@ void set_source_waits(PipelineOptions& o, double seconds) {
   o.cancelled = [] { return g_signal.load() != 0; };
 }
 
+// Where the time of a frame goes: capture -> each sink, and per stage its
+// wait in the input queue and its own time.
+void print_latency(const GraphStats& stats) {
+  bool any = false;
+  for (const NodeStats& n : stats.nodes)
+    any = any || (n.kind == NodeKind::Sink && n.latency.count > 0);
+  if (!any) return;
+  std::printf("== latency (capture -> sink, per frame)\n");
+  auto ms = [](double s) { return s * 1e3; };
+  std::printf("  %-22s %8s %9s %9s %9s %9s\n", "SINK", "FRAMES", "p50 ms", "p95 ms", "p99 ms",
+              "max ms");
+  for (const NodeStats& n : stats.nodes) {
+    if (n.kind != NodeKind::Sink || n.latency.count == 0) continue;
+    const DurationSummary& l = n.latency;
+    std::printf("  %-22s %8llu %9.2f %9.2f %9.2f %9.2f\n", n.name.c_str(),
+                static_cast<unsigned long long>(l.count), ms(l.p50), ms(l.p95), ms(l.p99),
+                ms(l.max));
+  }
+  std::printf("  where it goes (per frame: waiting in the input queue, then working)\n");
+  std::printf("  %-22s %12s %12s %12s %12s\n", "STAGE", "wait p50 ms", "wait p99 ms",
+              "work p50 ms", "work p99 ms");
+  for (const NodeStats& n : stats.nodes) {
+    if (n.kind == NodeKind::Source || n.busy_summary.count == 0) continue;
+    std::printf("  %-22s %12.2f %12.2f %12.2f %12.2f\n", n.name.c_str(), ms(n.queue_wait.p50),
+                ms(n.queue_wait.p99), ms(n.busy_summary.p50), ms(n.busy_summary.p99));
+  }
+}
+
+// The memory plan against what the pools really held.
+void print_memory(const GraphStats& stats, const GraphPlan& plan) {
+  std::printf("== frame memory: plan %.2f MiB%s\n",
+              static_cast<double>(plan.frame_memory_bytes()) / (1 << 20),
+              plan.max_frame_memory > 0
+                  ? (" (budget " +
+                     std::to_string(static_cast<double>(plan.max_frame_memory) / (1 << 20))
+                         .substr(0, 6) +
+                     " MiB)")
+                        .c_str()
+                  : "");
+  for (const PoolStats& p : stats.pools) {
+    std::printf("  %-34s %lld of %d planned buffers in use at most (%.2f MiB each)\n",
+                p.name.c_str(), static_cast<long long>(p.peak_buffers), p.planned_buffers,
+                static_cast<double>(p.frame_bytes) / (1 << 20));
+  }
+}
+
 }  // namespace
 
 int explain_pipeline(const std::string& pipeline, const std::string& policy,
-                     double first_frame_timeout) {
+                     double first_frame_timeout, std::int64_t max_frame_memory) {
   const SignalScope signals;  // Ctrl-C while a source prerolls ends the wait
   auto p = policy_option(policy);
   if (!p.ok()) {
@@ -161,6 +207,7 @@ int explain_pipeline(const std::string& pipeline, const std::string& policy,
     std::fprintf(stderr, "neat explain: %s\n", declared.error().message().c_str());
     return kBadInput;
   }
+  if (max_frame_memory > 0) declared->builder.set_max_frame_memory(max_frame_memory);
   auto plan = declared->builder.plan();
   if (!plan.ok()) {
     std::fprintf(stderr, "neat explain: %s\n", plan.error().message().c_str());
@@ -244,6 +291,7 @@ int run_pipeline(const RunOptions& options) {
     chrome_reg = add_event_sink(chrome);
   }
 
+  if (options.max_frame_memory > 0) declared->builder.set_max_frame_memory(options.max_frame_memory);
   auto graph = declared->builder.build();
   if (!graph.ok()) {
     std::fprintf(stderr, "neat run: %s\n", graph.error().message().c_str());
@@ -369,6 +417,11 @@ int run_pipeline(const RunOptions& options) {
   std::printf("  accounting: %s%s\n", frames.to_string().c_str(),
               frames.balanced() ? " (balanced)" : " (NOT balanced)");
   if (detections) summary.print();
+  {
+    const GraphStats stats = graph->stats();
+    print_latency(stats);
+    print_memory(stats, graph->plan());
+  }
 
   if (Status st = (*jsonl)->flush(); !st.ok()) {
     std::fprintf(stderr, "neat run: %s\n", st.error().message().c_str());

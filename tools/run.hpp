@@ -20,6 +20,9 @@ struct RunOptions {
   std::string metrics_listen;
   /// How long a GStreamer source may take to send its first frame (seconds).
   double first_frame_timeout = 20;
+  /// A budget for the graph's frame memory in bytes (0: none):
+  /// GraphBuilder::set_max_frame_memory.
+  std::int64_t max_frame_memory = 0;
   bool quiet = false;  ///< no plan, no progress line
   /// Print each frame pulled from the appsink as detections (an f32 [N, 6]
   /// tensor from `yolo`): frame number, timestamp, one line per box.
@@ -33,6 +36,6 @@ int run_pipeline(const RunOptions& options);
 /// The plan of a pipeline, without side effects: sources preroll (they read),
 /// sinks are checked, not opened (GraphBuilder::plan()).
 int explain_pipeline(const std::string& pipeline, const std::string& policy,
-                     double first_frame_timeout = 20);
+                     double first_frame_timeout = 20, std::int64_t max_frame_memory = 0);
 
 }  // namespace neat::tools

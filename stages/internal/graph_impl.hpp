@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "neat/stages/graph.hpp"
 #include "neat/stages/queue.hpp"
+#include "neat/telemetry/duration_histogram.hpp"
 #include "neat/storage/heap.hpp"
 
 namespace neat::detail {
@@ -29,6 +31,18 @@ inline std::string bytes_text(std::int64_t b) {
     std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
   } else {
     std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  }
+  return buf;
+}
+
+inline std::string duration_text(double seconds) {
+  char buf[48];
+  if (seconds >= 1.0) {
+    std::snprintf(buf, sizeof buf, "%.2f s", seconds);
+  } else if (seconds >= 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f us", seconds * 1e6);
   }
   return buf;
 }
@@ -72,6 +86,17 @@ inline constexpr std::array<const char*, kReasons> kDropNames = {"stopped", "sta
 inline constexpr std::array<double, 12> kBusyBounds = {1e-5, 5e-5, 1e-4,   5e-4, 1e-3, 2.5e-3,
                                                        5e-3, 1e-2, 2.5e-2, 5e-2, 0.1,  1.0};
 
+// Latency histogram bounds of the live metrics, seconds (a 30 fps frame
+// interval is 33 ms).
+inline constexpr std::array<double, 14> kLatencyBounds = {
+    1e-3, 2.5e-3, 5e-3, 1e-2, 2e-2, 3.4e-2, 5e-2, 6.7e-2, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0};
+
+inline std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // A node's live counters: relaxed atomics, written by the node's thread,
 // read by stats() from any thread (no lock, no allocation per frame).
 struct NodeCounters {
@@ -81,6 +106,12 @@ struct NodeCounters {
   std::array<std::atomic<std::uint64_t>, kBusyBounds.size() + 1> busy{};  // per bucket, +Inf last
   std::atomic<std::uint64_t> busy_ns{0};
 
+  DurationRecorder busy_log;    // the same as busy, for percentiles
+  DurationRecorder queue_wait;  // in the input edge's queue
+  DurationRecorder latency;     // sinks: capture to taken
+  std::array<std::atomic<std::uint64_t>, kLatencyBounds.size() + 1> latency_buckets{};
+  std::atomic<std::uint64_t> latency_ns{0};
+
   void add_busy(std::chrono::steady_clock::duration d) {
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
     const double s = static_cast<double>(ns) * 1e-9;
@@ -89,22 +120,38 @@ struct NodeCounters {
       ++b;
     busy[b].fetch_add(1, std::memory_order_relaxed);
     busy_ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+    busy_log.add(ns);
+  }
+  void add_latency(std::int64_t ns) {
+    const double s = static_cast<double>(ns) * 1e-9;
+    std::size_t b = 0;
+    while (b < kLatencyBounds.size() && s > kLatencyBounds[b])
+      ++b;
+    latency_buckets[b].fetch_add(1, std::memory_order_relaxed);
+    latency_ns.fetch_add(static_cast<std::uint64_t>(std::max<std::int64_t>(ns, 0)),
+                         std::memory_order_relaxed);
+    latency.add(ns);
   }
 };
 
 struct Item {
   NeatTensor tensor;
   std::int64_t frame = -1;
+  std::int64_t queued_ns = 0;  // steady clock, when it entered the edge's queue
 };
 
-// A pool holding `buffers` frames: allocated together on the first frame
-// (pages faulted in), then recycled. Bounded by the count, not by bytes: it
-// never holds more than the frames that were in flight together.
-inline HeapPoolConfig pool_config(int buffers) {
+// A pool recycling up to `buffers` frames of `frame_bytes` (the memory plan's
+// count): it grows on demand to what is really in flight together, never
+// beyond what it keeps, and frees a buffer allocated beyond the plan when it
+// comes back. A little room (64 KiB) for stages whose outputs vary in size.
+inline HeapPoolConfig pool_config(int buffers, std::int64_t frame_bytes) {
   HeapPoolConfig c;
   c.max_cached_buffers = std::max(buffers, 4);
-  c.max_cached_bytes = std::int64_t{1} << 40;  // bounded by the count: frames in flight
-  c.prefill_buffers = buffers;
+  const std::int64_t page = 4096;
+  c.max_cached_bytes = static_cast<std::int64_t>(std::max(buffers, 1)) *
+                           ((std::max<std::int64_t>(frame_bytes, 0) + page - 1) / page * page) +
+                       (std::int64_t{64} << 10);
+  c.prefill_buffers = 0;
   return c;
 }
 
@@ -122,7 +169,7 @@ struct EdgeRt {
       : plan(std::move(p)),
         requested_by("edge '" + plan.name + "'"),
         queue(capacity),
-        pool(HeapPool::create(pool_config(plan.pool_buffers))) {
+        pool(HeapPool::create(pool_config(plan.pool_buffers, plan.consumed.bytes()))) {
     for (const PlannedConversion& c : plan.conversions) {
       StageContext ctx;
       ctx.graph = graph;
@@ -164,6 +211,7 @@ struct GraphBuilder::Impl {
 
   std::string name;
   std::optional<ConversionPolicy> policy;
+  std::int64_t max_frame_memory = 0;
   std::vector<CopyBudget> budgets;
   std::vector<SteadyStateRule> rules;
   std::vector<NodeDecl> nodes;

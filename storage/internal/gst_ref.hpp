@@ -61,6 +61,8 @@ template <>
 struct GstRelease<GstPad> : GstObjectRelease<GstPad> {};
 template <>
 struct GstRelease<GstElementFactory> : GstObjectRelease<GstElementFactory> {};
+template <>
+struct GstRelease<GstClock> : GstObjectRelease<GstClock> {};
 
 /// One owned reference; move-only; null when empty.
 template <class T>

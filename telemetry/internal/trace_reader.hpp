@@ -26,6 +26,11 @@ struct RecordView {
   std::int64_t bytes = 0, duration_ns = 0, timestamp_ns = 0, thread = 0, frame = -1, line = 0;
   std::string_view policy, graph, stage, edge, operation, file, detail;
   std::string_view run;  ///< the trace header's run id ("" without a header)
+  /// A frame record ({"type":"frame"}: a frame reaching a sink), not a
+  /// conversion: graph, sink, frame, timestamp_ns and latency_ns are set.
+  bool is_frame = false;
+  std::string_view sink;
+  std::int64_t latency_ns = 0;
 };
 
 RecordView view_of(const AuditRecord& r);
@@ -34,14 +39,17 @@ AuditRecord record_of(const RecordView& v);
 using OnRecord = std::function<void(const RecordView&)>;
 
 struct ScanCounts {
-  std::uint64_t events = 0, headers = 0;
+  std::uint64_t events = 0, headers = 0, frames = 0;
+  const OnRecord* on_frame = nullptr;  ///< where frame records go (set by scan_trace)
   std::string run;  ///< the last header's run id: the events after it belong to that run
 };
 
 /// Reads `in` (either format) and hands every event to `on_record`; the
 /// first malformed line stops it with an error naming `name` and the line.
+/// Conversion events go to `on_record`; frame records to `on_frame` when
+/// given (else they are only counted).
 Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_record,
-                  ScanCounts& counts);
+                  ScanCounts& counts, const OnRecord* on_frame = nullptr);
 /// FailedPrecondition for a directory given as a trace.
 Status check_trace_path(const std::string& path);
 

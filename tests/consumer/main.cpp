@@ -29,7 +29,8 @@ int main() {
   b.add_source("cam",
                neat::synthetic_source(neat::FrameSpec::image(neat::PixelFormat::NV12, 64, 48), 2));
   b.add_stage("pre", neat::preprocess_stage({.width = 32, .height = 32}));
-  b.add_sink("out", neat::AppSink::create());
+  // run() returns at the end of the stream: room for both frames, nobody pulls.
+  b.add_sink("out", neat::AppSink::create({.capacity = 2}));
   if (!b.connect("cam", "pre").ok() || !b.connect("pre", "out").ok()) return 4;
   auto graph = b.build();
   if (!graph || !graph->run()) return 5;

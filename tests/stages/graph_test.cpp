@@ -185,17 +185,36 @@ TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew)
   NEAT_ASSERT_OK(b.connect("half", "out", {.capacity = 2}));
   auto g = b.build();
   NEAT_ASSERT_OK(g);
-  // half: 1 + queue 2 + appsink (3 queued, 1 waiting for room, 1 pulled) = 8.
-  // pre: 1 + queue 2 + look (1 + queue 5 + half's 1, which does not forward) = 10.
+  // Every node waits for room downstream before it takes a frame, so no node
+  // holds a finished frame while it waits:
+  // half: queue 2 + appsink (3 queued + 1 pulled) = 6.
+  // pre: queue 2 + look (which forwards: queue 5 + half's 1, which does not) = 8.
+  // cam (synthetic): queue 2 + pre's 1 = 3.
   const GraphPlan& plan = g->plan();
   auto pool_of = [&](std::string_view name) {
     for (const auto& n : plan.nodes)
       if (n.name == name) return n.pool_buffers;
     return -1;
   };
-  EXPECT_EQ(pool_of("half"), 8);
-  EXPECT_EQ(pool_of("pre"), 10);
-  EXPECT_NE(g->explain().find("[pool 10]"), std::string::npos) << g->explain();
+  EXPECT_EQ(pool_of("half"), 6);
+  EXPECT_EQ(pool_of("pre"), 8);
+  EXPECT_NE(g->explain().find("[pool 8]"), std::string::npos) << g->explain();
+  ASSERT_EQ(plan.memory.size(), 4u) << g->explain();
+  std::int64_t total = 0;
+  for (const FramePool& p : plan.memory) {
+    int held = 0;
+    for (const auto& [who, n] : p.held_by)
+      held += n;
+    EXPECT_EQ(held, p.buffers) << p.name << ": who holds them adds up";
+    EXPECT_EQ(p.frame_bytes, p.frames.bytes());
+    total += p.bytes();
+  }
+  EXPECT_EQ(plan.frame_memory_bytes(), total);
+  EXPECT_EQ(plan.memory[0].name, "source 'cam'");
+  EXPECT_EQ(plan.memory[0].buffers, 3);
+  EXPECT_NE(g->explain().find("frame memory in all: "), std::string::npos) << g->explain();
+  EXPECT_NE(g->explain().find("appsink 'out' (queue 3 + 1 pulled): 4"), std::string::npos)
+      << g->explain();
   NEAT_ASSERT_OK(g->start());
   std::set<const std::byte*> half_buffers;
   while (auto f = out->pull(10s)) {
@@ -207,10 +226,17 @@ TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew)
     half_buffers.insert(m->data());
   }
   NEAT_ASSERT_OK(g->wait());
-  EXPECT_LE(half_buffers.size(), 8u);
+  EXPECT_LE(half_buffers.size(), 6u);
   EXPECT_GE(half_buffers.size(), 4u) << "the queues did fill up";
-  EXPECT_LE(pre_buffers.size(), 10u);
-  EXPECT_GE(pre_buffers.size(), 6u) << "the queues did fill up";
+  EXPECT_LE(pre_buffers.size(), 8u);
+  EXPECT_GE(pre_buffers.size(), 5u) << "the queues did fill up";
+  // The pools grew to what was really in flight together, never past the plan.
+  for (const PoolStats& p : g->stats().pools) {
+    EXPECT_LE(p.peak_buffers, p.planned_buffers) << p.name;
+    if (p.name != "stage 'look'") {  // look forwards its input: its pool stays unused
+      EXPECT_GE(p.peak_buffers, 3) << p.name << ": the queues did fill up";
+    }
+  }
 }
 
 TEST_F(GraphTest, FanOutSharesReadOnlyAndAWriterGetsARecordedCopyOnWrite) {
@@ -347,7 +373,7 @@ TEST_F(GraphTest, SourceErrorsAndStopMidStreamAreCleanAndAccounted) {
       }
     };
     GraphBuilder b("src_fail");
-    auto out = AppSink::create();
+    auto out = AppSink::create({.capacity = 8});  // run() without pulling: room for every frame
     b.add_source("cam", std::make_unique<Failing>());
     b.add_sink("out", out);
     NEAT_ASSERT_OK(b.connect("cam", "out"));
@@ -495,7 +521,7 @@ TEST_F(GraphTest, GraphBudgetsAreEnforcedByTheGate) {
 TEST_F(GraphTest, StartTwiceAndWaitBeforeStartAreErrors) {
   GraphBuilder b("once");
   b.add_source("cam", nv12(2));
-  b.add_sink("out", AppSink::create());
+  b.add_sink("out", AppSink::create({.capacity = 2}));  // run() without pulling
   NEAT_ASSERT_OK(b.connect("cam", "out"));
   auto g = b.build();
   NEAT_ASSERT_OK(g);
@@ -518,7 +544,7 @@ TEST_F(GraphEdgeStages, ImplicitConversionsAreTheBuiltInStagesRunUnderTheEdgePol
                           .formats = {PixelFormat::RGB, PixelFormat::None},
                           .layouts = {Layout::CHW}},
                          [](NeatTensor t, StageContext&) -> Result<NeatTensor> { return t; }));
-  auto out = AppSink::create();
+  auto out = AppSink::create({.capacity = 8});  // run() without pulling
   b.add_sink("out", out);
   NEAT_ASSERT_OK(b.connect("cam", "chw"));
   NEAT_ASSERT_OK(b.connect("chw", "out"));

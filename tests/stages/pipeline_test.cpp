@@ -224,9 +224,10 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
 // interp=area reaches resize and the fused preprocess, and the plan says so.
 TEST(PipelineDeclare, AreaInterpolationRunsInResizeAndPreprocess) {
   for (const char* text :
-       {"synthetic format=NV12 size=96x64 frames=2 ! preprocess size=32x32 interp=area ! appsink",
+       {"synthetic format=NV12 size=96x64 frames=2 ! preprocess size=32x32 interp=area ! appsink "
+        "capacity=2",
         "synthetic format=NV12 size=96x64 frames=2 ! convert format=RGB ! resize size=32x32 "
-        "interp=area ! appsink"}) {
+        "interp=area ! appsink capacity=2"}) {
     auto p = declare_pipeline(text);
     NEAT_ASSERT_OK(p);
     auto g = p->builder.build();

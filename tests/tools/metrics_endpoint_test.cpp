@@ -98,7 +98,7 @@ std::map<std::string, double> query(httplib::Client& prom, const std::string& q)
   if (j.is_discarded() || j.value("status", "") != "success") return out;
   for (const auto& r : j["data"]["result"]) {
     const auto& m = r["metric"];
-    std::string key = m.value("stage", m.value("edge", ""));
+    std::string key = m.value("stage", m.value("edge", m.value("sink", "")));
     out[key] = std::stod(r["value"][1].get<std::string>());
   }
   return out;
@@ -165,7 +165,15 @@ TEST(MetricsEndpoint, PrometheusScrapesARunningPipelineAndReadsEverySeriesBack) 
 
   EXPECT_GT(query(api, "neat_stage_frames_out_total{stage=\"default\",kind=\"source\"}")["default"],
             0);
-  EXPECT_EQ(query(api, "neat_edge_queue_capacity")["default->preprocess"], 4);
+  EXPECT_EQ(query(api, "neat_edge_queue_capacity")["default->preprocess"],
+            1) << "the default queue capacity (kDefaultQueueCapacity)";
+  // Capture-to-appsink latency as a histogram Prometheus computes quantiles of.
+  EXPECT_GT(query(api, "neat_sink_latency_seconds_count{sink=\"appsink\"}")["appsink"], 0);
+  const double p99 = query(
+      api, "histogram_quantile(0.99, neat_sink_latency_seconds_bucket{sink=\"appsink\"})")["appsink"];
+  EXPECT_GT(p99, 0) << "a quantile of the latency histogram";
+  EXPECT_LT(p99, 10) << "seconds";
+  EXPECT_GT(query(api, "neat_graph_frame_memory_bytes")[""], 1e6);
   EXPECT_EQ(query(api, "neat_edge_queue_depth").size(), 2u);
   EXPECT_GT(query(api, "neat_stage_busy_seconds_count{stage=\"preprocess\"}")["preprocess"], 0);
   EXPECT_EQ(query(api, "neat_stage_dropped_frames_total{reason=\"stage_error\"}").size(), 2u);
