@@ -371,6 +371,42 @@ TEST(NeatCliRun, StrictRefusalsAndGstreamerErrorsExitWithOne) {
   EXPECT_NE(missing.out.find("no_such_element_xyz"), std::string::npos) << missing.out;
 }
 
+// The run reports where a frame's time goes and what memory the graph held;
+// a frame-memory budget sizes the graph or fails it before a frame flows.
+TEST(NeatCliRun, RunReportsLatencyAndFrameMemoryAndHonoursABudget) {
+  const std::string p =
+      "'synthetic format=NV12 size=320x240 frames=20 ! preprocess size=64x64 ! "
+      "appsink'";
+  const CliRun r = run("run " + p + " --quiet");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("== latency (capture -> sink, per frame)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  appsink                      20 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  preprocess   "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== frame memory: plan "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("planned buffers in use at most"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("latency, capture -> sink:"), std::string::npos)
+      << "the audit of the run's trace reads the latency back\n"
+      << r.out;
+
+  const CliRun tight = run("run " + p + " --max-frame-memory 64K");
+  EXPECT_EQ(tight.status, 1) << tight.out;
+  EXPECT_NE(tight.out.find("more than the frame-memory budget of 64.0 KiB"), std::string::npos)
+      << tight.out;
+  EXPECT_NE(tight.out.find("fix: raise the budget to at least"), std::string::npos) << tight.out;
+  const CliRun roomy = run("run " + p + " --quiet --max-frame-memory 16M");
+  EXPECT_EQ(roomy.status, 0) << roomy.out;
+  EXPECT_NE(roomy.out.find("(budget 16"), std::string::npos) << roomy.out;
+  const CliRun bad = run("run " + p + " --max-frame-memory lots");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--max-frame-memory"), std::string::npos) << bad.out;
+  const CliRun zero = run("run " + p + " --max-frame-memory 0");
+  EXPECT_EQ(zero.status, 2) << zero.out;
+  const CliRun explained = run("explain " + p + " --max-frame-memory 16M");
+  EXPECT_EQ(explained.status, 0) << explained.out;
+  EXPECT_NE(explained.out.find("frame memory in all: "), std::string::npos) << explained.out;
+  EXPECT_NE(explained.out.find("(budget 16.00 MiB)"), std::string::npos) << explained.out;
+}
+
 TEST(NeatCliRun, ExplainPrintsThePlan) {
   const CliRun r = run("explain 'synthetic format=NV12 size=64x48 ! convert format=RGB ! appsink'");
   EXPECT_EQ(r.status, 0) << r.out;
