@@ -178,13 +178,13 @@ int main(int argc, char** argv) {
                     {compare, "explain"},
                     neat::default_pipeline_text()});
   }
-  rows.push_back({"stock GStreamer: videoconvert ! videoscale to RGB 640x640 ! fakesink",
-                  {"gst-launch-1.0", "-q", "videotestsrc", "num-buffers=" + n, "!",
-                   "video/x-raw,format=NV12,width=1920,height=1080", "!", "videoconvert", "!",
-                   "videoscale", "!", "video/x-raw,format=RGB,width=640,height=640", "!",
-                   "fakesink"},
-                  {},
-                  ""});
+  rows.push_back(
+      {"stock GStreamer: videoconvert ! videoscale to RGB 640x640 ! fakesink",
+       {"gst-launch-1.0", "-q", "videotestsrc", "num-buffers=" + n, "!",
+        "video/x-raw,format=NV12,width=1920,height=1080", "!", "videoconvert", "!", "videoscale",
+        "!", "video/x-raw,format=RGB,width=640,height=640", "!", "fakesink"},
+       {},
+       ""});
   for (int r = 0; r < rounds; ++r) {
     for (Row& row : rows) {
       if (!row.explain.empty()) row.base.push_back(run_child(row.explain).peak_mib);
@@ -199,8 +199,9 @@ int main(int argc, char** argv) {
   }
   std::printf("%d frames of 1080p NV12 from videotestsrc, whole process, median of %d rounds\n\n",
               frames, rounds);
-  std::printf("| pipeline | wall time | peak RSS | no-frame baseline | frame memory | "
-              "one input + one output per stage | ratio |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| pipeline | wall time | peak RSS | no-frame baseline | frame memory | "
+      "one input + one output per stage | ratio |\n|---|---|---|---|---|---|---|\n");
   for (Row& row : rows) {
     const double peak = median(row.peak), secs = median(row.seconds);
     if (row.base.empty()) {

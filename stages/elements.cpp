@@ -450,7 +450,9 @@ std::vector<ElementSpec> make_registry() {
                      "the oldest frame",
                      {"block", "drop-oldest"})},
                [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
-                 NEAT_ASSIGN_OR_RETURN(std::int64_t cap, a.integer("capacity", static_cast<std::int64_t>(AppSinkOptions{}.capacity)));
+                 NEAT_ASSIGN_OR_RETURN(
+                     std::int64_t cap,
+                     a.integer("capacity", static_cast<std::int64_t>(AppSinkOptions{}.capacity)));
                  if (cap <= 0) return a.fail("capacity must be positive");
                  if (cap > (1 << 16)) return a.fail("capacity must be at most 65536");
                  NEAT_ASSIGN_OR_RETURN(Overflow overflow,

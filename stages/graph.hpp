@@ -173,7 +173,6 @@ struct DurationHistogram {
   double sum_seconds = 0;
 };
 
-
 /// One node's live counts. Stages: frames in (popped from the input edge),
 /// out (handed on; a filtered frame is a drop), busy time per frame (the
 /// input edge's implicit conversions + process()). Sinks: frames in, out
@@ -218,7 +217,7 @@ struct PoolStats {
 struct GraphStats {
   std::string graph;
   bool running = false;
-  double seconds = 0;  ///< since start()
+  double seconds = 0;                   ///< since start()
   std::int64_t frame_memory_bytes = 0;  ///< the memory plan's total
   FrameAccounting frames;
   std::vector<NodeStats> nodes;  ///< in plan order

@@ -35,13 +35,13 @@ std::string GraphPlan::explain() const {
   }
   out += "edges:\n";
   for (const auto& e : edges) {
-    out += "  " + e.name + "  [" + e.produced.to_string() + "]  policy " +
-           std::string(to_string(e.policy)) + ", queue " + std::to_string(e.capacity) +
-           (e.requested_capacity > e.capacity
-                ? " (" + std::to_string(e.requested_capacity) +
-                      " asked; lowered to fit the frame-memory budget)"
-                : std::string()) +
-           (e.conversions.empty() ? "" : ", pool " + std::to_string(e.pool_buffers)) + "\n";
+    out +=
+        "  " + e.name + "  [" + e.produced.to_string() + "]  policy " +
+        std::string(to_string(e.policy)) + ", queue " + std::to_string(e.capacity) +
+        (e.requested_capacity > e.capacity ? " (" + std::to_string(e.requested_capacity) +
+                                                 " asked; lowered to fit the frame-memory budget)"
+                                           : std::string()) +
+        (e.conversions.empty() ? "" : ", pool " + std::to_string(e.pool_buffers)) + "\n";
     if (e.conversions.empty() && !e.copy_on_write) {
       out += "      hand-over, no copy\n";
     }

@@ -267,8 +267,9 @@ class GstSource final : public Source {
     if (sink_ == nullptr) {
       return invalid_argument("gst source: \"" + description_ + "\" has no appsink");
     }
-    g_object_set(sink_, "sync", FALSE, "max-buffers", static_cast<guint>(std::max(options_.max_buffers, 1)),
-                 "drop", FALSE, "emit-signals", FALSE, nullptr);
+    g_object_set(sink_, "sync", FALSE, "max-buffers",
+                 static_cast<guint>(std::max(options_.max_buffers, 1)), "drop", FALSE,
+                 "emit-signals", FALSE, nullptr);
     const GstStateChangeReturn r = gst_element_set_state(pipeline_.get(), GST_STATE_PAUSED);
     if (r == GST_STATE_CHANGE_FAILURE) return failure("cannot start");
     if (r == GST_STATE_CHANGE_NO_PREROLL) {

@@ -72,9 +72,7 @@ class PushSource final : public Source {
   std::string describe() const override { return "push " + spec_.to_string(); }
   /// The frames queued by push() and not yet taken by the graph.
   int frames_held_inside() const override { return static_cast<int>(queue_.capacity()); }
-  std::string frames_held_inside_text() const override {
-    return "push source queue";
-  }
+  std::string frames_held_inside_text() const override { return "push source queue"; }
 
  private:
   FrameSpec spec_;

@@ -38,7 +38,7 @@ struct HeapPoolStats {
   std::int64_t in_use_bytes = 0;
   std::int64_t cached_buffers = 0;
   std::int64_t cached_bytes = 0;
-  std::uint64_t prefilled = 0;  ///< buffers allocated ahead by prefill_buffers
+  std::uint64_t prefilled = 0;           ///< buffers allocated ahead by prefill_buffers
   std::int64_t peak_in_use_buffers = 0;  ///< the most in use at once
 };
 
@@ -53,7 +53,6 @@ class HeapPool final : public StorageAllocator {
   HeapPoolStats stats() const;
   /// Frees every cached buffer.
   void trim();
-
 
   struct State;
 

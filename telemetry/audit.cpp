@@ -518,15 +518,15 @@ std::string format_audit_table(const AuditReport& report) {
                 human_ns(report.duration_ns).c_str());
   out += buf;
   if (!report.latency.empty()) {
-    std::snprintf(buf, sizeof buf, "%-16s %-16s %8s %9s %9s %9s %9s\n", "GRAPH", "SINK",
-                  "FRAMES", "p50 ms", "p95 ms", "p99 ms", "max ms");
+    std::snprintf(buf, sizeof buf, "%-16s %-16s %8s %9s %9s %9s %9s\n", "GRAPH", "SINK", "FRAMES",
+                  "p50 ms", "p95 ms", "p99 ms", "max ms");
     out += "latency, capture -> sink:\n";
     out += buf;
     for (const AuditLatency& l : report.latency) {
-      std::snprintf(buf, sizeof buf, "%-16s %-16s %8llu %9.2f %9.2f %9.2f %9.2f\n",
-                    l.graph.c_str(), l.sink.c_str(),
-                    static_cast<unsigned long long>(l.latency.count), l.latency.p50 * 1e3,
-                    l.latency.p95 * 1e3, l.latency.p99 * 1e3, l.latency.max * 1e3);
+      std::snprintf(buf, sizeof buf, "%-16s %-16s %8llu %9.2f %9.2f %9.2f %9.2f\n", l.graph.c_str(),
+                    l.sink.c_str(), static_cast<unsigned long long>(l.latency.count),
+                    l.latency.p50 * 1e3, l.latency.p95 * 1e3, l.latency.p99 * 1e3,
+                    l.latency.max * 1e3);
       out += buf;
     }
   }

@@ -77,19 +77,8 @@ void ChromeTraceSink::on_event(const ConversionEvent& e) noexcept {
 
 void ChromeTraceSink::on_frame(const FrameEvent& e) noexcept {
   try {
-    std::string json = "{\"type\":\"frame\",\"ts_ns\":";
-    append_int(json, e.timestamp_ns);
-    json += ",\"graph\":";
-    append_json_string(json, e.graph);
-    json += ",\"sink\":";
-    append_json_string(json, e.sink);
-    json += ",\"frame\":";
-    append_int(json, e.frame);
-    json += ",\"latency_ns\":";
-    append_int(json, e.latency_ns);
-    json += ",\"thread\":";
-    append_int(json, static_cast<std::int64_t>(e.thread_id));
-    json += '}';
+    std::string json;
+    append_frame_json(json, e);
     std::lock_guard lock(mutex_);
     events_.push_back(std::move(json));
     names_.push_back("frame " + std::to_string(e.frame));

@@ -22,8 +22,8 @@ std::string seconds_text(double s) {
 
 std::string DurationSummary::to_string() const {
   if (count == 0) return "no frames";
-  return "p50 " + seconds_text(p50) + "  p95 " + seconds_text(p95) + "  p99 " +
-         seconds_text(p99) + "  max " + seconds_text(max);
+  return "p50 " + seconds_text(p50) + "  p95 " + seconds_text(p95) + "  p99 " + seconds_text(p99) +
+         "  max " + seconds_text(max);
 }
 
 }  // namespace neat

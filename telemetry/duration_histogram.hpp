@@ -93,5 +93,4 @@ class DurationRecorder {
   std::atomic<std::uint64_t> max_{0};
 };
 
-
 }  // namespace neat

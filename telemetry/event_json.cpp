@@ -297,4 +297,25 @@ void append_event_json(std::string& out, const ConversionEvent& e, CallSiteCache
   out.resize(static_cast<std::size_t>(w.p - out.data()));
 }
 
+void append_frame_json(std::string& out, const FrameEvent& e) {
+  auto number = [&out](std::int64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  };
+  out += "{\"type\":\"frame\",\"ts_ns\":";
+  number(e.timestamp_ns);
+  out += ",\"graph\":";
+  append_json_string(out, e.graph);
+  out += ",\"sink\":";
+  append_json_string(out, e.sink);
+  out += ",\"frame\":";
+  number(e.frame);
+  out += ",\"latency_ns\":";
+  number(e.latency_ns);
+  out += ",\"thread\":";
+  number(static_cast<std::int64_t>(e.thread_id));
+  out += '}';
+}
+
 }  // namespace neat

@@ -67,5 +67,8 @@ char* encode_event_json(char* dst, const ConversionEvent& e, CallSiteCache* cach
 
 /// Appends the event as one JSON object (no trailing newline).
 void append_event_json(std::string& out, const ConversionEvent& e, CallSiteCache* cache = nullptr);
+/// Appends a frame record: {"type":"frame","ts_ns":..,"graph":..,"sink":..,
+/// "frame":..,"latency_ns":..,"thread":..} (no allocation beyond `out` growing).
+void append_frame_json(std::string& out, const FrameEvent& e);
 
 }  // namespace neat

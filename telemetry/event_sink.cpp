@@ -61,7 +61,10 @@ void SinkRegistration::reset() noexcept {
   sink_ = nullptr;
 }
 
-void emit_event(const ConversionEvent& event) noexcept {
+namespace {
+// Calls `deliver(sink)` for every registered sink, outside the registry's lock.
+template <class Deliver>
+void for_each_sink(Deliver deliver) noexcept {
   Registry& r = registry();
   if (r.count.load(std::memory_order_acquire) == 0) return;
   std::shared_ptr<const std::vector<std::shared_ptr<EventSink>>> sinks;
@@ -70,19 +73,16 @@ void emit_event(const ConversionEvent& event) noexcept {
     sinks = r.sinks;
   }
   for (const auto& s : *sinks)
-    s->on_event(event);
+    deliver(*s);
+}
+}  // namespace
+
+void emit_event(const ConversionEvent& event) noexcept {
+  for_each_sink([&](EventSink& s) { s.on_event(event); });
 }
 
 void emit_frame_event(const FrameEvent& event) noexcept {
-  Registry& r = registry();
-  if (r.count.load(std::memory_order_acquire) == 0) return;
-  std::shared_ptr<const std::vector<std::shared_ptr<EventSink>>> sinks;
-  {
-    std::lock_guard lock(r.mutex);
-    sinks = r.sinks;
-  }
-  for (const auto& s : *sinks)
-    s->on_frame(event);
+  for_each_sink([&](EventSink& s) { s.on_frame(event); });
 }
 
 std::size_t event_sink_count() noexcept {

@@ -1,12 +1,10 @@
 #include "neat/telemetry/jsonl_sink.hpp"
 
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -139,31 +137,13 @@ void JsonlSink::on_event(const ConversionEvent& event) noexcept {
   }
 }
 
-namespace {
-void append_number(std::string& out, std::int64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-}  // namespace
-
 void JsonlSink::on_frame(const FrameEvent& e) noexcept {
   try {
     std::lock_guard lock(mutex_);
     std::string& l = frame_line_;  // keeps its capacity: no allocation once warm
-    l.assign("{\"type\":\"frame\",\"ts_ns\":");
-    append_number(l, e.timestamp_ns);
-    l += ",\"graph\":";
-    append_json_string(l, e.graph);
-    l += ",\"sink\":";
-    append_json_string(l, e.sink);
-    l += ",\"frame\":";
-    append_number(l, e.frame);
-    l += ",\"latency_ns\":";
-    append_number(l, e.latency_ns);
-    l += ",\"thread\":";
-    append_number(l, static_cast<std::int64_t>(e.thread_id));
-    l += "}\n";
+    l.clear();
+    append_frame_json(l, e);
+    l += '\n';
     if (used_ + l.size() > kCapacity) (void)write_locked();
     const std::size_t n = std::min(l.size(), kCapacity);
     std::memcpy(buffer_.get() + used_, l.data(), n);

@@ -45,7 +45,8 @@ class JsonlSink final : public EventSink {
   JsonlSink& operator=(const JsonlSink&) = delete;
 
   void on_event(const ConversionEvent& event) noexcept override;
-  /// A line {"type":"frame","ts_ns":..,"graph":..,"sink":..,"frame":..,"latency_ns":..,"thread":..}.
+  /// A line
+  /// {"type":"frame","ts_ns":..,"graph":..,"sink":..,"frame":..,"latency_ns":..,"thread":..}.
   void on_frame(const FrameEvent& event) noexcept override;
   /// Writes the buffered lines to the file.
   Status flush();

@@ -162,8 +162,8 @@ void print_latency(const GraphStats& stats) {
                 ms(l.max));
   }
   std::printf("  where it goes (per frame: waiting in the input queue, then working)\n");
-  std::printf("  %-22s %12s %12s %12s %12s\n", "STAGE", "wait p50 ms", "wait p99 ms",
-              "work p50 ms", "work p99 ms");
+  std::printf("  %-22s %12s %12s %12s %12s\n", "STAGE", "wait p50 ms", "wait p99 ms", "work p50 ms",
+              "work p99 ms");
   for (const NodeStats& n : stats.nodes) {
     if (n.kind == NodeKind::Source || n.busy_summary.count == 0) continue;
     std::printf("  %-22s %12.2f %12.2f %12.2f %12.2f\n", n.name.c_str(), ms(n.queue_wait.p50),
@@ -173,15 +173,15 @@ void print_latency(const GraphStats& stats) {
 
 // The memory plan against what the pools really held.
 void print_memory(const GraphStats& stats, const GraphPlan& plan) {
-  std::printf("== frame memory: plan %.2f MiB%s\n",
-              static_cast<double>(plan.frame_memory_bytes()) / (1 << 20),
-              plan.max_frame_memory > 0
-                  ? (" (budget " +
-                     std::to_string(static_cast<double>(plan.max_frame_memory) / (1 << 20))
-                         .substr(0, 6) +
-                     " MiB)")
-                        .c_str()
-                  : "");
+  std::printf(
+      "== frame memory: plan %.2f MiB%s\n",
+      static_cast<double>(plan.frame_memory_bytes()) / (1 << 20),
+      plan.max_frame_memory > 0
+          ? (" (budget " +
+             std::to_string(static_cast<double>(plan.max_frame_memory) / (1 << 20)).substr(0, 6) +
+             " MiB)")
+                .c_str()
+          : "");
   for (const PoolStats& p : stats.pools) {
     std::printf("  %-34s %lld of %d planned buffers in use at most (%.2f MiB each)\n",
                 p.name.c_str(), static_cast<long long>(p.peak_buffers), p.planned_buffers,
@@ -291,7 +291,8 @@ int run_pipeline(const RunOptions& options) {
     chrome_reg = add_event_sink(chrome);
   }
 
-  if (options.max_frame_memory > 0) declared->builder.set_max_frame_memory(options.max_frame_memory);
+  if (options.max_frame_memory > 0)
+    declared->builder.set_max_frame_memory(options.max_frame_memory);
   auto graph = declared->builder.build();
   if (!graph.ok()) {
     std::fprintf(stderr, "neat run: %s\n", graph.error().message().c_str());

@@ -18,8 +18,8 @@
 
 #include "neat/stages/graph.hpp"
 #include "neat/stages/queue.hpp"
-#include "neat/telemetry/duration_histogram.hpp"
 #include "neat/storage/heap.hpp"
+#include "neat/telemetry/duration_histogram.hpp"
 
 namespace neat::detail {
 
@@ -31,18 +31,6 @@ inline std::string bytes_text(std::int64_t b) {
     std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
   } else {
     std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  }
-  return buf;
-}
-
-inline std::string duration_text(double seconds) {
-  char buf[48];
-  if (seconds >= 1.0) {
-    std::snprintf(buf, sizeof buf, "%.2f s", seconds);
-  } else if (seconds >= 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f us", seconds * 1e6);
   }
   return buf;
 }

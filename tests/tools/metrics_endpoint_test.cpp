@@ -165,12 +165,13 @@ TEST(MetricsEndpoint, PrometheusScrapesARunningPipelineAndReadsEverySeriesBack) 
 
   EXPECT_GT(query(api, "neat_stage_frames_out_total{stage=\"default\",kind=\"source\"}")["default"],
             0);
-  EXPECT_EQ(query(api, "neat_edge_queue_capacity")["default->preprocess"],
-            1) << "the default queue capacity (kDefaultQueueCapacity)";
+  EXPECT_EQ(query(api, "neat_edge_queue_capacity")["default->preprocess"], 1)
+      << "the default queue capacity (kDefaultQueueCapacity)";
   // Capture-to-appsink latency as a histogram Prometheus computes quantiles of.
   EXPECT_GT(query(api, "neat_sink_latency_seconds_count{sink=\"appsink\"}")["appsink"], 0);
   const double p99 = query(
-      api, "histogram_quantile(0.99, neat_sink_latency_seconds_bucket{sink=\"appsink\"})")["appsink"];
+      api,
+      "histogram_quantile(0.99, neat_sink_latency_seconds_bucket{sink=\"appsink\"})")["appsink"];
   EXPECT_GT(p99, 0) << "a quantile of the latency histogram";
   EXPECT_LT(p99, 10) << "seconds";
   EXPECT_GT(query(api, "neat_graph_frame_memory_bytes")[""], 1e6);
