@@ -161,10 +161,11 @@ TEST_F(GraphTest, ExplainShowsHandOversPoliciesAndFanOut) {
   EXPECT_NE(text.find("expected bytes copied per frame on edges: 0 B"), std::string::npos) << text;
 }
 
-// Pools are sized for the frames that can be in flight: the producer's one,
-// each queue downstream, each consumer's, what forwarding stages pass on, and
-// what sinks keep. With a slow application every queue fills up, and still
-// no output buffer beyond the plan's count is ever allocated.
+// Pools are sized for the frames that can be in flight: each queue
+// downstream, each consumer's, what forwarding stages pass on, and what sinks
+// keep (a producer waits for room before it makes a frame, so it holds none
+// while it waits). With a slow application every queue fills up, and still no
+// output buffer beyond the plan's count is ever allocated.
 TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew) {
   GraphBuilder b("pools");
   b.set_policy(ConversionPolicy::AllowSilent);
