@@ -37,6 +37,13 @@ std::int64_t GraphPlan::frame_memory_bytes() const noexcept {
   return b;
 }
 
+std::string FramePool::holders() const {
+  std::string out;
+  for (const auto& [who, count] : held_by)
+    out += (out.empty() ? "" : ", ") + who + ": " + std::to_string(count);
+  return out;
+}
+
 std::uint64_t FrameAccounting::dropped_total() const noexcept {
   std::uint64_t n = 0;
   for (const auto& [reason, count] : dropped)

@@ -132,6 +132,8 @@ struct FramePool {
   /// the counts add up to `buffers`.
   std::vector<std::pair<std::string, int>> held_by;
   std::int64_t bytes() const noexcept { return frame_bytes * buffers; }
+  /// "queue a->b: 1, stage 'b': 1": who holds them, as explain() prints it.
+  std::string holders() const;
 };
 
 struct GraphPlan {

@@ -219,14 +219,12 @@ void plan_memory(GraphPlan& plan, const std::vector<int>& order,
   }
 }
 
-// "stage 'pre': 4 x 4.69 MiB (f32 [3, 640, 640] CHW cpu:0) = 18.75 MiB: queue pre->out 1, ..."
+// "stage 'pre': 3 x 4.69 MiB (f32 [3, 640, 640] CHW cpu:0) = 14.06 MiB; held by queue pre->out: 1,
+// ..."
 std::string pool_text(const FramePool& p) {
   std::string out = p.name + ": " + std::to_string(p.buffers) + " x " + bytes_text(p.frame_bytes) +
                     " (" + p.frames.to_string() + ") = " + bytes_text(p.bytes());
-  std::string held;
-  for (const auto& [who, count] : p.held_by)
-    held += (held.empty() ? "" : ", ") + who + ": " + std::to_string(count);
-  return held.empty() ? out : out + "; held by " + held;
+  return p.held_by.empty() ? out : out + "; held by " + p.holders();
 }
 
 }  // namespace
@@ -302,7 +300,7 @@ class Planner {
     while (plan_.frame_memory_bytes() > budget) {
       EdgePlan* best = nullptr;
       std::int64_t best_total = plan_.frame_memory_bytes();
-      for (EdgePlan& e : plan_.edges) {
+      for (EdgePlan& e : plan_.edges) {  // try one frame less on each queue
         if (e.capacity <= 1) continue;
         e.capacity -= 1;
         plan_memory(plan_, order_, b_.nodes);
@@ -312,11 +310,10 @@ class Planner {
         }
         e.capacity += 1;
       }
+      if (best != nullptr) best->capacity -= 1;
+      plan_memory(plan_, order_, b_.nodes);  // the plan of the capacities in place
       if (best == nullptr) break;
-      best->capacity -= 1;
-      plan_memory(plan_, order_, b_.nodes);
     }
-    plan_memory(plan_, order_, b_.nodes);
     const std::int64_t need = plan_.frame_memory_bytes();
     if (need <= budget) return;
     std::string m = "frame memory: its frames need " + bytes_text(need) + " at most, " +

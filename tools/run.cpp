@@ -173,15 +173,12 @@ void print_latency(const GraphStats& stats) {
 
 // The memory plan against what the pools really held.
 void print_memory(const GraphStats& stats, const GraphPlan& plan) {
-  std::printf(
-      "== frame memory: plan %.2f MiB%s\n",
-      static_cast<double>(plan.frame_memory_bytes()) / (1 << 20),
-      plan.max_frame_memory > 0
-          ? (" (budget " +
-             std::to_string(static_cast<double>(plan.max_frame_memory) / (1 << 20)).substr(0, 6) +
-             " MiB)")
-                .c_str()
-          : "");
+  std::printf("== frame memory: plan %.2f MiB",
+              static_cast<double>(plan.frame_memory_bytes()) / (1 << 20));
+  if (plan.max_frame_memory > 0) {
+    std::printf(" (budget %.2f MiB)", static_cast<double>(plan.max_frame_memory) / (1 << 20));
+  }
+  std::printf("\n");
   for (const PoolStats& p : stats.pools) {
     std::printf("  %-34s %lld of %d planned buffers in use at most (%.2f MiB each)\n",
                 p.name.c_str(), static_cast<long long>(p.peak_buffers), p.planned_buffers,
