@@ -1,0 +1,77 @@
+"""The exceptions of the neat package: one class per error code of the C++
+library (docs/contract.md, "Errors"), each carrying the same message, the
+code's stable name and, when the message names one, the fix."""
+
+
+class Error(Exception):
+    """A neat error. ``code`` is the stable name of the C++ ErrorCode
+    ("invalid_argument", ...), ``message`` the whole message, ``fix`` the
+    call or stage that avoids the error when the message names one."""
+
+    code = "error"
+
+    def __init__(self, message, fix=None):
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+
+class InvalidArgument(Error, ValueError):
+    """The caller passed something malformed."""
+
+    code = "invalid_argument"
+
+
+class OutOfRange(Error, IndexError):
+    """An index, extent or byte range lies outside what exists."""
+
+    code = "out_of_range"
+
+
+class FailedPrecondition(Error):
+    """Well-formed, but not allowed now: a Strict refusal, a read-only write."""
+
+    code = "failed_precondition"
+
+
+class Unimplemented(Error, NotImplementedError):
+    """A valid request this build cannot serve."""
+
+    code = "unimplemented"
+
+
+class ResourceExhausted(Error):
+    """Memory or another resource could not be obtained (a push that timed out)."""
+
+    code = "resource_exhausted"
+
+
+class Internal(Error):
+    """A neat bug: please report it."""
+
+    code = "internal"
+
+
+class Unavailable(Error):
+    """A backend or device this machine does not have."""
+
+    code = "unavailable"
+
+
+class Cancelled(Error):
+    """Stopped on request before it completed."""
+
+    code = "cancelled"
+
+
+class Timeout(Error, TimeoutError):
+    """Nothing arrived within the timeout the caller gave."""
+
+    code = "timeout"
+
+
+_BY_CODE = {
+    cls.code: cls
+    for cls in (InvalidArgument, OutOfRange, FailedPrecondition, Unimplemented,
+                ResourceExhausted, Internal, Unavailable, Cancelled, Timeout)
+}

@@ -1,0 +1,101 @@
+// What the parts of the Python extension (neat._neat) share: raising a
+// neat::Error as the Python exception of its code, the Python caller's call
+// site for the copy gate, the Python-side tensor object, and the binders of
+// each part (tensor.cpp, telemetry.cpp, graph.cpp).
+//
+// Threading: functions that touch Python objects need the GIL; the ones
+// marked "any thread" take it themselves.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <neat/neat.hpp>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace py = pybind11;
+
+namespace neatpy {
+
+/// A neat::Error on its way to Python: translated into the exception class of
+/// its code (neat.InvalidArgument, neat.FailedPrecondition, ...).
+struct NeatException {
+  neat::Error error;
+};
+
+/// Throws the error as a NeatException (the registered translator raises it).
+[[noreturn]] void raise(neat::Error error);
+/// The message as a Python user reads it: C++ spellings of the calls a fix
+/// names are replaced by the Python ones.
+std::string python_message(std::string_view message);
+
+template <class T>
+T unwrap(neat::Result<T>&& r) {
+  if (!r.ok()) raise(std::move(r).error());
+  return std::move(r).value();
+}
+inline void check(neat::Status s) {
+  if (!s.ok()) raise(std::move(s).error());
+}
+
+/// The Python code calling into the extension (the innermost frame outside
+/// the neat package) as a source location, so traces, events and refusals
+/// name the user's script and line. Needs the GIL.
+std::source_location python_call_site();
+
+/// "strict" | "trace" | "silent" (and the long names) -> the policy; raises
+/// neat.InvalidArgument naming the value otherwise.
+neat::ConversionPolicy parse_policy(std::string_view text);
+std::optional<neat::ConversionPolicy> parse_optional_policy(const std::optional<std::string>& text);
+neat::DType parse_dtype(std::string_view text);
+neat::PixelFormat parse_format(std::string_view text);
+
+/// The Python object behind neat.Tensor: the tensor, and the mapping its
+/// buffer exports (numpy arrays, memoryviews) share while any is alive.
+struct PyTensor {
+  neat::NeatTensor tensor;
+  std::optional<neat::Mapping> export_map;
+  int exports = 0;
+  /// Set when make_writable() consumed the handle.
+  bool consumed = false;
+  /// Shape and strides of the buffer exports (numpy reads them during getbuffer only).
+  Py_ssize_t shape[8] = {};
+  Py_ssize_t strides[8] = {};
+
+  explicit PyTensor(neat::NeatTensor t) : tensor(std::move(t)) {}
+  /// The tensor, or neat.FailedPrecondition when it was consumed.
+  const neat::NeatTensor& get(std::string_view op) const;
+  /// Writable as Python sees it: writable in C++, or lent to its own writable exports.
+  bool writable() const noexcept;
+};
+
+/// Wraps any object exposing the buffer protocol (a numpy array) as a tensor
+/// without a copy; read-only when the buffer is. `what` names it in errors.
+neat::NeatTensor tensor_from_buffer(py::handle object, std::string_view what);
+/// A Tensor argument that may also be a numpy array (wrapped, zero copy).
+neat::NeatTensor as_tensor(py::handle object, std::string_view what);
+
+/// Runs `f` with the GIL released when the calling thread holds it.
+template <class F>
+auto without_gil(F&& f) {
+  if (PyGILState_Check()) {
+    py::gil_scoped_release release;
+    return f();
+  }
+  return f();
+}
+
+/// Drops a Python reference from any thread: takes the GIL, or leaks the
+/// reference when the interpreter is shutting down (never touches a dead one).
+void release_object(PyObject* object) noexcept;
+
+void bind_errors(py::module_& m);
+void bind_tensor(py::module_& m);
+void bind_telemetry(py::module_& m);
+void bind_graph(py::module_& m);
+
+}  // namespace neatpy

@@ -1,0 +1,202 @@
+// Errors into Python exceptions, the Python call site, and the small parsers
+// the bindings share.
+
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <map>
+#include <tuple>
+
+#include "common.hpp"
+
+namespace neatpy {
+
+namespace {
+
+// C++ spellings a message may name, and what a Python user calls instead.
+constexpr std::pair<std::string_view, std::string_view> kSpellings[] = {
+    {"std::move(t).make_writable()", "t.make_writable()"},
+    {"std::move(frame).make_writable()", "frame.make_writable()"},
+    {"make_writable(Donation::AlwaysCopy)", "make_writable(donation=\"always_copy\")"},
+    {"GraphBuilder::set_max_frame_memory", "Graph.set_max_frame_memory"},
+    {"PipelineOptions::first_frame_timeout", "first_frame_timeout="},
+    {"EdgeOptions::capacity", "connect(..., capacity=N)"},
+    {"AppSinkOptions::capacity", "neat.AppSink(capacity=N)"},
+    {"ConversionOptions::policy", "policy="},
+    {"ScopedPolicy", "with neat.policy(...)"},
+    {"to_dlpack_planes", "frame.plane(\"Y\") / frame.plane(\"UV\")"},
+};
+
+}  // namespace
+
+std::string python_message(std::string_view message) {
+  std::string out(message);
+  for (const auto& [cpp, python] : kSpellings) {
+    for (std::size_t at = out.find(cpp); at != std::string::npos;
+         at = out.find(cpp, at + python.size()))
+      out.replace(at, cpp.size(), python);
+  }
+  return out;
+}
+
+void raise(neat::Error error) {
+  throw NeatException{std::move(error)};
+}
+
+namespace {
+
+void set_python_error(const neat::Error& e) {
+  py::module_ errors = py::module_::import("neat._errors");
+  py::dict by_code = errors.attr("_BY_CODE");
+  const std::string code(neat::to_string(e.code()));
+  py::object cls = by_code.contains(code) ? py::object(by_code[code.c_str()])
+                                           : py::object(errors.attr("Error"));
+  const std::string message = python_message(e.message());
+  py::object fix = py::none();
+  // The fix: after " Fix: " (the copy gate's refusals), or after "refuses it: "
+  // (a graph's build problems), up to the end of its line.
+  std::size_t start = std::string::npos;
+  if (auto at = message.rfind(" Fix: "); at != std::string::npos) {
+    start = at + 6;
+  } else if (auto at2 = message.find("refuses it: "); at2 != std::string::npos) {
+    start = at2 + 12;
+  }
+  if (start != std::string::npos) {
+    std::string f = message.substr(start);
+    if (auto nl = f.find('\n'); nl != std::string::npos) f.resize(nl);
+    if (!f.empty() && f.back() == '.') f.pop_back();
+    fix = py::str(f);
+  }
+  py::object exc = cls(py::str(message), fix);
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+}
+
+}  // namespace
+
+void bind_errors(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NeatException& e) {
+      set_python_error(e.error);
+    } catch (const neat::BadResultAccess& e) {
+      set_python_error(e.error());
+    }
+  });
+  m.def(
+      "_raise_for_test",
+      [](const std::string& code, const std::string& message) {
+        for (int c = 1; c <= 8; ++c) {
+          const auto ec = static_cast<neat::ErrorCode>(c);
+          if (neat::to_string(ec) == code) raise(neat::Error(ec, message));
+        }
+        raise(neat::invalid_argument("_raise_for_test: unknown code '" + code + "'"));
+      },
+      "Raises the exception of an error code (tests).");
+}
+
+// ---- the Python call site -----------------------------------------------------
+
+namespace {
+
+struct SiteKey {
+  std::string file, function;
+  unsigned line;
+  friend bool operator<(const SiteKey& a, const SiteKey& b) {
+    return std::tie(a.file, a.line, a.function) < std::tie(b.file, b.line, b.function);
+  }
+};
+
+#if defined(__GLIBCXX__)
+// libstdc++'s std::source_location is one pointer to this record (what
+// __builtin_source_location() returns); one is interned per Python call site.
+struct SiteRecord {
+  const char* file;
+  const char* function;
+  unsigned line;
+  unsigned column;
+};
+static_assert(sizeof(std::source_location) == sizeof(const void*));
+#endif
+
+std::string relative_to_cwd(const std::string& file) {
+  if (file.empty() || file[0] != '/') return file;
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
+  if (ec) return file;
+  const auto rel = std::filesystem::path(file).lexically_relative(cwd);
+  if (rel.empty() || *rel.begin() == "..") return file;
+  return rel.string();
+}
+
+bool inside_package(const std::string& file) {
+  return file.ends_with("/neat/__init__.py") || file.ends_with("/neat/_errors.py");
+}
+
+}  // namespace
+
+std::source_location python_call_site() {
+#if defined(__GLIBCXX__)
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  py::object holder;                         // keeps a frame from PyFrame_GetBack alive
+  while (frame != nullptr) {
+    py::object code = py::reinterpret_steal<py::object>(
+        reinterpret_cast<PyObject*>(PyFrame_GetCode(frame)));
+    std::string file = py::str(code.attr("co_filename"));
+    if (!inside_package(file)) {
+      SiteKey key{relative_to_cwd(file), py::str(code.attr("co_name")),
+                  static_cast<unsigned>(PyFrame_GetLineNumber(frame))};
+      static std::mutex mutex;
+      static std::map<SiteKey, SiteRecord> sites;  // nodes never move: stable strings
+      std::lock_guard lock(mutex);
+      auto [it, inserted] = sites.try_emplace(std::move(key));
+      if (inserted)
+        it->second = {it->first.file.c_str(), it->first.function.c_str(), it->first.line, 0};
+      const SiteRecord* rec = &it->second;
+      std::source_location loc;
+      std::memcpy(static_cast<void*>(&loc), &rec, sizeof(rec));
+      return loc;
+    }
+    holder = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetBack(frame)));
+    frame = reinterpret_cast<PyFrameObject*>(holder.ptr());
+  }
+#endif
+  return std::source_location::current();
+}
+
+// ---- parsers -------------------------------------------------------------------
+
+neat::ConversionPolicy parse_policy(std::string_view text) {
+  if (auto p = neat::parse_conversion_policy(text)) return *p;
+  raise(neat::invalid_argument("policy '" + std::string(text) +
+                               "' is not one of: strict, trace, silent"));
+}
+
+std::optional<neat::ConversionPolicy> parse_optional_policy(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  return parse_policy(std::string_view(*text));
+}
+
+neat::DType parse_dtype(std::string_view text) {
+  if (auto d = neat::parse_dtype(text)) return *d;
+  raise(neat::invalid_argument(
+      "dtype '" + std::string(text) +
+      "' is not one of: u8, i8, u16, i16, u32, i32, i64, f16, bf16, f32, f64, bool"));
+}
+
+neat::PixelFormat parse_format(std::string_view text) {
+  if (auto f = neat::parse_pixel_format(text); f && *f != neat::PixelFormat::None) return *f;
+  raise(neat::invalid_argument("pixel format '" + std::string(text) +
+                               "' is not one of: GRAY8, RGB, BGR, RGBA, BGRA, NV12, NV21, "
+                               "I420, YV12"));
+}
+
+void release_object(PyObject* object) noexcept {
+  if (object == nullptr) return;
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // the interpreter is gone: leak
+  PyGILState_STATE state = PyGILState_Ensure();
+  Py_DECREF(object);
+  PyGILState_Release(state);
+}
+
+}  // namespace neatpy

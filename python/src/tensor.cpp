@@ -1,0 +1,794 @@
+// neat.Tensor: the NeatTensor in Python. numpy sees its bytes without a copy
+// through the buffer protocol (byte strides, read-only unless the tensor is
+// writable and held alone; every export shares one mapping that keeps the
+// storage alive) and through DLPack (__dlpack__ / __dlpack_device__);
+// from_numpy / from_dlpack / compose wrap other memory without a copy. Only
+// the methods named for a copy copy (clone, contiguous, make_writable, cpu),
+// through the copy gate, with the Python caller as the call site.
+#include <dlpack/dlpack.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "common.hpp"
+
+namespace neatpy {
+
+using neat::DType;
+using neat::NeatTensor;
+
+const NeatTensor& PyTensor::get(std::string_view op) const {
+  if (consumed) {
+    raise(neat::failed_precondition(
+        std::string(op) +
+        ": this tensor was consumed by make_writable(); use the tensor it returned"));
+  }
+  if (!tensor.defined()) raise(neat::failed_precondition(std::string(op) + ": the tensor is empty"));
+  return tensor;
+}
+
+bool PyTensor::writable() const noexcept {
+  if (consumed || !tensor.defined()) return false;
+  if (exports > 0 && export_map) return export_map->writable();
+  return tensor.is_writable();
+}
+
+namespace {
+
+// ---- dtype <-> buffer format -----------------------------------------------------
+
+const char* buffer_format(DType d) {
+  switch (d) {
+    case DType::U8:
+      return "B";
+    case DType::I8:
+      return "b";
+    case DType::U16:
+      return "H";
+    case DType::I16:
+      return "h";
+    case DType::U32:
+      return "I";
+    case DType::I32:
+      return "i";
+    case DType::I64:
+      return "q";
+    case DType::F16:
+      return "e";
+    case DType::F32:
+      return "f";
+    case DType::F64:
+      return "d";
+    case DType::Bool:
+      return "?";
+    case DType::BF16:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+std::optional<DType> dtype_of_format(std::string_view f, Py_ssize_t itemsize) {
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.remove_prefix(1);
+  if (f.size() != 1) return std::nullopt;
+  switch (f[0]) {
+    case 'B':
+      return DType::U8;
+    case 'b':
+      return DType::I8;
+    case 'H':
+      return DType::U16;
+    case 'h':
+      return DType::I16;
+    case 'I':
+      return DType::U32;
+    case 'i':
+      return DType::I32;
+    case 'l':
+    case 'q':
+      return itemsize == 8 ? std::optional(DType::I64) : std::nullopt;
+    case 'e':
+      return DType::F16;
+    case 'f':
+      return DType::F32;
+    case 'd':
+      return DType::F64;
+    case '?':
+      return DType::Bool;
+    default:
+      return std::nullopt;
+  }
+}
+
+PyTensor& self_of(PyObject* obj) {
+  return py::handle(obj).cast<PyTensor&>();
+}
+
+// ---- the buffer protocol -----------------------------------------------------------
+
+int buffer_error(const std::string& message) {
+  PyErr_SetString(PyExc_BufferError, python_message(message).c_str());
+  return -1;
+}
+
+std::string why_read_only(const NeatTensor& t) {
+  if (t.is_broadcast()) return "it is a broadcast (stride 0) view";
+  if (t.storage()->read_only())
+    return "its storage (" + t.storage()->describe() + ") is read-only";
+  return "its buffer is shared (a graph's frame, a view, a copy of the handle) or it was not "
+         "made writable";
+}
+
+int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
+  try {
+    PyTensor& self = self_of(obj);
+    if (self.consumed || !self.tensor.defined())
+      return buffer_error("neat.Tensor: no buffer: the tensor was consumed by make_writable()");
+    NeatTensor& t = self.tensor;
+    if (t.is_composite()) {
+      return buffer_error(
+          "neat.Tensor: " + t.to_string() + " is a planar " +
+          std::string(neat::to_string(t.pixel_format())) +
+          " frame with no single array; take its planes: frame.plane(\"Y\"), frame.planes()");
+    }
+    if (t.device().type != neat::DeviceType::Cpu) {
+      return buffer_error("neat.Tensor: " + t.to_string() + " lives on " +
+                          neat::to_string(t.device()) +
+                          "; t.cpu() brings it to host memory (a transfer, recorded)");
+    }
+    const char* format = buffer_format(t.dtype());
+    if (format == nullptr) {
+      return buffer_error("neat.Tensor: numpy has no bf16; t.reinterpret(\"u16\") gives its bits");
+    }
+    if (t.rank() > 8) return buffer_error("neat.Tensor: rank > 8");
+    if (self.exports == 0) {
+      const bool writable = t.is_writable();
+      auto m = t.map(writable ? neat::MapMode::Write : neat::MapMode::Read);
+      if (!m.ok()) return buffer_error(m.error().message());
+      self.export_map.emplace(std::move(*m));
+      for (int i = 0; i < t.rank(); ++i) {
+        self.shape[i] = static_cast<Py_ssize_t>(t.shape()[i]);
+        self.strides[i] = static_cast<Py_ssize_t>(t.strides()[i]);
+      }
+    }
+    const bool writable = self.export_map->writable();
+    if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !writable) {
+      if (self.exports == 0) self.export_map.reset();
+      return buffer_error("neat.Tensor: " + t.to_string() + " is read-only: " + why_read_only(t) +
+                          "; t.make_writable() gives a writable tensor (it copies only when the "
+                          "buffer is shared)");
+    }
+    if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !t.is_contiguous()) {
+      if (self.exports == 0) self.export_map.reset();
+      return buffer_error("neat.Tensor: " + t.to_string() +
+                          " is strided and the consumer asked for a contiguous buffer; "
+                          "t.contiguous() packs it (a recorded copy)");
+    }
+    view->obj = Py_NewRef(obj);
+    view->buf = const_cast<std::byte*>(self.export_map->data());
+    view->len = static_cast<Py_ssize_t>(t.numel() * neat::item_size(t.dtype()));
+    view->readonly = writable ? 0 : 1;
+    view->itemsize = static_cast<Py_ssize_t>(neat::item_size(t.dtype()));
+    view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? const_cast<char*>(format) : nullptr;
+    view->ndim = t.rank();
+    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? self.shape : nullptr;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self.strides : nullptr;
+    view->suboffsets = nullptr;
+    view->internal = nullptr;
+    ++self.exports;
+    return 0;
+  } catch (const std::exception& e) {
+    return buffer_error(std::string("neat.Tensor: ") + e.what());
+  }
+}
+
+void release_buffer(PyObject* obj, Py_buffer*) {
+  PyTensor& self = self_of(obj);
+  if (--self.exports == 0) self.export_map.reset();
+}
+
+// ---- DLPack --------------------------------------------------------------------------
+
+void dlpack_capsule_destructor(PyObject* capsule) {
+  // A capsule nobody consumed still owns its tensor (the DLPack protocol).
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+  }
+}
+
+py::object to_dlpack_capsule(const NeatTensor& t, const py::object& stream) {
+  if (!stream.is_none()) {
+    raise(neat::invalid_argument("__dlpack__: stream must be None for CPU tensors, not " +
+                                 std::string(py::str(py::repr(stream)))));
+  }
+  neat::DlpackExportOptions options;
+  // DLPack 0.6 cannot say read-only: numpy's from_dlpack arrays are read-only
+  // anyway; other consumers must not write a shared tensor (docs/python.md).
+  options.allow_read_only = true;
+  DLManagedTensor* m = unwrap(neat::export_dlpack(t, options, python_call_site()));
+  PyObject* capsule = PyCapsule_New(m, "dltensor", dlpack_capsule_destructor);
+  if (capsule == nullptr) {
+    m->deleter(m);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(capsule);
+}
+
+// ---- wrapping other memory -------------------------------------------------------------
+
+struct BufferHolder {
+  Py_buffer view{};
+  ~BufferHolder() {
+    if (view.obj == nullptr) return;
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // leak rather than touch a dead interpreter
+    PyGILState_STATE state = PyGILState_Ensure();
+    PyBuffer_Release(&view);
+    PyGILState_Release(state);
+  }
+};
+
+}  // namespace
+
+NeatTensor tensor_from_buffer(py::handle object, std::string_view what) {
+  auto holder = std::make_shared<BufferHolder>();
+  if (PyObject_GetBuffer(object.ptr(), &holder->view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    raise(neat::invalid_argument(std::string(what) + ": a " +
+                                 std::string(py::str(py::type::of(object).attr("__name__"))) +
+                                 " is neither a neat.Tensor nor an object with the buffer "
+                                 "protocol (a numpy array)"));
+  }
+  const Py_buffer& v = holder->view;
+  const std::string_view format = v.format ? v.format : "B";
+  auto dtype = dtype_of_format(format, v.itemsize);
+  if (!dtype) {
+    raise(neat::invalid_argument(
+        std::string(what) + ": numpy dtype with buffer format '" + std::string(format) +
+        "' has no neat dtype (u8 i8 u16 i16 u32 i32 i64 f16 f32 f64 bool, native byte order); "
+        "convert it with a.astype(...) first"));
+  }
+  if (v.ndim > 8) raise(neat::invalid_argument(std::string(what) + ": rank > 8"));
+  neat::Dims shape, strides;
+  std::int64_t lo = 0, hi = 0;  // byte range the elements span, relative to buf
+  bool empty = false;
+  for (int i = 0; i < v.ndim; ++i) {
+    const std::int64_t n = v.shape[i];
+    const std::int64_t s = v.strides ? v.strides[i] : 0;
+    shape.push_back(n);
+    strides.push_back(s);
+    if (n == 0) empty = true;
+    if (n > 0) (s < 0 ? lo : hi) += s * (n - 1);
+  }
+  if (!v.strides) {  // C-contiguous without strides
+    std::int64_t s = v.itemsize;
+    for (int i = v.ndim - 1; i >= 0; --i) {
+      strides[static_cast<std::size_t>(i)] = s;
+      s *= std::max<std::int64_t>(1, v.shape[i]);
+    }
+    hi = empty ? 0 : s - v.itemsize;
+    lo = 0;
+  }
+  const std::int64_t size = empty ? 0 : hi - lo + v.itemsize;
+  std::byte* base = static_cast<std::byte*>(v.buf) + lo;
+  const bool read_only = v.readonly != 0;
+  neat::ExternalOptions options{.read_only = read_only, .exclusive = !read_only};
+  auto storage = unwrap(neat::wrap_memory(base, size, std::move(holder), options));
+  NeatTensor t = unwrap(NeatTensor::from_storage(std::move(storage), *dtype, shape, strides, -lo));
+  if (!read_only) t = unwrap(std::move(t).make_writable());  // donated: the same bytes
+  return t;
+}
+
+NeatTensor as_tensor(py::handle object, std::string_view what) {
+  if (py::isinstance<PyTensor>(object)) return object.cast<PyTensor&>().get(what);
+  return tensor_from_buffer(object, what);
+}
+
+namespace {
+
+NeatTensor from_dlpack(py::object x) {
+  py::object capsule = x;
+  if (py::hasattr(x, "__dlpack__")) {
+    if (py::hasattr(x, "__dlpack_device__")) {
+      auto dev = x.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+      if (dev.first != kDLCPU) {
+        raise(neat::unimplemented("from_dlpack: the producer's memory is on DLPack device " +
+                                  std::to_string(dev.first) +
+                                  "; neat imports host (kDLCPU) memory only"));
+      }
+    }
+    capsule = x.attr("__dlpack__")();
+  }
+  if (!PyCapsule_IsValid(capsule.ptr(), "dltensor")) {
+    raise(neat::invalid_argument(
+        "from_dlpack: expected an object with __dlpack__ or an unused \"dltensor\" capsule, got " +
+        std::string(py::str(py::type::of(x).attr("__name__")))));
+  }
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  // The protocol: a consumer renames the capsule so its destructor leaves the tensor alone.
+  if (PyCapsule_SetName(capsule.ptr(), "used_dltensor") != 0) throw py::error_already_set();
+  return unwrap(neat::wrap_dlpack(m, {.read_only = true, .exclusive = false}));
+}
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+neat::Dims dims_of(const std::vector<std::int64_t>& v) {
+  neat::Dims d;
+  for (auto x : v)
+    d.push_back(x);
+  return d;
+}
+
+py::tuple tuple_of(const neat::Dims& d) {
+  py::tuple t(d.size());
+  for (int i = 0; i < d.size(); ++i)
+    t[static_cast<std::size_t>(i)] = d[i];
+  return t;
+}
+
+neat::PlaneRole parse_role(std::string_view text) {
+  for (auto r : {neat::PlaneRole::Y, neat::PlaneRole::UV, neat::PlaneRole::VU, neat::PlaneRole::U,
+                 neat::PlaneRole::V}) {
+    if (neat::to_string(r) == text) return r;
+  }
+  raise(neat::invalid_argument("plane '" + std::string(text) + "' is not one of: Y, UV, VU, U, V"));
+}
+
+neat::Layout parse_layout(std::string_view text) {
+  for (auto l : {neat::Layout::HWC, neat::Layout::CHW, neat::Layout::HW}) {
+    std::string name(neat::to_string(l));
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    if (text == name || text == lower) return l;
+  }
+  raise(neat::invalid_argument("layout '" + std::string(text) + "' is not one of: hwc, chw, hw"));
+}
+
+neat::Donation parse_donation(std::string_view text) {
+  for (auto d :
+       {neat::Donation::ReuseIfUnique, neat::Donation::MustDonate, neat::Donation::AlwaysCopy}) {
+    if (neat::to_string(d) == text) return d;
+  }
+  raise(neat::invalid_argument("donation '" + std::string(text) +
+                               "' is not one of: reuse_if_unique, must_donate, always_copy"));
+}
+
+neat::ConversionOptions conversion_options(const std::optional<std::string>& policy) {
+  neat::ConversionOptions o;
+  o.policy = parse_optional_policy(policy);
+  return o;
+}
+
+py::object wrap(NeatTensor t) {
+  return py::cast(PyTensor(std::move(t)));
+}
+
+std::string repr(const PyTensor& self) {
+  if (self.consumed) return "neat.Tensor(<consumed by make_writable()>)";
+  if (!self.tensor.defined()) return "neat.Tensor(<empty>)";
+  std::string body = self.tensor.to_string();  // "NeatTensor(u8 [...] ...)"
+  if (body.starts_with("NeatTensor(") && body.ends_with(")"))
+    body = body.substr(11, body.size() - 12);
+  std::string s = "neat.Tensor(" + body;
+  s += self.writable() ? " writable" : " read-only";
+  if (self.tensor.meta().frame >= 0) s += " frame " + std::to_string(self.tensor.meta().frame);
+  return s + ")";
+}
+
+py::dict meta_dict(const neat::FrameMeta& m) {
+  py::dict d;
+  d["frame"] = m.frame;
+  d["pts_ns"] = m.pts_ns;
+  d["duration_ns"] = m.duration_ns;
+  d["capture_ns"] = m.capture_ns;
+  return d;
+}
+
+// An interleaved image's width and height from its shape in `layout`.
+neat::ImageSpec image_spec_for(const NeatTensor& t, neat::PixelFormat format,
+                               std::optional<std::string> layout_text) {
+  neat::Layout layout = layout_text ? parse_layout(*layout_text)
+                                    : (format == neat::PixelFormat::GRAY8 && t.rank() == 2
+                                           ? neat::Layout::HW
+                                           : neat::default_layout(format));
+  const auto& s = t.shape();
+  std::int64_t w = 0, h = 0;
+  if (layout == neat::Layout::HWC && s.size() == 3) {
+    h = s[0];
+    w = s[1];
+  } else if (layout == neat::Layout::CHW && s.size() == 3) {
+    h = s[1];
+    w = s[2];
+  } else if (layout == neat::Layout::HW && s.size() == 2) {
+    h = s[0];
+    w = s[1];
+  } else {
+    raise(neat::invalid_argument("as_image(" + std::string(neat::to_string(format)) + ", " +
+                                 std::string(neat::to_string(layout)) + ") of " + t.to_string() +
+                                 ": the shape does not fit the layout ([H, W, C], [C, H, W] or "
+                                 "[H, W])"));
+  }
+  return neat::ImageSpec{.format = format, .width = w, .height = h, .layout = layout};
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::class_<PyTensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
+A NeatTensor: a dense N-D tensor or a video frame (interleaved or planar), on
+heap, cv::Mat, GStreamer, shm, DMA-BUF or GL storage.
+
+numpy.asarray(t) and numpy.from_dlpack(t) are views of its bytes (no copy),
+with its byte strides; they are read-only unless the tensor is writable and
+held alone, and they keep the storage alive. Planar frames (NV12, I420, ...)
+expose their planes: frame.plane("Y"), frame.plane("UV"). Only clone(),
+contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
+
+  // The buffer protocol by hand: pybind11's def_buffer cannot tell us when an
+  // export ends, and every export shares one mapping released with the last.
+  auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+  heap_type->as_buffer.bf_getbuffer = get_buffer;
+  heap_type->as_buffer.bf_releasebuffer = release_buffer;
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_buffer = &heap_type->as_buffer;
+
+  cls.def_property_readonly(
+         "dtype", [](const PyTensor& s) { return std::string(neat::to_string(s.get("dtype").dtype())); },
+         "Element type: \"u8\", \"i8\", \"u16\", \"i16\", \"u32\", \"i32\", \"i64\", \"f16\", "
+         "\"bf16\", \"f32\", \"f64\", \"bool\".")
+      .def_property_readonly(
+          "shape", [](const PyTensor& s) { return tuple_of(s.get("shape").shape()); },
+          "Extents (for a planar frame: [H, W]).")
+      .def_property_readonly(
+          "strides", [](const PyTensor& s) { return tuple_of(s.get("strides").strides()); },
+          "Byte strides, as numpy counts them (for a planar frame: the Y plane's).")
+      .def_property_readonly(
+          "byte_offset", [](const PyTensor& s) { return s.get("byte_offset").byte_offset(); },
+          "Bytes from the start of the storage to element 0.")
+      .def_property_readonly(
+          "ndim", [](const PyTensor& s) { return s.get("ndim").rank(); }, "Number of dimensions.")
+      .def_property_readonly(
+          "size", [](const PyTensor& s) { return s.get("size").numel(); }, "Number of elements.")
+      .def_property_readonly(
+          "nbytes", [](const PyTensor& s) { return s.get("nbytes").nbytes(); },
+          "Bytes of the elements when packed (every plane of a planar frame).")
+      .def_property_readonly(
+          "format",
+          [](const PyTensor& s) -> py::object {
+            const auto& t = s.get("format");
+            if (!t.is_image()) return py::none();
+            return py::str(std::string(neat::to_string(t.pixel_format())));
+          },
+          "Pixel format (\"NV12\", \"RGB\", ...), or None for a dense tensor.")
+      .def_property_readonly(
+          "layout",
+          [](const PyTensor& s) -> py::object {
+            const auto& t = s.get("layout");
+            if (!t.is_image()) return py::none();
+            return py::str(std::string(neat::to_string(t.layout())));
+          },
+          "Image layout (\"HWC\", \"CHW\", \"HW\"), or None.")
+      .def_property_readonly(
+          "width", [](const PyTensor& s) { return s.get("width").image().width; },
+          "Image width in pixels (0 for a dense tensor).")
+      .def_property_readonly(
+          "height", [](const PyTensor& s) { return s.get("height").image().height; },
+          "Image height in pixels (0 for a dense tensor).")
+      .def_property_readonly(
+          "colorimetry",
+          [](const PyTensor& s) { return neat::to_string(s.get("colorimetry").image().colorimetry); },
+          "The colour standard of a YUV frame (\"bt709 limited\", \"unknown\").")
+      .def_property_readonly(
+          "device", [](const PyTensor& s) { return neat::to_string(s.get("device").device()); },
+          "\"cpu:0\", \"gl:0\".")
+      .def_property_readonly(
+          "storage",
+          [](const PyTensor& s) {
+            return std::string(neat::to_string(s.get("storage").storage_kind()));
+          },
+          "The backend holding the bytes: heap, external, cv_mat, gstreamer, shm, dmabuf, gl.")
+      .def_property_readonly("writable", &PyTensor::writable,
+                             "True when writes are allowed: made writable and held alone "
+                             "(or lent to its own writable numpy arrays).")
+      .def_property_readonly(
+          "contiguous_layout", [](const PyTensor& s) { return s.get("contiguous_layout").is_contiguous(); },
+          "Row-major and packed.")
+      .def_property_readonly(
+          "is_image", [](const PyTensor& s) { return s.get("is_image").is_image(); })
+      .def_property_readonly(
+          "plane_roles",
+          [](const PyTensor& s) {
+            const auto& t = s.get("plane_roles");
+            std::vector<std::string> roles;
+            for (int i = 0; i < t.plane_count(); ++i)
+              roles.emplace_back(neat::to_string(t.plane_layout(i).role));
+            return roles;
+          },
+          "The plane roles of a planar frame, in order ([\"Y\", \"UV\"] for NV12); [] otherwise.")
+      .def_property_readonly(
+          "meta", [](const PyTensor& s) { return meta_dict(s.get("meta").meta()); },
+          "The frame's metadata: frame number, pts_ns, duration_ns, capture_ns (-1: unknown).")
+      .def_property_readonly(
+          "frame", [](const PyTensor& s) { return s.get("frame").meta().frame; },
+          "The frame number from the source (-1: none).")
+      .def_property_readonly(
+          "data_ptr",
+          [](const PyTensor& s) {
+            const auto& t = s.get("data_ptr");
+            auto map = unwrap(t.map());
+            const std::byte* p = t.is_composite()
+                                     ? unwrap(map.plane_data(t.plane_layout(0).role))
+                                     : map.data();
+            return reinterpret_cast<std::uintptr_t>(p);
+          },
+          "Address of element 0 (the first plane of a planar frame): for identity checks.")
+      .def_property_readonly(
+          "buffer_id",
+          [](const PyTensor& s) {
+            return s.get("buffer_id").identity().id();
+          },
+          "Identity of the (first) storage: views and copies of the handle share it.")
+      .def("plane",
+           [](const PyTensor& s, const std::string& role) {
+             return wrap(unwrap(s.get("plane").plane(parse_role(role))));
+           },
+           py::arg("role"),
+           "One plane of a planar frame as a dense u8 tensor ([rows, cols] or [rows, cols, 2]): "
+           "a view, no copy.")
+      .def("planes",
+           [](const PyTensor& s) {
+             const auto& t = s.get("planes");
+             py::dict out;
+             for (int i = 0; i < t.plane_count(); ++i) {
+               const auto role = t.plane_layout(i).role;
+               out[py::str(std::string(neat::to_string(role)))] = wrap(unwrap(t.plane(role)));
+             }
+             return out;
+           },
+           "Every plane of a planar frame by role: {\"Y\": Tensor, \"UV\": Tensor}.")
+      // ---- views --------------------------------------------------------------------
+      .def("slice",
+           [](const PyTensor& s, int dim, std::int64_t start, std::int64_t stop,
+              std::int64_t step) { return wrap(unwrap(s.get("slice").slice(dim, start, stop, step))); },
+           py::arg("dim"), py::arg("start"), py::arg("stop"), py::arg("step") = 1,
+           "Elements start, start+step, ... < stop of dimension dim: a view.")
+      .def("narrow",
+           [](const PyTensor& s, int dim, std::int64_t start, std::int64_t length) {
+             return wrap(unwrap(s.get("narrow").narrow(dim, start, length)));
+           },
+           py::arg("dim"), py::arg("start"), py::arg("length"))
+      .def("crop",
+           [](const PyTensor& s, std::int64_t x, std::int64_t y, std::int64_t w, std::int64_t h) {
+             return wrap(unwrap(s.get("crop").crop(x, y, w, h)));
+           },
+           py::arg("x"), py::arg("y"), py::arg("width"), py::arg("height"),
+           "Pixels [x, x+width) x [y, y+height) of an image: a view (planar: even x and y).")
+      .def("transpose",
+           [](const PyTensor& s, int a, int b) { return wrap(unwrap(s.get("transpose").transpose(a, b))); },
+           py::arg("dim0"), py::arg("dim1"))
+      .def("permute",
+           [](const PyTensor& s, const std::vector<std::int64_t>& order) {
+             return wrap(unwrap(s.get("permute").permute(dims_of(order))));
+           },
+           py::arg("order"))
+      .def("reshape",
+           [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
+             return wrap(unwrap(s.get("reshape").reshape(dims_of(shape))));
+           },
+           py::arg("shape"), "A view with a new shape, or an error when the strides forbid it.")
+      .def("squeeze", [](const PyTensor& s, int d) { return wrap(unwrap(s.get("squeeze").squeeze(d))); },
+           py::arg("dim"))
+      .def("unsqueeze",
+           [](const PyTensor& s, int d) { return wrap(unwrap(s.get("unsqueeze").unsqueeze(d))); },
+           py::arg("dim"))
+      .def("expand",
+           [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
+             return wrap(unwrap(s.get("expand").expand(dims_of(shape))));
+           },
+           py::arg("shape"), "Broadcast to shape (stride-0 dimensions, read-only).")
+      .def("reinterpret",
+           [](const PyTensor& s, const std::string& dtype) {
+             return wrap(unwrap(s.get("reinterpret").reinterpret(parse_dtype(dtype))));
+           },
+           py::arg("dtype"), "The same bytes as another dtype of the same item size.")
+      .def("as_image",
+           [](const PyTensor& s, const std::string& format, std::optional<std::string> layout) {
+             const auto& t = s.get("as_image");
+             return wrap(unwrap(t.as_image(image_spec_for(t, parse_format(format), layout))));
+           },
+           py::arg("format"), py::arg("layout") = py::none(),
+           "The same bytes as an interleaved image (u8 [H, W, C] HWC, [C, H, W] CHW, [H, W] HW).")
+      .def("as_dense", [](const PyTensor& s) { return wrap(unwrap(s.get("as_dense").as_dense())); },
+           "The same bytes without image semantics.")
+      .def("with_colorimetry",
+           [](const PyTensor& s, const std::string& c) {
+             auto parsed = neat::parse_colorimetry(c);
+             if (!parsed) {
+               raise(neat::invalid_argument("colorimetry '" + c +
+                                            "' is not one of: bt601, bt709, bt2020 (each with "
+                                            "-full or -limited), sdtv, jpeg"));
+             }
+             return wrap(unwrap(s.get("with_colorimetry").with_colorimetry(*parsed)));
+           },
+           py::arg("colorimetry"), "The same frame stating its colour standard (metadata only).")
+      // ---- copies (named, through the copy gate) --------------------------------------------
+      .def("clone",
+           [](const PyTensor& s, std::optional<std::string> policy) {
+             const auto& t = s.get("clone");
+             const auto where = python_call_site();
+             return wrap(unwrap(without_gil([&] { return t.clone(conversion_options(policy), where); })));
+           },
+           py::arg("policy") = py::none(),
+           "A deep copy into fresh packed storage (explicit: runs under every policy, recorded).")
+      .def("contiguous",
+           [](const PyTensor& s, std::optional<std::string> policy) {
+             const auto& t = s.get("contiguous");
+             const auto where = python_call_site();
+             return wrap(
+                 unwrap(without_gil([&] { return t.contiguous(conversion_options(policy), where); })));
+           },
+           py::arg("policy") = py::none(),
+           "This tensor when already contiguous (no copy); otherwise a recorded pack.")
+      .def("cpu",
+           [](const PyTensor& s, std::optional<std::string> policy) {
+             const auto& t = s.get("cpu");
+             const auto where = python_call_site();
+             return wrap(unwrap(without_gil([&] { return t.cpu(conversion_options(policy), where); })));
+           },
+           py::arg("policy") = py::none(),
+           "This tensor in host memory: itself when it is there, else a recorded transfer.")
+      .def("make_writable",
+           [](PyTensor& s, const std::string& donation, std::optional<std::string> policy) {
+             s.get("make_writable");
+             neat::WritableOptions o;
+             o.donation = parse_donation(donation);
+             o.policy = parse_optional_policy(policy);
+             const auto where = python_call_site();
+             NeatTensor t = std::move(s.tensor);
+             s.consumed = true;
+             auto r = without_gil([&] { return std::move(t).make_writable(o, where); });
+             return wrap(unwrap(std::move(r)));
+           },
+           py::arg("donation") = "reuse_if_unique", py::arg("policy") = py::none(),
+           R"doc(Consumes this tensor and returns a writable one: the same buffer when
+nothing else holds it (no copy), otherwise a copy-on-write copy through the
+copy gate. numpy arrays of this tensor count as holders. donation:
+"reuse_if_unique" (default), "must_donate" (a copy is refused under Strict),
+"always_copy".)doc")
+      // ---- numpy / DLPack -----------------------------------------------------------------------
+      .def("numpy",
+           [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); },
+           "numpy.asarray(self): a view of the bytes, no copy.")
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype) {
+            // numpy asks here only when the buffer protocol refused: say why
+            // (rather than numpy's silent 0-d object array).
+            py::object view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(self.ptr()));
+            if (!view) throw py::error_already_set();
+            py::object np = py::module_::import("numpy");
+            return dtype.is_none() ? np.attr("asarray")(view) : np.attr("asarray")(view, dtype);
+          },
+          py::arg("dtype") = py::none())
+      .def("__dlpack__",
+           [](const PyTensor& s, py::object stream) {
+             return to_dlpack_capsule(s.get("__dlpack__"), stream);
+           },
+           py::arg("stream") = py::none(),
+           "A DLPack capsule over the tensor's bytes (no copy; planar frames: per plane).")
+      .def("__dlpack_device__",
+           [](const PyTensor& s) {
+             const auto& t = s.get("__dlpack_device__");
+             if (t.device().type != neat::DeviceType::Cpu) {
+               raise(neat::unimplemented("__dlpack_device__: " + t.to_string() + " lives on " +
+                                         neat::to_string(t.device()) +
+                                         "; t.cpu() brings it to host memory first"));
+             }
+             return py::make_tuple(static_cast<int>(kDLCPU), 0);
+           })
+      .def("__repr__", &repr)
+      .def("__len__",
+           [](const PyTensor& s) {
+             const auto& t = s.get("len");
+             if (t.rank() == 0) throw py::type_error("len() of a 0-d neat.Tensor");
+             return t.shape()[0];
+           })
+      .def("__iter__",
+           [](py::object self) {
+             const auto& t = self.cast<PyTensor&>().get("iter");
+             if (t.rank() == 0) throw py::type_error("iteration over a 0-d neat.Tensor");
+             py::list rows;
+             for (std::int64_t i = 0; i < t.shape()[0]; ++i)
+               rows.append(wrap(unwrap(unwrap(t.narrow(0, i, 1)).squeeze(0))));
+             return py::iter(rows);
+           },
+           "Views of the first dimension, in order.");
+
+  // ---- factories -----------------------------------------------------------------------------
+  m.def(
+      "empty",
+      [](const std::vector<std::int64_t>& shape, const std::string& dtype, bool zero) {
+        auto t = unwrap(NeatTensor::allocate(parse_dtype(dtype), dims_of(shape), {.zero_fill = zero}));
+        return wrap(unwrap(std::move(t).make_writable()));
+      },
+      py::arg("shape"), py::arg("dtype") = "u8", py::arg("zero") = false,
+      "A new writable dense tensor on heap storage (contents unspecified unless zero=True).");
+  m.def(
+      "zeros",
+      [](const std::vector<std::int64_t>& shape, const std::string& dtype) {
+        auto t = unwrap(NeatTensor::allocate(parse_dtype(dtype), dims_of(shape)));
+        return wrap(unwrap(std::move(t).make_writable()));
+      },
+      py::arg("shape"), py::arg("dtype") = "u8", "A new writable dense tensor of zeros.");
+  m.def(
+      "image",
+      [](const std::string& format, std::int64_t width, std::int64_t height,
+         std::int64_t row_alignment, std::optional<std::string> layout, bool zero) {
+        neat::ImageAllocOptions o;
+        o.row_alignment = row_alignment;
+        o.zero_fill = zero;
+        if (layout) o.layout = parse_layout(*layout);
+        auto t = unwrap(NeatTensor::allocate_image(parse_format(format), width, height, o));
+        return wrap(unwrap(std::move(t).make_writable()));
+      },
+      py::arg("format"), py::arg("width"), py::arg("height"), py::arg("row_alignment") = 1,
+      py::arg("layout") = py::none(), py::arg("zero") = true,
+      "A new writable image: interleaved as [H, W, C] (or layout=\"chw\"), planar formats as "
+      "planes in one buffer, rows padded to row_alignment bytes.");
+  m.def(
+      "from_numpy",
+      [](py::object a, std::optional<std::string> format, std::optional<std::string> layout) {
+        NeatTensor t = tensor_from_buffer(a, "from_numpy");
+        if (format) t = unwrap(t.as_image(image_spec_for(t, parse_format(*format), layout)));
+        return wrap(std::move(t));
+      },
+      py::arg("array"), py::arg("format") = py::none(), py::arg("layout") = py::none(),
+      R"doc(Wraps a numpy array (any object with the buffer protocol) without a copy:
+same bytes, same strides; the tensor keeps the array alive. Read-only when
+the array is; a writable array gives a writable tensor that shares its bytes
+with the array both ways (like torch.from_numpy). format="RGB" etc. makes it
+an interleaved image ([H, W, C]).)doc");
+  m.def(
+      "from_dlpack", [](py::object x) { return wrap(from_dlpack(std::move(x))); }, py::arg("x"),
+      "Imports any DLPack producer (an object with __dlpack__, or a capsule) without a copy; "
+      "the tensor is read-only (the producer may still use the bytes).");
+  m.def(
+      "compose",
+      [](const std::string& format, std::int64_t width, std::int64_t height, py::list planes) {
+        const auto fmt = parse_format(format);
+        std::vector<neat::PlaneSpec> specs;
+        const auto order = neat::plane_order(fmt);
+        if (order.count == 0) {
+          raise(neat::invalid_argument("compose: " + format +
+                                       " is not a planar format (NV12, NV21, I420, YV12)"));
+        }
+        if (static_cast<int>(planes.size()) != order.count) {
+          raise(neat::invalid_argument("compose(" + format + "): " + std::to_string(planes.size()) +
+                                       " planes given, the format has " +
+                                       std::to_string(order.count)));
+        }
+        for (int i = 0; i < order.count; ++i) {
+          const std::string what = "compose(" + format + ") plane " + std::to_string(i);
+          NeatTensor p = as_tensor(planes[static_cast<std::size_t>(i)], what);
+          if (p.dtype() != DType::U8 || p.rank() < 2 || p.is_composite()) {
+            raise(neat::invalid_argument(what + ": " + p.to_string() +
+                                         ": a plane is u8 [rows, cols] or [rows, cols, 2]"));
+          }
+          const auto& st = p.strides();
+          const std::int64_t samples = p.rank() == 3 ? p.shape()[2] : 1;
+          if (st[1] != samples || (p.rank() == 3 && st[2] != 1)) {
+            raise(neat::invalid_argument(what + ": " + p.to_string() +
+                                         ": pixels in a row must be packed (row stride free)"));
+          }
+          specs.push_back({order.roles[static_cast<std::size_t>(i)], p.storage(), st[0],
+                           p.byte_offset()});
+        }
+        return wrap(unwrap(NeatTensor::compose_planes(fmt, width, height, specs)));
+      },
+      py::arg("format"), py::arg("width"), py::arg("height"), py::arg("planes"),
+      "A planar frame (NV12: [Y, UV], I420: [Y, U, V]) over existing planes (numpy arrays or "
+      "tensors) without a copy.");
+}
+
+}  // namespace neatpy
