@@ -27,7 +27,7 @@ test_packages=(
   git
   libgtest-dev libgmock-dev libbenchmark-dev libyuv-dev
   gstreamer1.0-tools
-  python3-dev python3-numpy
+  python3-dev python3-numpy python3-pybind11 python3-pytest
   libonnx-testdata
   prometheus
   clang-16 libclang-rt-16-dev

@@ -259,7 +259,9 @@ class Planner {
   // The plan alone: the sources are closed again, the builder keeps its nodes.
   Result<GraphPlan> plan_only() {
     const Status st = make_plan();
-    close_sources();
+    for (auto& d : b_.nodes) {
+      if (d.source) d.source->close_after_plan();
+    }
     if (!st.ok()) return st.error();
     return std::move(plan_);
   }

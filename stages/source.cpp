@@ -66,6 +66,7 @@ class SharedSource final : public Source {
     return s_->next(stop);
   }
   void close() override { s_->close(); }
+  void close_after_plan() override { s_->close_after_plan(); }
   std::string describe() const override { return s_->describe(); }
   std::vector<InnerConversion> inner_conversions() const override {
     return s_->inner_conversions();

@@ -36,6 +36,10 @@ class Source {
   virtual Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) = 0;
   /// Releases what prepare() took. Called once the graph stops.
   virtual void close() {}
+  /// Releases what prepare() took when only a plan was made
+  /// (GraphBuilder::plan(), `neat explain`): build() may prepare the source
+  /// again. Default: close().
+  virtual void close_after_plan() { close(); }
   virtual std::string describe() const { return std::string(kind()); }
   /// After prepare(): what the source converts inside itself on every frame.
   virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
@@ -69,6 +73,8 @@ class PushSource final : public Source {
   Result<FrameSpec> prepare() override { return spec_; }
   Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override;
   void close() override;
+  /// prepare() took nothing: frames already pushed stay queued for build().
+  void close_after_plan() override {}
   std::string describe() const override { return "push " + spec_.to_string(); }
   /// The frames queued by push() and not yet taken by the graph.
   int frames_held_inside() const override { return static_cast<int>(queue_.capacity()); }

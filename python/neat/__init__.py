@@ -38,6 +38,11 @@ def _frames(self, timeout=None):
 
 AppSink.frames = _frames
 
+for _cls in (Accepts, AppSink, AuditReport, Counters, Element, FrameSpec, Graph, PolicyScope,
+             PushSource, Rule, Tensor, TraceSink):
+    _cls.__module__ = "neat"
+del _cls
+
 __all__ = [
     "Accepts", "AppSink", "AuditReport", "Cancelled", "Counters", "Element", "Error",
     "FailedPrecondition", "FrameSpec", "Graph", "Internal", "InvalidArgument", "OutOfRange",

@@ -70,6 +70,10 @@ class Timeout(Error, TimeoutError):
     code = "timeout"
 
 
+for _cls in (Error, InvalidArgument, OutOfRange, FailedPrecondition, Unimplemented,
+             ResourceExhausted, Internal, Unavailable, Cancelled, Timeout):
+    _cls.__module__ = "neat"
+
 _BY_CODE = {
     cls.code: cls
     for cls in (InvalidArgument, OutOfRange, FailedPrecondition, Unimplemented,

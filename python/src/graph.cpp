@@ -71,7 +71,14 @@ struct GraphState {
   std::atomic<neat::Graph*> running_graph{nullptr};  // for stop() without the mutex
   std::optional<neat::Result<neat::RunReport>> result;
   bool policy_set = false;
-  std::vector<std::pair<std::string, std::shared_ptr<neat::AppSink>>> appsinks;
+  struct SinkEntry {
+    std::string name;
+    std::shared_ptr<neat::AppSink> sink;
+    /// Set once Python pulls from it; until then wait() and run() take its
+    /// frames (as `neat run` does), so an appsink nobody iterates never holds the graph.
+    std::shared_ptr<std::atomic<bool>> taken;
+  };
+  std::vector<SinkEntry> appsinks;
 
   ~GraphState() {
     // Joins the threads; Python stages on them may need the GIL meanwhile.
@@ -131,7 +138,24 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
   const auto deadline = timeout ? std::chrono::steady_clock::now() + *timeout
                                 : std::chrono::steady_clock::time_point::max();
   while (!st.graph->done()) {
-    without_gil([&] { std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(kSlice, 10ms)); });
+    // Frames of appsinks nobody pulls from Python are taken here.
+    bool took = false;
+    neat::AppSink* waiting_on = nullptr;
+    for (const auto& e : st.appsinks) {
+      if (e.taken->load()) continue;
+      while (auto f = e.sink->try_pull())
+        took = true;
+      waiting_on = e.sink.get();
+    }
+    if (!took) {
+      without_gil([&] {
+        if (waiting_on != nullptr) {
+          if (auto f = waiting_on->pull(5ms)) f.reset();
+        } else {
+          std::this_thread::sleep_for(5ms);
+        }
+      });
+    }
     if (PyErr_CheckSignals() != 0) {
       st.graph->stop();
       throw py::error_already_set();
@@ -226,6 +250,7 @@ neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
 
 struct PyAppSink {
   std::shared_ptr<neat::AppSink> sink;
+  std::shared_ptr<std::atomic<bool>> taken = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<GraphState> graph;  // set once added to a graph: keeps it running
   std::string name;
 };
@@ -247,6 +272,7 @@ std::optional<NeatTensor> next_frame(PyAppSink& s, std::optional<std::chrono::na
                                      bool raise_on_timeout) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = timeout ? start + *timeout : std::chrono::steady_clock::time_point::max();
+  s.taken->store(true);
   for (;;) {
     if (auto f = s.sink->try_pull()) return f;
     const auto left = deadline - std::chrono::steady_clock::now();
@@ -414,12 +440,13 @@ void add_sink_object(GraphState& st, const std::string& name, py::handle sink,
     s->graph = owner;
     s->name = name;
     b.add_sink(name, s->sink);
-    st.appsinks.emplace_back(name, s->sink);
+    st.appsinks.push_back({name, s->sink, s->taken});
     return;
   }
   if (py::isinstance<PyElement>(sink)) {
     auto built = build_element(sink.cast<const PyElement&>(), neat::ElementRole::Sink, st.options);
-    if (built.appsink) st.appsinks.emplace_back(name, built.appsink);
+    if (built.appsink)
+      st.appsinks.push_back({name, built.appsink, std::make_shared<std::atomic<bool>>(false)});
     b.add_sink(name, std::move(built.sink));
     return;
   }
@@ -430,12 +457,12 @@ void add_sink_object(GraphState& st, const std::string& name, py::handle sink,
 }
 
 std::shared_ptr<PyAppSink> appsink_object(const std::shared_ptr<GraphState>& st,
-                                          const std::string& name,
-                                          const std::shared_ptr<neat::AppSink>& sink) {
+                                          const GraphState::SinkEntry& e) {
   auto s = std::make_shared<PyAppSink>();
-  s->sink = sink;
+  s->sink = e.sink;
+  s->taken = e.taken;
   s->graph = st;
-  s->name = name;
+  s->name = e.name;
   return s;
 }
 
@@ -659,6 +686,7 @@ failed.)doc")
       .def(
           "pull",
           [](PyAppSink& s, std::optional<double> timeout) -> py::object {
+            s.taken->store(true);
             auto f = next_frame(s, to_duration(timeout, "AppSink.pull"), false);
             if (!f) return py::none();
             return wrap_tensor(std::move(*f));
@@ -669,6 +697,7 @@ failed.)doc")
       .def(
           "try_pull",
           [](PyAppSink& s) -> py::object {
+            s.taken->store(true);
             auto f = s.sink->try_pull();
             if (!f) return py::none();
             return wrap_tensor(std::move(*f));
@@ -973,7 +1002,8 @@ the input).)doc")
           },
           py::arg("timeout") = py::none(),
           "Joins the graph and returns its report (frames, seconds, edge_frames, latency); raises "
-          "the first error (named by its stage), or neat.Timeout after timeout seconds.")
+          "the first error (named by its stage), or neat.Timeout after timeout seconds. Frames "
+          "of appsinks Python never pulled from are taken and let go meanwhile.")
       .def(
           "run",
           [](PyGraph& g) {
@@ -982,8 +1012,8 @@ the input).)doc")
             check(st.graph->start());
             return report_dict(wait_graph(st, std::nullopt));
           },
-          "start() + wait(): runs to the end of the stream. A graph with an AppSink nobody pulls "
-          "holds once its queue is full: pull it from another thread, or use start().")
+          "start() + wait(): runs to the end of the stream and returns the report. Frames of "
+          "appsinks Python never pulled from are taken and let go (as `neat run` does).")
       .def_property_readonly("done",
                              [](PyGraph& g) {
                                auto* gr = state(g).running_graph.load();
@@ -1033,15 +1063,15 @@ the input).)doc")
           [](PyGraph& g) -> py::object {
             auto& st = state(g);
             if (st.appsinks.empty()) return py::none();
-            return py::cast(appsink_object(g.st, st.appsinks.front().first, st.appsinks.front().second));
+            return py::cast(appsink_object(g.st, st.appsinks.front()));
           },
           "The first appsink (None when the graph has none).")
       .def_property_readonly(
           "appsinks",
           [](PyGraph& g) {
             py::dict d;
-            for (const auto& [name, sink] : state(g).appsinks)
-              d[py::str(name)] = py::cast(appsink_object(g.st, name, sink));
+            for (const auto& e : state(g).appsinks)
+              d[py::str(e.name)] = py::cast(appsink_object(g.st, e));
             return d;
           },
           "Every appsink by node name.")
@@ -1080,7 +1110,8 @@ the input).)doc")
         o.timeout_setting = "first_frame_timeout=";
         auto declared = unwrap(without_gil([&] { return neat::declare_pipeline(text, o); }));
         g.st->builder.emplace(std::move(declared.builder));
-        g.st->appsinks = declared.appsinks;
+        for (auto& [name, sink] : declared.appsinks)
+          g.st->appsinks.push_back({name, sink, std::make_shared<std::atomic<bool>>(false)});
         g.st->options = o;
         g.st->policy_set = true;
         return g;

@@ -81,13 +81,14 @@ foreach(layer contract storage telemetry policy kernels stages)
   endforeach()
 endforeach()
 
-# Tools use the public API only, as an outside user would.
-file(GLOB tool_files ${SOURCE_DIR}/tools/*.cpp ${SOURCE_DIR}/tools/*.hpp)
+# Tools and the Python bindings use the public API only, as an outside user would.
+file(GLOB tool_files ${SOURCE_DIR}/tools/*.cpp ${SOURCE_DIR}/tools/*.hpp
+     ${SOURCE_DIR}/python/src/*.cpp ${SOURCE_DIR}/python/src/*.hpp)
 foreach(f IN LISTS tool_files)
   file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
   file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"neat/")
   if(lines)
-    string(APPEND problems "  ${rel}: tools include the installed API as <neat/...>, not \"neat/...\"\n")
+    string(APPEND problems "  ${rel}: tools and bindings include the installed API as <neat/...>, not \"neat/...\"\n")
   endif()
 endforeach()
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Every C++ code block of README.md and docs/*.md is a region of a compiled
-example program, so the docs cannot drift from the code.
+"""Every C++ and Python code block of README.md and docs/*.md is a region of
+an example program CI builds and runs, so the docs cannot drift from the code.
 
 A block is preceded by a marker line naming its source:
 
@@ -10,7 +10,8 @@ A block is preceded by a marker line naming its source:
     ```
 
 and the example file holds the same lines (dedented) between
-`// [docs:quickstart]` and `// [docs:end]`. Usage:
+`// [docs:quickstart]` and `// [docs:end]` (`# [docs:NAME]` and `# [docs:end]`
+in a Python example, examples/python/*.py, for a ```python block). Usage:
 
     /usr/bin/python3 tests/docs/check_snippets.py SOURCE_DIR          # check
     /usr/bin/python3 tests/docs/check_snippets.py SOURCE_DIR --write  # copy regions into the docs
@@ -27,12 +28,13 @@ def region(root, path, name):
     if not f.is_file():
         return None, f"{path} does not exist"
     lines = f.read_text().splitlines()
-    begin = [i for i, l in enumerate(lines) if l.strip() == f"// [docs:{name}]"]
+    c = "#" if path.endswith(".py") else "//"
+    begin = [i for i, l in enumerate(lines) if l.strip() == f"{c} [docs:{name}]"]
     if len(begin) != 1:
-        return None, f"{path} has {len(begin)} '// [docs:{name}]' markers (needs exactly 1)"
-    end = next((i for i in range(begin[0] + 1, len(lines)) if lines[i].strip() == "// [docs:end]"), None)
+        return None, f"{path} has {len(begin)} '{c} [docs:{name}]' markers (needs exactly 1)"
+    end = next((i for i in range(begin[0] + 1, len(lines)) if lines[i].strip() == f"{c} [docs:end]"), None)
     if end is None:
-        return None, f"{path}: '// [docs:{name}]' has no '// [docs:end]'"
+        return None, f"{path}: '{c} [docs:{name}]' has no '{c} [docs:end]'"
     body = lines[begin[0] + 1:end]
     indent = min((len(l) - len(l.lstrip()) for l in body if l.strip()), default=0)
     return [l[indent:] for l in body], None
@@ -49,7 +51,7 @@ def main():
         while i < len(lines):
             line = lines[i]
             out.append(line)
-            if not line.startswith("```cpp"):
+            if not (line.startswith("```cpp") or line.startswith("```python")):
                 i += 1
                 continue
             blocks += 1
@@ -58,7 +60,7 @@ def main():
             rel = doc.relative_to(root)
             m = MARKER.match(lines[i - 1]) if i > 0 else None
             if not m:
-                problems.append(f"{rel}:{i + 1}: a C++ block without a "
+                problems.append(f"{rel}:{i + 1}: a code block without a "
                                 "'<!-- snippet: FILE NAME -->' line before it")
                 out.extend(block)
             else:

@@ -461,6 +461,27 @@ TEST_F(GraphTest, PushSourceAndCallbackSink) {
   EXPECT_EQ(r->frames.consumed, 20u);
 }
 
+// explain() before start() (plan(), then build()) must leave a push source
+// usable, with the frames pushed before the plan still queued.
+TEST_F(GraphTest, APlanLeavesAPushSourceOpenForTheBuild) {
+  auto push = PushSource::create(FrameSpec::image(PixelFormat::GRAY8, 4, 4), 4);
+  NEAT_ASSERT_OK(push->push(*NeatTensor::allocate_image(PixelFormat::GRAY8, 4, 4)));
+  auto out = AppSink::create({.capacity = 8});
+  GraphBuilder b("planned");
+  b.add_source("app", shared_source(push));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("app", "out"));
+  NEAT_ASSERT_OK(b.plan());
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->start());
+  NEAT_ASSERT_OK(push->push(*NeatTensor::allocate_image(PixelFormat::GRAY8, 4, 4)));
+  push->end_of_stream();
+  auto r = g->wait();
+  NEAT_ASSERT_OK(r);
+  EXPECT_EQ(r->frames.consumed, 2u);
+}
+
 TEST_F(GraphTest, BadGraphsAreRefusedWithEveryProblemListed) {
   GraphBuilder b("broken");
   b.add_source("cam", nv12(1));
