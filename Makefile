@@ -21,7 +21,7 @@ FUZZ_TARGETS := layout dlpack gst_caps pipeline trace
 FUZZ_CC  ?= clang-16
 FUZZ_CXX ?= clang++-16
 
-.PHONY: run demo soak bench-memory bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
+.PHONY: run demo soak bench-memory bench-python bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
 
 # `make run` installs what building and running needs; test tools (GoogleTest,
 # Google Benchmark, clang, promtool, the ONNX test data) come with `make test`.
@@ -117,6 +117,11 @@ bench-report: build-tests
 # another build of neat, round by round.
 bench-memory: build-tests
 	./$(BUILD)/bench/neat_memory $(if $(COMPARE),--compare $(COMPARE))
+
+# The Python package's figures: appsink -> numpy per frame, and the default
+# graph driven from Python against the same graph pulled in C++.
+bench-python: build-tests
+	PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py
 
 # The default pipeline for 110,000 frames (about six minutes): RSS, fds, mappings.
 soak: build-tests

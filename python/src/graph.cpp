@@ -1141,7 +1141,7 @@ first appsink. frames: frames of the `default` source.)doc");
   m.def(
       "_run_cpp",
       [](const std::string& text, std::int64_t frames) {
-        return without_gil([&] {
+        return unwrap(without_gil([&] {
           neat::PipelineOptions o;
           o.default_frames = frames;
           auto declared = neat::declare_pipeline(text, o);
@@ -1162,7 +1162,7 @@ first appsink. frames: frames of the `default` source.)doc");
           if (!r.ok()) return neat::Result<std::pair<std::uint64_t, double>>(r.error());
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           return neat::Result<std::pair<std::uint64_t, double>>(std::make_pair(pulled, s));
-        });
+        }));
       },
       py::arg("text"), py::arg("frames") = 300);
 
