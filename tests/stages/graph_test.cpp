@@ -464,8 +464,8 @@ TEST_F(GraphTest, PushSourceAndCallbackSink) {
 // explain() before start() (plan(), then build()) must leave a push source
 // usable, with the frames pushed before the plan still queued.
 TEST_F(GraphTest, APlanLeavesAPushSourceOpenForTheBuild) {
-  auto push = PushSource::create(FrameSpec::image(PixelFormat::GRAY8, 4, 4), 4);
-  NEAT_ASSERT_OK(push->push(*NeatTensor::allocate_image(PixelFormat::GRAY8, 4, 4)));
+  auto push = PushSource::create(FrameSpec::image(PixelFormat::RGB, 4, 4), 4);
+  NEAT_ASSERT_OK(push->push(*NeatTensor::allocate_image(PixelFormat::RGB, 4, 4)));
   auto out = AppSink::create({.capacity = 8});
   GraphBuilder b("planned");
   b.add_source("app", shared_source(push));
@@ -475,7 +475,7 @@ TEST_F(GraphTest, APlanLeavesAPushSourceOpenForTheBuild) {
   auto g = b.build();
   NEAT_ASSERT_OK(g);
   NEAT_ASSERT_OK(g->start());
-  NEAT_ASSERT_OK(push->push(*NeatTensor::allocate_image(PixelFormat::GRAY8, 4, 4)));
+  NEAT_ASSERT_OK(push->push(*NeatTensor::allocate_image(PixelFormat::RGB, 4, 4)));
   push->end_of_stream();
   auto r = g->wait();
   NEAT_ASSERT_OK(r);
