@@ -3,8 +3,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <tuple>
 
 #include "common.hpp"
@@ -49,8 +49,8 @@ void set_python_error(const neat::Error& e) {
   py::module_ errors = py::module_::import("neat._errors");
   py::dict by_code = errors.attr("_BY_CODE");
   const std::string code(neat::to_string(e.code()));
-  py::object cls = by_code.contains(code) ? py::object(by_code[code.c_str()])
-                                           : py::object(errors.attr("Error"));
+  py::object cls =
+      by_code.contains(code) ? py::object(by_code[code.c_str()]) : py::object(errors.attr("Error"));
   const std::string message = python_message(e.message());
   py::object fix = py::none();
   // The fix: after " Fix: " (the copy gate's refusals), or after "refuses it: "
@@ -140,8 +140,8 @@ std::source_location python_call_site() {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
   py::object holder;                         // keeps a frame from PyFrame_GetBack alive
   while (frame != nullptr) {
-    py::object code = py::reinterpret_steal<py::object>(
-        reinterpret_cast<PyObject*>(PyFrame_GetCode(frame)));
+    py::object code =
+        py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetCode(frame)));
     std::string file = py::str(code.attr("co_filename"));
     if (!inside_package(file)) {
       SiteKey key{relative_to_cwd(file), py::str(code.attr("co_name")),
@@ -172,7 +172,8 @@ neat::ConversionPolicy parse_policy(std::string_view text) {
                                "' is not one of: strict, trace, silent"));
 }
 
-std::optional<neat::ConversionPolicy> parse_optional_policy(const std::optional<std::string>& text) {
+std::optional<neat::ConversionPolicy> parse_optional_policy(
+    const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
   return parse_policy(std::string_view(*text));
 }

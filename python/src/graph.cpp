@@ -34,7 +34,8 @@ constexpr auto kSlice = 100ms;
 std::optional<std::chrono::nanoseconds> to_duration(std::optional<double> seconds,
                                                     std::string_view what) {
   if (!seconds) return std::nullopt;
-  if (!(*seconds >= 0)) raise(neat::invalid_argument(std::string(what) + ": timeout must be >= 0 seconds"));
+  if (!(*seconds >= 0))
+    raise(neat::invalid_argument(std::string(what) + ": timeout must be >= 0 seconds"));
   return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9));
 }
 
@@ -162,11 +163,13 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       py::module_ errors = py::module_::import("neat._errors");
-      PyErr_SetObject(errors.attr("Timeout").ptr(),
-                      errors.attr("Timeout")("graph '" + st.name + "' still running after " +
-                                             std::to_string(std::chrono::duration<double>(*timeout).count()) +
-                                             " s; stop() it or wait longer")
-                          .ptr());
+      PyErr_SetObject(
+          errors.attr("Timeout").ptr(),
+          errors
+              .attr("Timeout")("graph '" + st.name + "' still running after " +
+                               std::to_string(std::chrono::duration<double>(*timeout).count()) +
+                               " s; stop() it or wait longer")
+              .ptr());
       throw py::error_already_set();
     }
   }
@@ -214,9 +217,9 @@ PyElement make_element(const std::string& name, const py::kwargs& props) {
   const neat::ElementSpec* spec = neat::find_pipeline_element(name);
   if (spec == nullptr || name == "gst") {
     raise(neat::invalid_argument("element '" + name + "' is unknown (sources: " +
-                                 neat::element_names(neat::ElementRole::Source) + "; stages: " +
-                                 neat::element_names(neat::ElementRole::Stage) + "; sinks: " +
-                                 neat::element_names(neat::ElementRole::Sink) +
+                                 neat::element_names(neat::ElementRole::Source) +
+                                 "; stages: " + neat::element_names(neat::ElementRole::Stage) +
+                                 "; sinks: " + neat::element_names(neat::ElementRole::Sink) +
                                  "); GStreamer pipelines: neat.gst(\"...\")"));
   }
   PyElement e;
@@ -237,10 +240,9 @@ neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
                                  const neat::PipelineOptions& options) {
   const neat::ElementSpec* spec = neat::find_pipeline_element(e.element.name);
   if (!spec->has_role(role)) {
-    raise(neat::invalid_argument("element '" + e.element.name + "' cannot be a " +
-                                 std::string(neat::to_string(role)) + " (" +
-                                 std::string(neat::to_string(role)) + "s: " +
-                                 neat::element_names(role) + ")"));
+    raise(neat::invalid_argument(
+        "element '" + e.element.name + "' cannot be a " + std::string(neat::to_string(role)) +
+        " (" + std::string(neat::to_string(role)) + "s: " + neat::element_names(role) + ")"));
   }
   neat::ElementArgs args(e.text, e.element, options);
   return unwrap(spec->make(args, role));
@@ -316,7 +318,8 @@ struct PyPushSource {
   bool added = false;
 };
 
-// ---- Python stages -------------------------------------------------------------------------------
+// ---- Python stages
+// -------------------------------------------------------------------------------
 
 /// A Python callable as a stage: takes a neat.Tensor, returns a Tensor, a
 /// numpy array (wrapped, no copy) or None (the frame is dropped: filtered).
@@ -344,8 +347,8 @@ class PythonStage final : public neat::Stage {
     py::gil_scoped_acquire gil;
     try {
       py::handle out(output_);
-      py::object spec = py::isinstance<FrameSpec>(out) ? py::reinterpret_borrow<py::object>(out)
-                                                       : out(input);
+      py::object spec =
+          py::isinstance<FrameSpec>(out) ? py::reinterpret_borrow<py::object>(out) : out(input);
       if (!py::isinstance<FrameSpec>(spec)) {
         return neat::invalid_argument("python stage " + name_ +
                                       ": output= must be a neat.FrameSpec or a callable "
@@ -372,8 +375,9 @@ class PythonStage final : public neat::Stage {
                                            : got.shape == want.shape);
         if (!same) {
           return neat::failed_precondition(
-              "python stage " + name_ + " returned " + got.to_string() + " but its output spec is " +
-              want.to_string() + "; pass output=neat.FrameSpec(...) (or a function of the input "
+              "python stage " + name_ + " returned " + got.to_string() +
+              " but its output spec is " + want.to_string() +
+              "; pass output=neat.FrameSpec(...) (or a function of the input "
               "spec) to add_stage");
         }
       }
@@ -394,7 +398,8 @@ class PythonStage final : public neat::Stage {
     if (e.value() && py::hasattr(e.value(), "code")) {
       const std::string c = py::str(e.value().attr("code"));
       for (int i = 1; i <= 8; ++i) {
-        if (neat::to_string(static_cast<neat::ErrorCode>(i)) == c) code = static_cast<neat::ErrorCode>(i);
+        if (neat::to_string(static_cast<neat::ErrorCode>(i)) == c)
+          code = static_cast<neat::ErrorCode>(i);
       }
     }
     return neat::Error(code, "python stage " + name_ + " raised " + e.what());
@@ -407,7 +412,8 @@ class PythonStage final : public neat::Stage {
   mutable std::optional<FrameSpec> declared_;
 };
 
-// ---- the Graph object -----------------------------------------------------------------------------
+// ---- the Graph object
+// -----------------------------------------------------------------------------
 
 struct PyGraph {
   std::shared_ptr<GraphState> st;
@@ -436,7 +442,9 @@ void add_sink_object(GraphState& st, const std::string& name, py::handle sink,
   auto& b = st.declaring("add_sink");
   if (py::isinstance<PyAppSink>(sink)) {
     auto s = sink.cast<std::shared_ptr<PyAppSink>>();
-    if (s->graph) raise(neat::invalid_argument("add_sink('" + name + "'): this AppSink is already in graph '" + s->graph->name + "'"));
+    if (s->graph)
+      raise(neat::invalid_argument("add_sink('" + name + "'): this AppSink is already in graph '" +
+                                   s->graph->name + "'"));
     s->graph = owner;
     s->name = name;
     b.add_sink(name, s->sink);
@@ -477,7 +485,7 @@ py::dict stats_dict(const neat::GraphStats& s) {
   for (const auto& n : s.nodes) {
     py::dict nd;
     nd["name"] = n.name;
-    nd["kind"] = n.kind == neat::NodeKind::Source ? "source"
+    nd["kind"] = n.kind == neat::NodeKind::Source  ? "source"
                  : n.kind == neat::NodeKind::Stage ? "stage"
                                                    : "sink";
     nd["frames_in"] = n.frames_in;
@@ -579,7 +587,8 @@ neat::Accepts accepts_from(std::optional<std::vector<std::string>> dtypes,
           found = true;
         }
       }
-      if (!found) raise(neat::invalid_argument("layout '" + l + "' is not one of: hwc, chw, hw, none"));
+      if (!found)
+        raise(neat::invalid_argument("layout '" + l + "' is not one of: hwc, chw, hw, none"));
     }
   }
   a.contiguous = contiguous;
@@ -612,7 +621,8 @@ What an edge carries, as known at build(): dtype, pixel format, layout, size
       .def_static(
           "of", [](py::handle t) { return FrameSpec::of(as_tensor(t, "FrameSpec.of")); },
           py::arg("tensor"), "The spec of an existing tensor (or numpy array).")
-      .def_property_readonly("dtype", [](const FrameSpec& s) { return std::string(neat::to_string(s.dtype)); })
+      .def_property_readonly(
+          "dtype", [](const FrameSpec& s) { return std::string(neat::to_string(s.dtype)); })
       .def_property_readonly("format",
                              [](const FrameSpec& s) -> py::object {
                                if (!s.is_image()) return py::none();
@@ -718,28 +728,31 @@ failed.)doc")
             return wrap_tensor(std::move(*f));
           },
           py::arg("timeout") = py::none())
-      .def_property_readonly("at_end", [](const PyAppSink& s) { return s.sink->at_end(); },
-                             "True once the stream ended (or the graph stopped) and every frame "
-                             "was pulled.")
-      .def_property_readonly("name", [](const PyAppSink& s) { return s.name; })
-      .def_property_readonly("capacity", [](const PyAppSink& s) { return s.sink->options().capacity; })
       .def_property_readonly(
-          "stats",
-          [](const PyAppSink& s) {
-            auto st = s.sink->stats();
-            py::dict d;
-            d["received"] = st.received;
-            d["pulled"] = st.pulled;
-            d["dropped"] = st.dropped;
-            d["queued"] = st.queued;
-            return d;
-          })
+          "at_end", [](const PyAppSink& s) { return s.sink->at_end(); },
+          "True once the stream ended (or the graph stopped) and every frame "
+          "was pulled.")
+      .def_property_readonly("name", [](const PyAppSink& s) { return s.name; })
+      .def_property_readonly("capacity",
+                             [](const PyAppSink& s) { return s.sink->options().capacity; })
+      .def_property_readonly("stats",
+                             [](const PyAppSink& s) {
+                               auto st = s.sink->stats();
+                               py::dict d;
+                               d["received"] = st.received;
+                               d["pulled"] = st.pulled;
+                               d["dropped"] = st.dropped;
+                               d["queued"] = st.queued;
+                               return d;
+                             })
       .def("__repr__", [](const PyAppSink& s) {
-        return "neat.AppSink(" + (s.name.empty() ? std::string("<not in a graph>") : "'" + s.name + "'") +
+        return "neat.AppSink(" +
+               (s.name.empty() ? std::string("<not in a graph>") : "'" + s.name + "'") +
                ", capacity " + std::to_string(s.sink->options().capacity) + ")";
       });
 
-  // ---- PushSource -----------------------------------------------------------------------------------
+  // ---- PushSource
+  // -----------------------------------------------------------------------------------
   py::class_<PyPushSource, std::shared_ptr<PyPushSource>>(m, "PushSource", R"doc(
 A source fed from Python: push(tensor or numpy array) (zero copy: an array is
 wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
@@ -770,14 +783,16 @@ wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
             }
             NeatTensor t = as_tensor(frame, "PushSource.push");
             const auto ms = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
-            if (!(timeout >= 0)) raise(neat::invalid_argument("PushSource.push: timeout must be >= 0"));
+            if (!(timeout >= 0))
+              raise(neat::invalid_argument("PushSource.push: timeout must be >= 0"));
             check(without_gil([&] { return s.source->push(std::move(t), ms); }));
           },
           py::arg("frame"), py::arg("timeout") = 10.0,
           "Queues a frame, waiting up to timeout seconds while the graph is behind "
           "(neat.ResourceExhausted on timeout).")
-      .def("end_of_stream", [](PyPushSource& s) { s.source->end_of_stream(); },
-           "No more frames: the graph drains what is queued, then ends.")
+      .def(
+          "end_of_stream", [](PyPushSource& s) { s.source->end_of_stream(); },
+          "No more frames: the graph drains what is queued, then ends.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyPushSource& s, py::args) {
@@ -786,7 +801,8 @@ wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
            })
       .def_property_readonly("spec", [](const PyPushSource& s) { return *s.source->prepare(); });
 
-  // ---- Graph --------------------------------------------------------------------------------------------
+  // ---- Graph
+  // --------------------------------------------------------------------------------------------
   py::class_<PyGraph>(m, "Graph", R"doc(
 A stage graph: declare nodes (sources, stages, sinks) and edges, then
 explain(), run(), or start() / stop() / wait(). build() (implicit in run and
@@ -814,15 +830,19 @@ listed with its bytes per frame and the stage that would avoid it.)doc")
             auto& b = st.declaring("add_source");
             if (py::isinstance<PyPushSource>(source)) {
               auto s = source.cast<std::shared_ptr<PyPushSource>>();
-              if (s->added) raise(neat::invalid_argument("add_source('" + name + "'): this PushSource is already in a graph"));
+              if (s->added)
+                raise(neat::invalid_argument("add_source('" + name +
+                                             "'): this PushSource is already in a graph"));
               s->added = true;
               b.add_source(name, neat::shared_source(s->source));
             } else if (py::isinstance<PyElement>(source)) {
-              auto built = build_element(source.cast<const PyElement&>(), neat::ElementRole::Source, st.options);
+              auto built = build_element(source.cast<const PyElement&>(), neat::ElementRole::Source,
+                                         st.options);
               b.add_source(name, std::move(built.source));
             } else {
               raise(neat::invalid_argument(
-                  "add_source('" + name + "'): expected a neat.PushSource or a source element "
+                  "add_source('" + name +
+                  "'): expected a neat.PushSource or a source element "
                   "(neat.gst(...), neat.element(\"default\"), ...), got " +
                   std::string(py::str(py::type::of(source).attr("__name__")))));
             }
@@ -831,8 +851,8 @@ listed with its bytes per frame and the stage that would avoid it.)doc")
           py::arg("name"), py::arg("source"), py::return_value_policy::reference_internal)
       .def(
           "add_stage",
-          [](PyGraph& g, const std::string& name, py::object stage, std::optional<std::string> policy,
-             py::object accepts, py::object output) {
+          [](PyGraph& g, const std::string& name, py::object stage,
+             std::optional<std::string> policy, py::object accepts, py::object output) {
             auto& st = state(g);
             auto& b = st.declaring("add_stage");
             neat::StageOptions so;
@@ -840,18 +860,24 @@ listed with its bytes per frame and the stage that would avoid it.)doc")
             if (py::isinstance<PyElement>(stage)) {
               auto built = without_gil([&] {
                 py::gil_scoped_acquire gil;
-                return build_element(stage.cast<const PyElement&>(), neat::ElementRole::Stage, st.options);
+                return build_element(stage.cast<const PyElement&>(), neat::ElementRole::Stage,
+                                     st.options);
               });
               b.add_stage(name, std::move(built.stage), so);
             } else if (PyCallable_Check(stage.ptr())) {
-              neat::Accepts a = accepts.is_none() ? neat::Accepts::anything() : accepts.cast<neat::Accepts>();
-              if (!output.is_none() && !py::isinstance<FrameSpec>(output) && !PyCallable_Check(output.ptr())) {
-                raise(neat::invalid_argument("add_stage('" + name + "'): output= must be a neat.FrameSpec or a function of the input spec"));
+              neat::Accepts a =
+                  accepts.is_none() ? neat::Accepts::anything() : accepts.cast<neat::Accepts>();
+              if (!output.is_none() && !py::isinstance<FrameSpec>(output) &&
+                  !PyCallable_Check(output.ptr())) {
+                raise(neat::invalid_argument(
+                    "add_stage('" + name +
+                    "'): output= must be a neat.FrameSpec or a function of the input spec"));
               }
               b.add_stage(name, std::make_unique<PythonStage>(stage, a, output), so);
             } else {
               raise(neat::invalid_argument(
-                  "add_stage('" + name + "'): expected a stage element (neat.element(\"resize\", ...)) "
+                  "add_stage('" + name +
+                  "'): expected a stage element (neat.element(\"resize\", ...)) "
                   "or a callable taking and returning a neat.Tensor, got " +
                   std::string(py::str(py::type::of(stage).attr("__name__")))));
             }
@@ -913,7 +939,8 @@ the input).)doc")
           py::kw_only(), py::arg("max_bytes_per_frame") = -1, py::arg("max_count_per_frame") = -1,
           py::arg("edge") = "", py::arg("action") = "by_policy",
           py::return_value_policy::reference_internal,
-          "A copy budget for this graph or one of its edges (\"from->to\"), enforced while it runs.")
+          "A copy budget for this graph or one of its edges (\"from->to\"), enforced while it "
+          "runs.")
       .def(
           "add_steady_state_rule",
           [](PyGraph& g, std::int64_t after_frames, const std::vector<std::string>& kinds,
@@ -923,7 +950,10 @@ the input).)doc")
             r.kinds.clear();
             for (const auto& k : kinds) {
               auto kind = neat::parse_conversion_kind(k);
-              if (!kind) raise(neat::invalid_argument("conversion kind '" + k + "' is not one of: reinterpret, view, pack, convert, transfer"));
+              if (!kind)
+                raise(neat::invalid_argument(
+                    "conversion kind '" + k +
+                    "' is not one of: reinterpret, view, pack, convert, transfer"));
               r.kinds.push_back(*kind);
             }
             r.edge = edge;
@@ -954,7 +984,9 @@ the input).)doc")
             }
             auto plan = without_gil([&] {
               std::lock_guard lock(st.mutex);
-              if (!st.builder) return neat::Result<neat::GraphPlan>(neat::failed_precondition("graph '" + st.name + "': nothing to plan"));
+              if (!st.builder)
+                return neat::Result<neat::GraphPlan>(
+                    neat::failed_precondition("graph '" + st.name + "': nothing to plan"));
               return st.builder->plan();
             });
             return plan_dict(unwrap(std::move(plan)));
@@ -971,16 +1003,23 @@ the input).)doc")
             }
             auto plan = without_gil([&] {
               std::lock_guard lock(st.mutex);
-              if (!st.builder) return neat::Result<neat::GraphPlan>(neat::failed_precondition("graph '" + st.name + "': nothing to explain"));
+              if (!st.builder)
+                return neat::Result<neat::GraphPlan>(
+                    neat::failed_precondition("graph '" + st.name + "': nothing to explain"));
               return st.builder->plan();
             });
             return unwrap(std::move(plan)).explain();
           },
           "What `neat explain` prints: nodes, edges, conversions, policies, bytes per frame, the "
           "memory plan. Before build() it has no side effects (sinks are checked, not opened).")
-      .def("build", [](PyGraph& g) { build_graph(state(g)); return &g; },
-           py::return_value_policy::reference_internal,
-           "Checks and plans the graph (implicit in start() and run()).")
+      .def(
+          "build",
+          [](PyGraph& g) {
+            build_graph(state(g));
+            return &g;
+          },
+          py::return_value_policy::reference_internal,
+          "Checks and plans the graph (implicit in start() and run()).")
       .def(
           "start",
           [](PyGraph& g) {
@@ -989,12 +1028,14 @@ the input).)doc")
             check(st.graph->start());
             return &g;
           },
-          py::return_value_policy::reference_internal, "Builds if needed and starts every node's thread.")
-      .def("stop",
-           [](PyGraph& g) {
-             if (auto* gr = state(g).running_graph.load()) gr->stop();
-           },
-           "Asks the graph to stop now (returns at once; wait() joins).")
+          py::return_value_policy::reference_internal,
+          "Builds if needed and starts every node's thread.")
+      .def(
+          "stop",
+          [](PyGraph& g) {
+            if (auto* gr = state(g).running_graph.load()) gr->stop();
+          },
+          "Asks the graph to stop now (returns at once; wait() joins).")
       .def(
           "wait",
           [](PyGraph& g, std::optional<double> timeout) {
@@ -1030,17 +1071,19 @@ the input).)doc")
                                if (gr == nullptr) return py::none();
                                return accounting_dict(gr->frames());
                              })
-      .def("stats",
-           [](PyGraph& g) -> py::object {
-             auto* gr = state(g).running_graph.load();
-             if (gr == nullptr) return py::none();
-             return stats_dict(gr->stats());
-           },
-           "Live per-node and per-edge counts, queue depths, latencies, pools (None before build).")
+      .def(
+          "stats",
+          [](PyGraph& g) -> py::object {
+            auto* gr = state(g).running_graph.load();
+            if (gr == nullptr) return py::none();
+            return stats_dict(gr->stats());
+          },
+          "Live per-node and per-edge counts, queue depths, latencies, pools (None before build).")
       .def("prometheus_text",
            [](PyGraph& g) {
              auto* gr = state(g).running_graph.load();
-             if (gr == nullptr) raise(neat::failed_precondition("graph '" + state(g).name + "': not built"));
+             if (gr == nullptr)
+               raise(neat::failed_precondition("graph '" + state(g).name + "': not built"));
              return gr->prometheus_text();
            })
       .def("rule_breaches",
@@ -1091,7 +1134,10 @@ the input).)doc")
       .def("__repr__", [](PyGraph& g) {
         auto& st = state(g);
         auto* gr = st.running_graph.load();
-        const char* phase = gr == nullptr ? "declared" : gr->done() ? "done" : gr->running() ? "running" : "built";
+        const char* phase = gr == nullptr   ? "declared"
+                            : gr->done()    ? "done"
+                            : gr->running() ? "running"
+                                            : "built";
         return "neat.Graph('" + st.name + "', " + phase + ")";
       });
 
@@ -1105,8 +1151,10 @@ the input).)doc")
         o.policy = parse_optional_policy(policy);
         if (!o.policy) o.policy = neat::scoped_policy();
         o.default_frames = frames;
-        if (!(first_frame_timeout > 0)) raise(neat::invalid_argument("pipeline: first_frame_timeout must be > 0 seconds"));
-        o.first_frame_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(first_frame_timeout * 1000));
+        if (!(first_frame_timeout > 0))
+          raise(neat::invalid_argument("pipeline: first_frame_timeout must be > 0 seconds"));
+        o.first_frame_timeout =
+            std::chrono::milliseconds(static_cast<std::int64_t>(first_frame_timeout * 1000));
         o.timeout_setting = "first_frame_timeout=";
         auto declared = unwrap(without_gil([&] { return neat::declare_pipeline(text, o); }));
         g.st->builder.emplace(std::move(declared.builder));
@@ -1116,8 +1164,9 @@ the input).)doc")
         g.st->policy_set = true;
         return g;
       },
-      py::arg("text") = neat::default_pipeline_text(), py::kw_only(), py::arg("policy") = py::none(),
-      py::arg("name") = "pipeline", py::arg("frames") = 300, py::arg("first_frame_timeout") = 20.0,
+      py::arg("text") = neat::default_pipeline_text(), py::kw_only(),
+      py::arg("policy") = py::none(), py::arg("name") = "pipeline", py::arg("frames") = 300,
+      py::arg("first_frame_timeout") = 20.0,
       R"doc(A graph from the pipeline text of `neat run` (default: the built-in detection
 demo), declared, not built: explain(), start(), run(); graph.appsink is its
 first appsink. frames: frames of the `default` source.)doc");
@@ -1127,7 +1176,8 @@ first appsink. frames: frames of the `default` source.)doc");
       .def(py::init(&accepts_from), py::kw_only(), py::arg("dtypes") = py::none(),
            py::arg("formats") = py::none(), py::arg("layouts") = py::none(),
            py::arg("contiguous") = false, py::arg("writes") = false)
-      .def("__repr__", [](const neat::Accepts& a) { return "neat.Accepts(" + a.to_string() + ")"; });
+      .def("__repr__",
+           [](const neat::Accepts& a) { return "neat.Accepts(" + a.to_string() + ")"; });
   m.def("_parse_action", [](const std::string& a) {
     if (a == "by_policy") return static_cast<int>(neat::RuleAction::ByPolicy);
     if (a == "fail") return static_cast<int>(neat::RuleAction::Fail);
@@ -1145,11 +1195,13 @@ first appsink. frames: frames of the `default` source.)doc");
           neat::PipelineOptions o;
           o.default_frames = frames;
           auto declared = neat::declare_pipeline(text, o);
-          if (!declared.ok()) return neat::Result<std::pair<std::uint64_t, double>>(declared.error());
+          if (!declared.ok())
+            return neat::Result<std::pair<std::uint64_t, double>>(declared.error());
           auto g = declared->builder.build();
           if (!g.ok()) return neat::Result<std::pair<std::uint64_t, double>>(g.error());
           const auto t0 = std::chrono::steady_clock::now();
-          if (auto s = g->start(); !s.ok()) return neat::Result<std::pair<std::uint64_t, double>>(s.error());
+          if (auto s = g->start(); !s.ok())
+            return neat::Result<std::pair<std::uint64_t, double>>(s.error());
           std::uint64_t pulled = 0;
           for (;;) {
             if (auto f = declared->appsink->pull(200ms)) {
@@ -1160,7 +1212,8 @@ first appsink. frames: frames of the `default` source.)doc");
           }
           auto r = g->wait();
           if (!r.ok()) return neat::Result<std::pair<std::uint64_t, double>>(r.error());
-          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           return neat::Result<std::pair<std::uint64_t, double>>(std::make_pair(pulled, s));
         }));
       },

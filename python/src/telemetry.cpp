@@ -168,11 +168,11 @@ runs (and for graphs built in it that set none). From neat.policy().)doc")
              s.entered = false;
              return false;
            })
-      .def_property_readonly("policy",
-                             [](const PolicyScope& s) { return std::string(neat::to_string(s.policy)); });
+      .def_property_readonly(
+          "policy", [](const PolicyScope& s) { return std::string(neat::to_string(s.policy)); });
   m.def(
-      "policy",
-      [](const std::string& name) { return PolicyScope{parse_policy(name)}; }, py::arg("name"),
+      "policy", [](const std::string& name) { return PolicyScope{parse_policy(name)}; },
+      py::arg("name"),
       R"doc(A context manager: `with neat.policy("strict" | "trace" | "silent"):` rules the
 implicit conversions of this thread (and of graphs built inside it that set no
 policy of their own). Nests; per thread, like the C++ ScopedPolicy.)doc");
@@ -181,8 +181,7 @@ policy of their own). Nests; per thread, like the C++ ScopedPolicy.)doc");
       [](const std::string& name) { neat::set_process_policy(parse_policy(name)); },
       py::arg("name"), "Sets the process default (NEAT_POLICY in the environment still wins).");
   m.def(
-      "effective_policy",
-      [] { return std::string(neat::to_string(neat::effective_policy())); },
+      "effective_policy", [] { return std::string(neat::to_string(neat::effective_policy())); },
       "The policy that rules an implicit conversion on this thread now: \"strict\", "
       "\"allow_with_trace\" or \"allow_silent\".");
 
@@ -191,20 +190,23 @@ policy of their own). Nests; per thread, like the C++ ScopedPolicy.)doc");
 A snapshot of the process's conversion counters (kind x reason x explicit),
 from neat.counters(). `later.since(earlier)` measures one piece of work.)doc")
       .def("since", &neat::CountersSnapshot::since, py::arg("before"))
-      .def_property_readonly("count", [](const neat::CountersSnapshot& s) { return s.total().count; },
-                             "Conversions that ran.")
-      .def_property_readonly("bytes", [](const neat::CountersSnapshot& s) { return s.total().bytes; },
-                             "Bytes they wrote.")
-      .def_property_readonly("refused",
-                             [](const neat::CountersSnapshot& s) { return s.total().refused; },
-                             "Implicit conversions refused (Strict).")
+      .def_property_readonly(
+          "count", [](const neat::CountersSnapshot& s) { return s.total().count; },
+          "Conversions that ran.")
+      .def_property_readonly(
+          "bytes", [](const neat::CountersSnapshot& s) { return s.total().bytes; },
+          "Bytes they wrote.")
+      .def_property_readonly(
+          "refused", [](const neat::CountersSnapshot& s) { return s.total().refused; },
+          "Implicit conversions refused (Strict).")
       .def_property_readonly("duration_ns",
                              [](const neat::CountersSnapshot& s) { return s.total().duration_ns; })
-      .def("by_kind",
-           [](const neat::CountersSnapshot& s, const std::string& kind) {
-             return cell_dict(s.total(parse_kinds({kind}).front()));
-           },
-           py::arg("kind"), "Totals of one kind (\"pack\", \"convert\", \"transfer\", ...).")
+      .def(
+          "by_kind",
+          [](const neat::CountersSnapshot& s, const std::string& kind) {
+            return cell_dict(s.total(parse_kinds({kind}).front()));
+          },
+          py::arg("kind"), "Totals of one kind (\"pack\", \"convert\", \"transfer\", ...).")
       .def("rows", &counter_rows,
            "Every non-zero cell: {kind, reason, explicit, count, bytes, duration_ns, refused}.")
       .def("__repr__", [](const neat::CountersSnapshot& s) {
@@ -282,8 +284,9 @@ format), a Chrome trace (opens in Perfetto) or memory. A context manager:
   py::class_<PyRule>(m, "Rule", R"doc(
 A copy budget or steady-state rule, enforced by the copy gate while it is
 registered (until close() or the end of its `with` block).)doc")
-      .def("check", [](const PyRule& r) { check(r.registration.check()); },
-           "Raises neat.FailedPrecondition listing the breaches, if any.")
+      .def(
+          "check", [](const PyRule& r) { check(r.registration.check()); },
+          "Raises neat.FailedPrecondition listing the breaches, if any.")
       .def_property_readonly("breaches",
                              [](const PyRule& r) {
                                py::list out;
@@ -293,7 +296,8 @@ registered (until close() or the end of its `with` block).)doc")
                              })
       .def_property_readonly("breach_count",
                              [](const PyRule& r) { return r.registration.breach_count(); })
-      .def("close", [](PyRule& r) { r.registration.reset(); }, "Unregisters the rule.")
+      .def(
+          "close", [](PyRule& r) { r.registration.reset(); }, "Unregisters the rule.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](PyRule& r, py::args) {
         r.registration.reset();

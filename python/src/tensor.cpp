@@ -26,7 +26,8 @@ const NeatTensor& PyTensor::get(std::string_view op) const {
         std::string(op) +
         ": this tensor was consumed by make_writable(); use the tensor it returned"));
   }
-  if (!tensor.defined()) raise(neat::failed_precondition(std::string(op) + ": the tensor is empty"));
+  if (!tensor.defined())
+    raise(neat::failed_precondition(std::string(op) + ": the tensor is empty"));
   return tensor;
 }
 
@@ -115,8 +116,7 @@ int buffer_error(const std::string& message) {
 
 std::string why_read_only(const NeatTensor& t) {
   if (t.is_broadcast()) return "it is a broadcast (stride 0) view";
-  if (t.storage()->read_only())
-    return "its storage (" + t.storage()->describe() + ") is read-only";
+  if (t.storage()->read_only()) return "its storage (" + t.storage()->describe() + ") is read-only";
   return "its buffer is shared (a graph's frame, a view, a copy of the handle) or it was not "
          "made writable";
 }
@@ -223,7 +223,8 @@ struct BufferHolder {
   Py_buffer view{};
   ~BufferHolder() {
     if (view.obj == nullptr) return;
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // leak rather than touch a dead interpreter
+    if (!Py_IsInitialized() || _Py_IsFinalizing())
+      return;  // leak rather than touch a dead interpreter
     PyGILState_STATE state = PyGILState_Ensure();
     PyBuffer_Release(&view);
     PyGILState_Release(state);
@@ -434,7 +435,8 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
   reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_buffer = &heap_type->as_buffer;
 
   cls.def_property_readonly(
-         "dtype", [](const PyTensor& s) { return std::string(neat::to_string(s.get("dtype").dtype())); },
+         "dtype",
+         [](const PyTensor& s) { return std::string(neat::to_string(s.get("dtype").dtype())); },
          "Element type: \"u8\", \"i8\", \"u16\", \"i16\", \"u32\", \"i32\", \"i64\", \"f16\", "
          "\"bf16\", \"f32\", \"f64\", \"bool\".")
       .def_property_readonly(
@@ -477,7 +479,9 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
           "Image height in pixels (0 for a dense tensor).")
       .def_property_readonly(
           "colorimetry",
-          [](const PyTensor& s) { return neat::to_string(s.get("colorimetry").image().colorimetry); },
+          [](const PyTensor& s) {
+            return neat::to_string(s.get("colorimetry").image().colorimetry);
+          },
           "The colour standard of a YUV frame (\"bt709 limited\", \"unknown\").")
       .def_property_readonly(
           "device", [](const PyTensor& s) { return neat::to_string(s.get("device").device()); },
@@ -492,10 +496,11 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
                              "True when writes are allowed: made writable and held alone "
                              "(or lent to its own writable numpy arrays).")
       .def_property_readonly(
-          "contiguous_layout", [](const PyTensor& s) { return s.get("contiguous_layout").is_contiguous(); },
+          "contiguous_layout",
+          [](const PyTensor& s) { return s.get("contiguous_layout").is_contiguous(); },
           "Row-major and packed.")
-      .def_property_readonly(
-          "is_image", [](const PyTensor& s) { return s.get("is_image").is_image(); })
+      .def_property_readonly("is_image",
+                             [](const PyTensor& s) { return s.get("is_image").is_image(); })
       .def_property_readonly(
           "plane_roles",
           [](const PyTensor& s) {
@@ -517,166 +522,190 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
           [](const PyTensor& s) {
             const auto& t = s.get("data_ptr");
             auto map = unwrap(t.map());
-            const std::byte* p = t.is_composite()
-                                     ? unwrap(map.plane_data(t.plane_layout(0).role))
-                                     : map.data();
+            const std::byte* p =
+                t.is_composite() ? unwrap(map.plane_data(t.plane_layout(0).role)) : map.data();
             return reinterpret_cast<std::uintptr_t>(p);
           },
           "Address of element 0 (the first plane of a planar frame): for identity checks.")
       .def_property_readonly(
-          "buffer_id",
-          [](const PyTensor& s) {
-            return s.get("buffer_id").identity().id();
-          },
+          "buffer_id", [](const PyTensor& s) { return s.get("buffer_id").identity().id(); },
           "Identity of the (first) storage: views and copies of the handle share it.")
-      .def("plane",
-           [](const PyTensor& s, const std::string& role) {
-             return wrap(unwrap(s.get("plane").plane(parse_role(role))));
-           },
-           py::arg("role"),
-           "One plane of a planar frame as a dense u8 tensor ([rows, cols] or [rows, cols, 2]): "
-           "a view, no copy.")
-      .def("planes",
-           [](const PyTensor& s) {
-             const auto& t = s.get("planes");
-             py::dict out;
-             for (int i = 0; i < t.plane_count(); ++i) {
-               const auto role = t.plane_layout(i).role;
-               out[py::str(std::string(neat::to_string(role)))] = wrap(unwrap(t.plane(role)));
-             }
-             return out;
-           },
-           "Every plane of a planar frame by role: {\"Y\": Tensor, \"UV\": Tensor}.")
+      .def(
+          "plane",
+          [](const PyTensor& s, const std::string& role) {
+            return wrap(unwrap(s.get("plane").plane(parse_role(role))));
+          },
+          py::arg("role"),
+          "One plane of a planar frame as a dense u8 tensor ([rows, cols] or [rows, cols, 2]): "
+          "a view, no copy.")
+      .def(
+          "planes",
+          [](const PyTensor& s) {
+            const auto& t = s.get("planes");
+            py::dict out;
+            for (int i = 0; i < t.plane_count(); ++i) {
+              const auto role = t.plane_layout(i).role;
+              out[py::str(std::string(neat::to_string(role)))] = wrap(unwrap(t.plane(role)));
+            }
+            return out;
+          },
+          "Every plane of a planar frame by role: {\"Y\": Tensor, \"UV\": Tensor}.")
       // ---- views --------------------------------------------------------------------
-      .def("slice",
-           [](const PyTensor& s, int dim, std::int64_t start, std::int64_t stop,
-              std::int64_t step) { return wrap(unwrap(s.get("slice").slice(dim, start, stop, step))); },
-           py::arg("dim"), py::arg("start"), py::arg("stop"), py::arg("step") = 1,
-           "Elements start, start+step, ... < stop of dimension dim: a view.")
-      .def("narrow",
-           [](const PyTensor& s, int dim, std::int64_t start, std::int64_t length) {
-             return wrap(unwrap(s.get("narrow").narrow(dim, start, length)));
-           },
-           py::arg("dim"), py::arg("start"), py::arg("length"))
-      .def("crop",
-           [](const PyTensor& s, std::int64_t x, std::int64_t y, std::int64_t w, std::int64_t h) {
-             return wrap(unwrap(s.get("crop").crop(x, y, w, h)));
-           },
-           py::arg("x"), py::arg("y"), py::arg("width"), py::arg("height"),
-           "Pixels [x, x+width) x [y, y+height) of an image: a view (planar: even x and y).")
-      .def("transpose",
-           [](const PyTensor& s, int a, int b) { return wrap(unwrap(s.get("transpose").transpose(a, b))); },
-           py::arg("dim0"), py::arg("dim1"))
-      .def("permute",
-           [](const PyTensor& s, const std::vector<std::int64_t>& order) {
-             return wrap(unwrap(s.get("permute").permute(dims_of(order))));
-           },
-           py::arg("order"))
-      .def("reshape",
-           [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
-             return wrap(unwrap(s.get("reshape").reshape(dims_of(shape))));
-           },
-           py::arg("shape"), "A view with a new shape, or an error when the strides forbid it.")
-      .def("squeeze", [](const PyTensor& s, int d) { return wrap(unwrap(s.get("squeeze").squeeze(d))); },
-           py::arg("dim"))
-      .def("unsqueeze",
-           [](const PyTensor& s, int d) { return wrap(unwrap(s.get("unsqueeze").unsqueeze(d))); },
-           py::arg("dim"))
-      .def("expand",
-           [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
-             return wrap(unwrap(s.get("expand").expand(dims_of(shape))));
-           },
-           py::arg("shape"), "Broadcast to shape (stride-0 dimensions, read-only).")
-      .def("reinterpret",
-           [](const PyTensor& s, const std::string& dtype) {
-             return wrap(unwrap(s.get("reinterpret").reinterpret(parse_dtype(dtype))));
-           },
-           py::arg("dtype"), "The same bytes as another dtype of the same item size.")
-      .def("as_image",
-           [](const PyTensor& s, const std::string& format, std::optional<std::string> layout) {
-             const auto& t = s.get("as_image");
-             return wrap(unwrap(t.as_image(image_spec_for(t, parse_format(format), layout))));
-           },
-           py::arg("format"), py::arg("layout") = py::none(),
-           "The same bytes as an interleaved image (u8 [H, W, C] HWC, [C, H, W] CHW, [H, W] HW).")
-      .def("as_dense", [](const PyTensor& s) { return wrap(unwrap(s.get("as_dense").as_dense())); },
-           "The same bytes without image semantics.")
-      .def("with_colorimetry",
-           [](const PyTensor& s, const std::string& c) {
-             auto parsed = neat::parse_colorimetry(c);
-             if (!parsed) {
-               raise(neat::invalid_argument("colorimetry '" + c +
-                                            "' is not one of: bt601, bt709, bt2020 (each with "
-                                            "-full or -limited), sdtv, jpeg"));
-             }
-             return wrap(unwrap(s.get("with_colorimetry").with_colorimetry(*parsed)));
-           },
-           py::arg("colorimetry"), "The same frame stating its colour standard (metadata only).")
+      .def(
+          "slice",
+          [](const PyTensor& s, int dim, std::int64_t start, std::int64_t stop, std::int64_t step) {
+            return wrap(unwrap(s.get("slice").slice(dim, start, stop, step)));
+          },
+          py::arg("dim"), py::arg("start"), py::arg("stop"), py::arg("step") = 1,
+          "Elements start, start+step, ... < stop of dimension dim: a view.")
+      .def(
+          "narrow",
+          [](const PyTensor& s, int dim, std::int64_t start, std::int64_t length) {
+            return wrap(unwrap(s.get("narrow").narrow(dim, start, length)));
+          },
+          py::arg("dim"), py::arg("start"), py::arg("length"))
+      .def(
+          "crop",
+          [](const PyTensor& s, std::int64_t x, std::int64_t y, std::int64_t w, std::int64_t h) {
+            return wrap(unwrap(s.get("crop").crop(x, y, w, h)));
+          },
+          py::arg("x"), py::arg("y"), py::arg("width"), py::arg("height"),
+          "Pixels [x, x+width) x [y, y+height) of an image: a view (planar: even x and y).")
+      .def(
+          "transpose",
+          [](const PyTensor& s, int a, int b) {
+            return wrap(unwrap(s.get("transpose").transpose(a, b)));
+          },
+          py::arg("dim0"), py::arg("dim1"))
+      .def(
+          "permute",
+          [](const PyTensor& s, const std::vector<std::int64_t>& order) {
+            return wrap(unwrap(s.get("permute").permute(dims_of(order))));
+          },
+          py::arg("order"))
+      .def(
+          "reshape",
+          [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
+            return wrap(unwrap(s.get("reshape").reshape(dims_of(shape))));
+          },
+          py::arg("shape"), "A view with a new shape, or an error when the strides forbid it.")
+      .def(
+          "squeeze",
+          [](const PyTensor& s, int d) { return wrap(unwrap(s.get("squeeze").squeeze(d))); },
+          py::arg("dim"))
+      .def(
+          "unsqueeze",
+          [](const PyTensor& s, int d) { return wrap(unwrap(s.get("unsqueeze").unsqueeze(d))); },
+          py::arg("dim"))
+      .def(
+          "expand",
+          [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
+            return wrap(unwrap(s.get("expand").expand(dims_of(shape))));
+          },
+          py::arg("shape"), "Broadcast to shape (stride-0 dimensions, read-only).")
+      .def(
+          "reinterpret",
+          [](const PyTensor& s, const std::string& dtype) {
+            return wrap(unwrap(s.get("reinterpret").reinterpret(parse_dtype(dtype))));
+          },
+          py::arg("dtype"), "The same bytes as another dtype of the same item size.")
+      .def(
+          "as_image",
+          [](const PyTensor& s, const std::string& format, std::optional<std::string> layout) {
+            const auto& t = s.get("as_image");
+            return wrap(unwrap(t.as_image(image_spec_for(t, parse_format(format), layout))));
+          },
+          py::arg("format"), py::arg("layout") = py::none(),
+          "The same bytes as an interleaved image (u8 [H, W, C] HWC, [C, H, W] CHW, [H, W] HW).")
+      .def(
+          "as_dense", [](const PyTensor& s) { return wrap(unwrap(s.get("as_dense").as_dense())); },
+          "The same bytes without image semantics.")
+      .def(
+          "with_colorimetry",
+          [](const PyTensor& s, const std::string& c) {
+            auto parsed = neat::parse_colorimetry(c);
+            if (!parsed) {
+              raise(neat::invalid_argument("colorimetry '" + c +
+                                           "' is not one of: bt601, bt709, bt2020 (each with "
+                                           "-full or -limited), sdtv, jpeg"));
+            }
+            return wrap(unwrap(s.get("with_colorimetry").with_colorimetry(*parsed)));
+          },
+          py::arg("colorimetry"), "The same frame stating its colour standard (metadata only).")
       // ---- copies (named, through the copy gate) --------------------------------------------
-      .def("clone",
-           [](const PyTensor& s, std::optional<std::string> policy) {
-             const auto& t = s.get("clone");
-             const auto where = python_call_site();
-             return wrap(unwrap(without_gil([&] { return t.clone(conversion_options(policy), where); })));
-           },
-           py::arg("policy") = py::none(),
-           "A deep copy into fresh packed storage (explicit: runs under every policy, recorded).")
-      .def("contiguous",
-           [](const PyTensor& s, std::optional<std::string> policy) {
-             const auto& t = s.get("contiguous");
-             const auto where = python_call_site();
-             return wrap(
-                 unwrap(without_gil([&] { return t.contiguous(conversion_options(policy), where); })));
-           },
-           py::arg("policy") = py::none(),
-           "This tensor when already contiguous (no copy); otherwise a recorded pack.")
-      .def("cpu",
-           [](const PyTensor& s, std::optional<std::string> policy) {
-             const auto& t = s.get("cpu");
-             const auto where = python_call_site();
-             return wrap(unwrap(without_gil([&] { return t.cpu(conversion_options(policy), where); })));
-           },
-           py::arg("policy") = py::none(),
-           "This tensor in host memory: itself when it is there, else a recorded transfer.")
-      .def("make_writable",
-           [](PyTensor& s, const std::string& donation, std::optional<std::string> policy) {
-             s.get("make_writable");
-             neat::WritableOptions o;
-             o.donation = parse_donation(donation);
-             o.policy = parse_optional_policy(policy);
-             const auto where = python_call_site();
-             NeatTensor t = std::move(s.tensor);
-             s.consumed = true;
-             auto r = without_gil([&] { return std::move(t).make_writable(o, where); });
-             return wrap(unwrap(std::move(r)));
-           },
-           py::arg("donation") = "reuse_if_unique", py::arg("policy") = py::none(),
-           R"doc(Consumes this tensor and returns a writable one: the same buffer when
+      .def(
+          "clone",
+          [](const PyTensor& s, std::optional<std::string> policy) {
+            const auto& t = s.get("clone");
+            const auto where = python_call_site();
+            return wrap(
+                unwrap(without_gil([&] { return t.clone(conversion_options(policy), where); })));
+          },
+          py::arg("policy") = py::none(),
+          "A deep copy into fresh packed storage (explicit: runs under every policy, recorded).")
+      .def(
+          "contiguous",
+          [](const PyTensor& s, std::optional<std::string> policy) {
+            const auto& t = s.get("contiguous");
+            const auto where = python_call_site();
+            return wrap(unwrap(
+                without_gil([&] { return t.contiguous(conversion_options(policy), where); })));
+          },
+          py::arg("policy") = py::none(),
+          "This tensor when already contiguous (no copy); otherwise a recorded pack.")
+      .def(
+          "cpu",
+          [](const PyTensor& s, std::optional<std::string> policy) {
+            const auto& t = s.get("cpu");
+            const auto where = python_call_site();
+            return wrap(
+                unwrap(without_gil([&] { return t.cpu(conversion_options(policy), where); })));
+          },
+          py::arg("policy") = py::none(),
+          "This tensor in host memory: itself when it is there, else a recorded transfer.")
+      .def(
+          "make_writable",
+          [](PyTensor& s, const std::string& donation, std::optional<std::string> policy) {
+            s.get("make_writable");
+            neat::WritableOptions o;
+            o.donation = parse_donation(donation);
+            o.policy = parse_optional_policy(policy);
+            const auto where = python_call_site();
+            NeatTensor t = std::move(s.tensor);
+            s.consumed = true;
+            auto r = without_gil([&] { return std::move(t).make_writable(o, where); });
+            return wrap(unwrap(std::move(r)));
+          },
+          py::arg("donation") = "reuse_if_unique", py::arg("policy") = py::none(),
+          R"doc(Consumes this tensor and returns a writable one: the same buffer when
 nothing else holds it (no copy), otherwise a copy-on-write copy through the
 copy gate. numpy arrays of this tensor count as holders. donation:
 "reuse_if_unique" (default), "must_donate" (a copy is refused under Strict),
 "always_copy".)doc")
       // ---- numpy / DLPack -----------------------------------------------------------------------
-      .def("numpy",
-           [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); },
-           "numpy.asarray(self): a view of the bytes, no copy.")
+      .def(
+          "numpy",
+          [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); },
+          "numpy.asarray(self): a view of the bytes, no copy.")
       .def(
           "__array__",
           [](py::object self, py::object dtype) {
             // numpy asks here only when the buffer protocol refused: say why
             // (rather than numpy's silent 0-d object array).
-            py::object view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(self.ptr()));
+            py::object view =
+                py::reinterpret_steal<py::object>(PyMemoryView_FromObject(self.ptr()));
             if (!view) throw py::error_already_set();
             py::object np = py::module_::import("numpy");
             return dtype.is_none() ? np.attr("asarray")(view) : np.attr("asarray")(view, dtype);
           },
           py::arg("dtype") = py::none())
-      .def("__dlpack__",
-           [](const PyTensor& s, py::object stream) {
-             return to_dlpack_capsule(s.get("__dlpack__"), stream);
-           },
-           py::arg("stream") = py::none(),
-           "A DLPack capsule over the tensor's bytes (no copy; planar frames: per plane).")
+      .def(
+          "__dlpack__",
+          [](const PyTensor& s, py::object stream) {
+            return to_dlpack_capsule(s.get("__dlpack__"), stream);
+          },
+          py::arg("stream") = py::none(),
+          "A DLPack capsule over the tensor's bytes (no copy; planar frames: per plane).")
       .def("__dlpack_device__",
            [](const PyTensor& s) {
              const auto& t = s.get("__dlpack_device__");
@@ -694,22 +723,24 @@ copy gate. numpy arrays of this tensor count as holders. donation:
              if (t.rank() == 0) throw py::type_error("len() of a 0-d neat.Tensor");
              return t.shape()[0];
            })
-      .def("__iter__",
-           [](py::object self) {
-             const auto& t = self.cast<PyTensor&>().get("iter");
-             if (t.rank() == 0) throw py::type_error("iteration over a 0-d neat.Tensor");
-             py::list rows;
-             for (std::int64_t i = 0; i < t.shape()[0]; ++i)
-               rows.append(wrap(unwrap(unwrap(t.narrow(0, i, 1)).squeeze(0))));
-             return py::iter(rows);
-           },
-           "Views of the first dimension, in order.");
+      .def(
+          "__iter__",
+          [](py::object self) {
+            const auto& t = self.cast<PyTensor&>().get("iter");
+            if (t.rank() == 0) throw py::type_error("iteration over a 0-d neat.Tensor");
+            py::list rows;
+            for (std::int64_t i = 0; i < t.shape()[0]; ++i)
+              rows.append(wrap(unwrap(unwrap(t.narrow(0, i, 1)).squeeze(0))));
+            return py::iter(rows);
+          },
+          "Views of the first dimension, in order.");
 
   // ---- factories -----------------------------------------------------------------------------
   m.def(
       "empty",
       [](const std::vector<std::int64_t>& shape, const std::string& dtype, bool zero) {
-        auto t = unwrap(NeatTensor::allocate(parse_dtype(dtype), dims_of(shape), {.zero_fill = zero}));
+        auto t =
+            unwrap(NeatTensor::allocate(parse_dtype(dtype), dims_of(shape), {.zero_fill = zero}));
         return wrap(unwrap(std::move(t).make_writable()));
       },
       py::arg("shape"), py::arg("dtype") = "u8", py::arg("zero") = false,
@@ -781,8 +812,8 @@ an interleaved image ([H, W, C]).)doc");
             raise(neat::invalid_argument(what + ": " + p.to_string() +
                                          ": pixels in a row must be packed (row stride free)"));
           }
-          specs.push_back({order.roles[static_cast<std::size_t>(i)], p.storage(), st[0],
-                           p.byte_offset()});
+          specs.push_back(
+              {order.roles[static_cast<std::size_t>(i)], p.storage(), st[0], p.byte_offset()});
         }
         return wrap(unwrap(NeatTensor::compose_planes(fmt, width, height, specs)));
       },

@@ -1,5 +1,8 @@
 # Installs the build tree into a scratch prefix, then configures, builds and
-# runs tests/consumer against it. Args: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR.
+# runs tests/consumer against it; with PYTHON_DIR (where the Python package
+# installs, relative to the prefix), imports the installed package from a
+# clean environment and views a tensor in numpy.
+# Args: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR, PYTHON_DIR (optional).
 cmake_minimum_required(VERSION 3.20)
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
@@ -17,3 +20,11 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -G ${G
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+if(PYTHON_DIR)
+  set(pkg ${WORK_DIR}/prefix/${PYTHON_DIR})
+  if(NOT EXISTS ${pkg}/neat/__init__.pyi OR NOT EXISTS ${pkg}/neat/py.typed)
+    message(FATAL_ERROR "the Python package's stub was not installed into ${pkg}/neat")
+  endif()
+  run(${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH PYTHONPATH=${pkg} /usr/bin/python3
+      ${SOURCE_DIR}/tests/consumer/check_python.py ${pkg})
+endif()

@@ -87,7 +87,7 @@ def main():
             doc.write_text("\n".join(out) + "\n")
     for p in problems:
         print(p)
-    print(f"{blocks} C++ blocks checked, {len(problems)} problem(s)")
+    print(f"{blocks} code blocks checked, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 
