@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -53,6 +54,10 @@ neat::ConversionPolicy parse_policy(std::string_view text);
 std::optional<neat::ConversionPolicy> parse_optional_policy(const std::optional<std::string>& text);
 neat::DType parse_dtype(std::string_view text);
 neat::PixelFormat parse_format(std::string_view text);
+/// "by_policy" | "fail" | "warn" | "count".
+neat::RuleAction parse_action(std::string_view text);
+/// Conversion kind names ("pack", "convert", ...).
+std::vector<neat::ConversionKind> parse_kinds(const std::vector<std::string>& names);
 
 /// The Python object behind neat.Tensor: the tensor, and the mapping its
 /// buffer exports (numpy arrays, memoryviews) share while any is alive.

@@ -192,6 +192,28 @@ neat::PixelFormat parse_format(std::string_view text) {
                                "I420, YV12"));
 }
 
+neat::RuleAction parse_action(std::string_view text) {
+  if (text == "by_policy") return neat::RuleAction::ByPolicy;
+  if (text == "fail") return neat::RuleAction::Fail;
+  if (text == "warn") return neat::RuleAction::Warn;
+  if (text == "count") return neat::RuleAction::Count;
+  raise(neat::invalid_argument("action '" + std::string(text) +
+                               "' is not one of: by_policy, fail, warn, count"));
+}
+
+std::vector<neat::ConversionKind> parse_kinds(const std::vector<std::string>& names) {
+  std::vector<neat::ConversionKind> kinds;
+  for (const auto& n : names) {
+    auto k = neat::parse_conversion_kind(n);
+    if (!k) {
+      raise(neat::invalid_argument("conversion kind '" + n +
+                                   "' is not one of: reinterpret, view, pack, convert, transfer"));
+    }
+    kinds.push_back(*k);
+  }
+  return kinds;
+}
+
 void release_object(PyObject* object) noexcept {
   if (object == nullptr) return;
   if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // the interpreter is gone: leak

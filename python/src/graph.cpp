@@ -1,12 +1,8 @@
-// Stage graphs from Python: graphs from the pipeline text or from Python
-// objects (the registry's elements, Python callables as stages, push sources
-// fed with numpy arrays, appsinks iterated as tensors), explain / run /
-// start / stop / wait. Every wait releases the GIL, in slices of 100 ms
-// that let Ctrl-C through; Python stages take the GIL on the graph's thread.
-// A running graph lives while its Graph object or one of its AppSink
-// objects does; at exit every graph still running is stopped and joined.
-#include <pybind11/functional.h>
-#include <pybind11/operators.h>
+// neat.Graph and neat.pipeline: graphs from the pipeline text or from the
+// nodes of nodes.cpp, explain / plan / build / run / start / stop / wait, live
+// stats. Every wait releases the GIL, in slices that let Ctrl-C through. A
+// running graph lives while its Graph object or one of its AppSink objects
+// does; at exit every graph still running is stopped and joined.
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -17,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "common.hpp"
+#include "graph_state.hpp"
 
 namespace neatpy {
 
@@ -28,16 +24,6 @@ namespace {
 using namespace std::chrono_literals;
 using neat::FrameSpec;
 using neat::NeatTensor;
-
-constexpr auto kSlice = 100ms;
-
-std::optional<std::chrono::nanoseconds> to_duration(std::optional<double> seconds,
-                                                    std::string_view what) {
-  if (!seconds) return std::nullopt;
-  if (!(*seconds >= 0))
-    raise(neat::invalid_argument(std::string(what) + ": timeout must be >= 0 seconds"));
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9));
-}
 
 py::dict accounting_dict(const neat::FrameAccounting& a) {
   py::dict d;
@@ -60,61 +46,6 @@ py::dict report_dict(const neat::RunReport& r) {
   d["latency"] = latency;
   return d;
 }
-
-// ---- the graph's state, shared by the Graph object and its AppSinks ----------------
-
-struct GraphState {
-  std::string name;
-  neat::PipelineOptions options;
-  std::mutex mutex;  // build / wait; taken only with the GIL released
-  std::optional<neat::GraphBuilder> builder;
-  std::optional<neat::Graph> graph;
-  std::atomic<neat::Graph*> running_graph{nullptr};  // for stop() without the mutex
-  std::optional<neat::Result<neat::RunReport>> result;
-  bool policy_set = false;
-  struct SinkEntry {
-    std::string name;
-    std::shared_ptr<neat::AppSink> sink;
-    /// Set once Python pulls from it; until then wait() and run() take its
-    /// frames (as `neat run` does), so an appsink nobody iterates never holds the graph.
-    std::shared_ptr<std::atomic<bool>> taken;
-  };
-  std::vector<SinkEntry> appsinks;
-
-  ~GraphState() {
-    // Joins the threads; Python stages on them may need the GIL meanwhile.
-    without_gil([&] {
-      if (auto* g = running_graph.load()) g->stop();
-      graph.reset();
-      builder.reset();
-    });
-  }
-
-  neat::GraphBuilder& declaring(std::string_view op) {
-    if (!builder) {
-      raise(neat::failed_precondition("graph '" + name + "': " + std::string(op) +
-                                      ": the graph is already built; declare nodes before "
-                                      "build(), start() or run()"));
-    }
-    return *builder;
-  }
-
-  // Builds when not built yet (GIL released by the caller).
-  void ensure_built_locked() {
-    if (graph) return;
-    if (!builder) raise(neat::failed_precondition("graph '" + name + "': nothing to build"));
-    auto g = builder->build();
-    builder.reset();
-    if (!g.ok()) raise(std::move(g).error());
-    graph.emplace(std::move(*g));
-    running_graph.store(&*graph);
-  }
-
-  neat::Result<neat::RunReport> wait_locked() {
-    if (!result) result = graph->wait();
-    return *result;
-  }
-};
 
 std::mutex g_live_mutex;
 std::vector<std::weak_ptr<GraphState>>& live_graphs() {
@@ -180,238 +111,6 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
   return unwrap(std::move(r));
 }
 
-// ---- elements ------------------------------------------------------------------------
-
-struct PyElement {
-  neat::PipelineElement element;
-  std::string text;  // the element as pipeline text, for errors that point into it
-};
-
-std::string quote(const std::string& v) {
-  if (!v.empty() && v.find_first_of(" \t\"\\!") == std::string::npos) return v;
-  std::string q = "\"";
-  for (char c : v) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
-
-std::string property_text(const neat::PropertySpec* spec, py::handle value) {
-  if (py::isinstance<py::bool_>(value)) return value.cast<bool>() ? "true" : "false";
-  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
-  if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) {
-    std::vector<std::string> parts;
-    for (auto v : value)
-      parts.push_back(py::str(v));
-    const std::string sep = spec && spec->type == neat::PropertyType::Size ? "x" : ",";
-    std::string out;
-    for (std::size_t i = 0; i < parts.size(); ++i)
-      out += (i ? sep : "") + parts[i];
-    return out;
-  }
-  return py::str(value);
-}
-
-PyElement make_element(const std::string& name, const py::kwargs& props) {
-  const neat::ElementSpec* spec = neat::find_pipeline_element(name);
-  if (spec == nullptr || name == "gst") {
-    raise(neat::invalid_argument("element '" + name + "' is unknown (sources: " +
-                                 neat::element_names(neat::ElementRole::Source) +
-                                 "; stages: " + neat::element_names(neat::ElementRole::Stage) +
-                                 "; sinks: " + neat::element_names(neat::ElementRole::Sink) +
-                                 "); GStreamer pipelines: neat.gst(\"...\")"));
-  }
-  PyElement e;
-  e.element.name = name;
-  e.text = name;
-  e.element.offset = 0;
-  e.element.length = name.size();
-  for (auto [k, v] : props) {
-    const std::string key = py::str(k);
-    const std::string value = property_text(spec->property(key), v);
-    e.element.properties.emplace_back(key, value);
-    e.text += " " + key + "=" + quote(value);
-  }
-  return e;
-}
-
-neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
-                                 const neat::PipelineOptions& options) {
-  const neat::ElementSpec* spec = neat::find_pipeline_element(e.element.name);
-  if (!spec->has_role(role)) {
-    raise(neat::invalid_argument(
-        "element '" + e.element.name + "' cannot be a " + std::string(neat::to_string(role)) +
-        " (" + std::string(neat::to_string(role)) + "s: " + neat::element_names(role) + ")"));
-  }
-  neat::ElementArgs args(e.text, e.element, options);
-  return unwrap(spec->make(args, role));
-}
-
-// ---- AppSink -------------------------------------------------------------------------------
-
-struct PyAppSink {
-  std::shared_ptr<neat::AppSink> sink;
-  std::shared_ptr<std::atomic<bool>> taken = std::make_shared<std::atomic<bool>>(false);
-  std::shared_ptr<GraphState> graph;  // set once added to a graph: keeps it running
-  std::string name;
-};
-
-py::object wrap_tensor(NeatTensor t) {
-  return py::cast(PyTensor(std::move(t)));
-}
-
-[[noreturn]] void raise_timeout(const std::string& message) {
-  py::module_ errors = py::module_::import("neat._errors");
-  py::object exc = errors.attr("Timeout")(message);
-  PyErr_SetObject(errors.attr("Timeout").ptr(), exc.ptr());
-  throw py::error_already_set();
-}
-
-// The next frame; std::nullopt at the end (after raising the graph's error, if
-// any) and, unless `raise_on_timeout`, on timeout.
-std::optional<NeatTensor> next_frame(PyAppSink& s, std::optional<std::chrono::nanoseconds> timeout,
-                                     bool raise_on_timeout) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = timeout ? start + *timeout : std::chrono::steady_clock::time_point::max();
-  s.taken->store(true);
-  for (;;) {
-    if (auto f = s.sink->try_pull()) return f;
-    const auto left = deadline - std::chrono::steady_clock::now();
-    const auto slice = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::clamp<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(0), kSlice));
-    if (slice.count() > 0) {
-      auto f = without_gil([&] { return s.sink->pull(slice); });
-      if (f) return f;
-    }
-    if (s.sink->at_end()) {
-      // The stream ended: a failed graph says why (it is done within a few
-      // slices once its sinks ended).
-      if (s.graph && s.graph->running_graph.load() != nullptr) {
-        GraphState& st = *s.graph;
-        for (int i = 0; i < 20 && !st.graph->done(); ++i)
-          without_gil([] { std::this_thread::sleep_for(10ms); });
-        if (st.graph->done()) {
-          auto r = without_gil([&] {
-            std::lock_guard lock(st.mutex);
-            return st.wait_locked();
-          });
-          if (!r.ok()) raise(std::move(r).error());
-        }
-      }
-      return std::nullopt;
-    }
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    if (std::chrono::steady_clock::now() >= deadline) {
-      if (!raise_on_timeout) return std::nullopt;
-      raise_timeout("appsink '" + s.name + "': no frame within " +
-                    std::to_string(std::chrono::duration<double>(*timeout).count()) +
-                    " s (is the graph started? is its source live and sending?)");
-    }
-  }
-}
-
-// ---- PushSource --------------------------------------------------------------------------------
-
-struct PyPushSource {
-  std::shared_ptr<neat::PushSource> source;
-  bool added = false;
-};
-
-// ---- Python stages
-// -------------------------------------------------------------------------------
-
-/// A Python callable as a stage: takes a neat.Tensor, returns a Tensor, a
-/// numpy array (wrapped, no copy) or None (the frame is dropped: filtered).
-class PythonStage final : public neat::Stage {
- public:
-  PythonStage(py::object fn, neat::Accepts accepts, py::object output)
-      : fn_(fn.release().ptr()), output_(output.release().ptr()), accepts_(std::move(accepts)) {
-    py::gil_scoped_acquire gil;
-    name_ = py::str(py::getattr(py::handle(fn_), "__qualname__",
-                                py::getattr(py::handle(fn_), "__name__", py::str("callable"))));
-  }
-  ~PythonStage() override {
-    release_object(fn_);
-    release_object(output_);
-  }
-  std::string_view kind() const noexcept override { return "python"; }
-  neat::Accepts accepts() const override { return accepts_; }
-  std::string describe() const override { return "python " + name_; }
-
-  neat::Result<FrameSpec> output_spec(const FrameSpec& input) const override {
-    if (output_ == Py_None) {
-      declared_ = input;
-      return input;
-    }
-    py::gil_scoped_acquire gil;
-    try {
-      py::handle out(output_);
-      py::object spec =
-          py::isinstance<FrameSpec>(out) ? py::reinterpret_borrow<py::object>(out) : out(input);
-      if (!py::isinstance<FrameSpec>(spec)) {
-        return neat::invalid_argument("python stage " + name_ +
-                                      ": output= must be a neat.FrameSpec or a callable "
-                                      "returning one");
-      }
-      declared_ = spec.cast<FrameSpec>();
-      return *declared_;
-    } catch (py::error_already_set& e) {
-      return neat::invalid_argument("python stage " + name_ + ": output= raised " + e.what());
-    }
-  }
-
-  neat::Result<NeatTensor> process(NeatTensor frame, neat::StageContext&) override {
-    py::gil_scoped_acquire gil;
-    try {
-      py::object r = py::handle(fn_)(wrap_tensor(std::move(frame)));
-      if (r.is_none()) return NeatTensor{};
-      NeatTensor out = as_tensor(r, "python stage " + name_ + " result");
-      if (declared_) {
-        const FrameSpec got = FrameSpec::of(out);
-        const FrameSpec& want = *declared_;
-        const bool same = got.dtype == want.dtype && got.format == want.format &&
-                          (want.is_image() ? got.width == want.width && got.height == want.height
-                                           : got.shape == want.shape);
-        if (!same) {
-          return neat::failed_precondition(
-              "python stage " + name_ + " returned " + got.to_string() +
-              " but its output spec is " + want.to_string() +
-              "; pass output=neat.FrameSpec(...) (or a function of the input "
-              "spec) to add_stage");
-        }
-      }
-      return out;
-    } catch (py::error_already_set& e) {
-      return error_of(e);
-    } catch (const NeatException& e) {
-      return e.error;
-    } catch (const std::exception& e) {
-      return neat::internal_error("python stage " + name_ + ": " + e.what());
-    }
-  }
-
- private:
-  neat::Error error_of(py::error_already_set& e) const {
-    // A neat error raised inside the callable keeps its code.
-    neat::ErrorCode code = neat::ErrorCode::FailedPrecondition;
-    if (e.value() && py::hasattr(e.value(), "code")) {
-      const std::string c = py::str(e.value().attr("code"));
-      for (int i = 1; i <= 8; ++i) {
-        if (neat::to_string(static_cast<neat::ErrorCode>(i)) == c)
-          code = static_cast<neat::ErrorCode>(i);
-      }
-    }
-    return neat::Error(code, "python stage " + name_ + " raised " + e.what());
-  }
-
-  PyObject* fn_;
-  PyObject* output_;
-  neat::Accepts accepts_;
-  std::string name_;
-  mutable std::optional<FrameSpec> declared_;
-};
-
 // ---- the Graph object
 // -----------------------------------------------------------------------------
 
@@ -427,10 +126,28 @@ GraphState& state(PyGraph& g) {
   return *g.st;
 }
 
-void build_graph(GraphState& st) {
+// A graph that sets no policy takes the one of `with neat.policy(...)` around it.
+void adopt_scoped_policy(GraphState& st) {
   if (!st.policy_set && st.builder) {
     if (auto p = neat::scoped_policy()) st.builder->set_policy(*p);
   }
+}
+
+// The built graph's plan, or the one build() would make (no side effects).
+neat::GraphPlan current_plan(GraphState& st) {
+  if (st.graph) return st.graph->plan();
+  adopt_scoped_policy(st);
+  return unwrap(without_gil([&] {
+    std::lock_guard lock(st.mutex);
+    if (!st.builder)
+      return neat::Result<neat::GraphPlan>(
+          neat::failed_precondition("graph '" + st.name + "': it was moved or failed to build"));
+    return st.builder->plan();
+  }));
+}
+
+void build_graph(GraphState& st) {
+  adopt_scoped_policy(st);
   without_gil([&] {
     std::lock_guard lock(st.mutex);
     st.ensure_built_locked();
@@ -562,245 +279,9 @@ py::dict plan_dict(const neat::GraphPlan& p) {
   return d;
 }
 
-neat::Accepts accepts_from(std::optional<std::vector<std::string>> dtypes,
-                           std::optional<std::vector<std::string>> formats,
-                           std::optional<std::vector<std::string>> layouts, bool contiguous,
-                           bool writes) {
-  neat::Accepts a;
-  if (dtypes)
-    for (const auto& d : *dtypes)
-      a.dtypes.push_back(parse_dtype(d));
-  if (formats) {
-    for (const auto& f : *formats)
-      a.formats.push_back(f == "dense" ? neat::PixelFormat::None : parse_format(f));
-  }
-  if (layouts) {
-    for (const auto& l : *layouts) {
-      bool found = false;
-      for (auto v : {neat::Layout::HWC, neat::Layout::CHW, neat::Layout::HW, neat::Layout::None}) {
-        std::string n(neat::to_string(v));
-        std::string lower = n;
-        for (auto& c : lower)
-          c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (l == n || l == lower) {
-          a.layouts.push_back(v);
-          found = true;
-        }
-      }
-      if (!found)
-        raise(neat::invalid_argument("layout '" + l + "' is not one of: hwc, chw, hw, none"));
-    }
-  }
-  a.contiguous = contiguous;
-  a.writes = writes;
-  return a;
-}
-
 }  // namespace
 
 void bind_graph(py::module_& m) {
-  // ---- FrameSpec / Accepts ------------------------------------------------------------------
-  py::class_<FrameSpec>(m, "FrameSpec", R"doc(
-What an edge carries, as known at build(): dtype, pixel format, layout, size
-(images) or shape (dense), device, contiguity, colour standard, frame rate.)doc")
-      .def(py::init([](const std::string& dtype, const std::vector<std::int64_t>& shape) {
-             FrameSpec s;
-             s.dtype = parse_dtype(dtype);
-             for (auto x : shape)
-               s.shape.push_back(x);
-             return s;
-           }),
-           py::arg("dtype"), py::arg("shape"), "A dense, contiguous CPU tensor spec.")
-      .def_static(
-          "image",
-          [](const std::string& format, std::int64_t w, std::int64_t h) {
-            return FrameSpec::image(parse_format(format), w, h);
-          },
-          py::arg("format"), py::arg("width"), py::arg("height"),
-          "An image spec in the format's default layout, contiguous, on the CPU.")
-      .def_static(
-          "of", [](py::handle t) { return FrameSpec::of(as_tensor(t, "FrameSpec.of")); },
-          py::arg("tensor"), "The spec of an existing tensor (or numpy array).")
-      .def_property_readonly(
-          "dtype", [](const FrameSpec& s) { return std::string(neat::to_string(s.dtype)); })
-      .def_property_readonly("format",
-                             [](const FrameSpec& s) -> py::object {
-                               if (!s.is_image()) return py::none();
-                               return py::str(std::string(neat::to_string(s.format)));
-                             })
-      .def_readonly("width", &FrameSpec::width)
-      .def_readonly("height", &FrameSpec::height)
-      .def_property_readonly("shape",
-                             [](const FrameSpec& s) {
-                               std::vector<std::int64_t> v(s.shape.begin(), s.shape.end());
-                               return py::tuple(py::cast(v));
-                             })
-      .def_property_readonly("device", [](const FrameSpec& s) { return neat::to_string(s.device); })
-      .def_readonly("contiguous", &FrameSpec::contiguous)
-      .def_property_readonly("bytes", &FrameSpec::bytes, "Bytes of one frame.")
-      .def(py::self == py::self)
-      .def("__repr__", [](const FrameSpec& s) { return "neat.FrameSpec(" + s.to_string() + ")"; });
-
-  // ---- elements -------------------------------------------------------------------------------
-  py::class_<PyElement>(m, "Element", R"doc(
-An element of the pipeline registry (`neat elements` lists them) with its
-properties: built when added to a graph, where its errors surface.)doc")
-      .def_property_readonly("name", [](const PyElement& e) { return e.element.name; })
-      .def("__repr__", [](const PyElement& e) { return "neat.Element(" + e.text + ")"; });
-  m.def("element", &make_element, py::arg("name"),
-        R"doc(An element of the registry with its properties as keywords, e.g.
-neat.element("preprocess", size=(640, 640), mean=(0.485, 0.456, 0.406)),
-neat.element("infer", model="models:detector"), neat.element("default").
-Tuples become "a,b,c" (sizes "WxH"); the registry checks the values.)doc");
-  m.def(
-      "gst",
-      [](const std::string& description) {
-        PyElement e;
-        e.element.name = "gst";
-        e.element.gst = description;
-        e.text = "gst:" + quote(description);
-        e.element.length = e.text.size();
-        return e;
-      },
-      py::arg("description"),
-      "A GStreamer pipeline: as a source it ends in an appsink (the caps say what it gives); as "
-      "a sink it is fed by an appsrc.");
-  m.def(
-      "elements", [] { return neat::describe_elements(); },
-      "What `neat elements` prints: every element and its summary.");
-
-  // ---- AppSink ----------------------------------------------------------------------------------
-  py::class_<PyAppSink, std::shared_ptr<PyAppSink>>(m, "AppSink", R"doc(
-Frames handed to Python: iterate it (`for frame in sink:`), pull(timeout) or
-try_pull(). Waiting releases the GIL. Bounded: a full queue holds the graph
-back (overflow="block") or drops the oldest frame (overflow="drop_oldest").
-At the end of the stream iteration stops, raising the graph's error if it
-failed.)doc")
-      .def(py::init([](std::size_t capacity, const std::string& overflow) {
-             if (capacity == 0) raise(neat::invalid_argument("AppSink: capacity must be >= 1"));
-             neat::AppSinkOptions o;
-             o.capacity = capacity;
-             if (overflow == "block") {
-               o.overflow = neat::Overflow::Block;
-             } else if (overflow == "drop_oldest") {
-               o.overflow = neat::Overflow::DropOldest;
-             } else {
-               raise(neat::invalid_argument("AppSink: overflow '" + overflow +
-                                            "' is not one of: block, drop_oldest"));
-             }
-             auto s = std::make_shared<PyAppSink>();
-             s->sink = neat::AppSink::create(o);
-             return s;
-           }),
-           py::arg("capacity") = 1, py::arg("overflow") = "block")
-      .def(
-          "pull",
-          [](PyAppSink& s, std::optional<double> timeout) -> py::object {
-            s.taken->store(true);
-            auto f = next_frame(s, to_duration(timeout, "AppSink.pull"), false);
-            if (!f) return py::none();
-            return wrap_tensor(std::move(*f));
-          },
-          py::arg("timeout") = py::none(),
-          "The next frame, waiting up to timeout seconds (None: until one comes or the stream "
-          "ends); None on timeout or at the end (tell them apart with at_end).")
-      .def(
-          "try_pull",
-          [](PyAppSink& s) -> py::object {
-            s.taken->store(true);
-            auto f = s.sink->try_pull();
-            if (!f) return py::none();
-            return wrap_tensor(std::move(*f));
-          },
-          "The next frame if one is queued, else None.")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__",
-           [](PyAppSink& s) {
-             auto f = next_frame(s, std::nullopt, true);
-             if (!f) throw py::stop_iteration();
-             return wrap_tensor(std::move(*f));
-           })
-      .def(
-          "_next",
-          [](PyAppSink& s, std::optional<double> timeout) {
-            auto f = next_frame(s, to_duration(timeout, "AppSink.frames"), true);
-            if (!f) throw py::stop_iteration();
-            return wrap_tensor(std::move(*f));
-          },
-          py::arg("timeout") = py::none())
-      .def_property_readonly(
-          "at_end", [](const PyAppSink& s) { return s.sink->at_end(); },
-          "True once the stream ended (or the graph stopped) and every frame "
-          "was pulled.")
-      .def_property_readonly("name", [](const PyAppSink& s) { return s.name; })
-      .def_property_readonly("capacity",
-                             [](const PyAppSink& s) { return s.sink->options().capacity; })
-      .def_property_readonly("stats",
-                             [](const PyAppSink& s) {
-                               auto st = s.sink->stats();
-                               py::dict d;
-                               d["received"] = st.received;
-                               d["pulled"] = st.pulled;
-                               d["dropped"] = st.dropped;
-                               d["queued"] = st.queued;
-                               return d;
-                             })
-      .def("__repr__", [](const PyAppSink& s) {
-        return "neat.AppSink(" +
-               (s.name.empty() ? std::string("<not in a graph>") : "'" + s.name + "'") +
-               ", capacity " + std::to_string(s.sink->options().capacity) + ")";
-      });
-
-  // ---- PushSource
-  // -----------------------------------------------------------------------------------
-  py::class_<PyPushSource, std::shared_ptr<PyPushSource>>(m, "PushSource", R"doc(
-A source fed from Python: push(tensor or numpy array) (zero copy: an array is
-wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
-(or leave its `with` block). Frames must match the spec (checked on push).)doc")
-      .def(py::init([](py::object spec, std::size_t capacity) {
-             if (capacity == 0) raise(neat::invalid_argument("PushSource: capacity must be >= 1"));
-             FrameSpec fs = py::isinstance<FrameSpec>(spec)
-                                ? spec.cast<FrameSpec>()
-                                : FrameSpec::of(as_tensor(spec, "PushSource(spec)"));
-             auto s = std::make_shared<PyPushSource>();
-             s->source = neat::PushSource::create(fs, capacity);
-             return s;
-           }),
-           py::arg("spec"), py::arg("capacity") = 4,
-           "spec: a neat.FrameSpec, or a tensor / numpy array whose spec the frames will have.")
-      .def(
-          "push",
-          [](PyPushSource& s, py::handle frame, double timeout) {
-            if (py::isinstance<PyTensor>(frame)) {
-              const PyTensor& pt = frame.cast<const PyTensor&>();
-              if (pt.exports > 0 && pt.export_map && pt.export_map->writable()) {
-                raise(neat::failed_precondition(
-                    "PushSource.push: the tensor is still writable through " +
-                    std::to_string(pt.exports) +
-                    " numpy array(s) (numpy.asarray of a writable tensor); a graph's frames are "
-                    "immutable: `del` the arrays first, or push(t.clone())"));
-              }
-            }
-            NeatTensor t = as_tensor(frame, "PushSource.push");
-            const auto ms = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
-            if (!(timeout >= 0))
-              raise(neat::invalid_argument("PushSource.push: timeout must be >= 0"));
-            check(without_gil([&] { return s.source->push(std::move(t), ms); }));
-          },
-          py::arg("frame"), py::arg("timeout") = 10.0,
-          "Queues a frame, waiting up to timeout seconds while the graph is behind "
-          "(neat.ResourceExhausted on timeout).")
-      .def(
-          "end_of_stream", [](PyPushSource& s) { s.source->end_of_stream(); },
-          "No more frames: the graph drains what is queued, then ends.")
-      .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__",
-           [](PyPushSource& s, py::args) {
-             s.source->end_of_stream();
-             return false;
-           })
-      .def_property_readonly("spec", [](const PyPushSource& s) { return *s.source->prepare(); });
-
   // ---- Graph
   // --------------------------------------------------------------------------------------------
   py::class_<PyGraph>(m, "Graph", R"doc(
@@ -873,7 +354,7 @@ listed with its bytes per frame and the stage that would avoid it.)doc")
                     "add_stage('" + name +
                     "'): output= must be a neat.FrameSpec or a function of the input spec"));
               }
-              b.add_stage(name, std::make_unique<PythonStage>(stage, a, output), so);
+              b.add_stage(name, python_stage(stage, a, output), so);
             } else {
               raise(neat::invalid_argument(
                   "add_stage('" + name +
@@ -931,8 +412,7 @@ the input).)doc")
             budget.edge = edge;
             budget.max_bytes_per_frame = max_bytes;
             budget.max_count_per_frame = max_count;
-            py::object a = py::module_::import("neat._neat").attr("_parse_action")(action);
-            budget.action = static_cast<neat::RuleAction>(a.cast<int>());
+            budget.action = parse_action(action);
             state(g).declaring("add_budget").add_budget(budget);
             return &g;
           },
@@ -947,18 +427,9 @@ the input).)doc")
              const std::string& edge, const std::string& action) {
             neat::SteadyStateRule r;
             r.after_frames = after_frames;
-            r.kinds.clear();
-            for (const auto& k : kinds) {
-              auto kind = neat::parse_conversion_kind(k);
-              if (!kind)
-                raise(neat::invalid_argument(
-                    "conversion kind '" + k +
-                    "' is not one of: reinterpret, view, pack, convert, transfer"));
-              r.kinds.push_back(*kind);
-            }
+            r.kinds = parse_kinds(kinds);
             r.edge = edge;
-            py::object a = py::module_::import("neat._neat").attr("_parse_action")(action);
-            r.action = static_cast<neat::RuleAction>(a.cast<int>());
+            r.action = parse_action(action);
             state(g).declaring("add_steady_state_rule").add_steady_state_rule(r);
             return &g;
           },
@@ -975,41 +446,11 @@ the input).)doc")
           py::arg("bytes"), py::return_value_policy::reference_internal,
           "A budget for the frames the graph holds at once; build() lowers queues to fit or fails.")
       .def(
-          "plan",
-          [](PyGraph& g) {
-            auto& st = state(g);
-            if (st.graph) return plan_dict(st.graph->plan());
-            if (!st.policy_set && st.builder) {
-              if (auto p = neat::scoped_policy()) st.builder->set_policy(*p);
-            }
-            auto plan = without_gil([&] {
-              std::lock_guard lock(st.mutex);
-              if (!st.builder)
-                return neat::Result<neat::GraphPlan>(
-                    neat::failed_precondition("graph '" + st.name + "': nothing to plan"));
-              return st.builder->plan();
-            });
-            return plan_dict(unwrap(std::move(plan)));
-          },
+          "plan", [](PyGraph& g) { return plan_dict(current_plan(state(g))); },
           "The plan as a dict (nodes, edges, conversions, bytes per frame, frame memory), without "
           "side effects when not built yet.")
       .def(
-          "explain",
-          [](PyGraph& g) {
-            auto& st = state(g);
-            if (st.graph) return st.graph->explain();
-            if (!st.policy_set && st.builder) {
-              if (auto p = neat::scoped_policy()) st.builder->set_policy(*p);
-            }
-            auto plan = without_gil([&] {
-              std::lock_guard lock(st.mutex);
-              if (!st.builder)
-                return neat::Result<neat::GraphPlan>(
-                    neat::failed_precondition("graph '" + st.name + "': nothing to explain"));
-              return st.builder->plan();
-            });
-            return unwrap(std::move(plan)).explain();
-          },
+          "explain", [](PyGraph& g) { return current_plan(state(g)).explain(); },
           "What `neat explain` prints: nodes, edges, conversions, policies, bytes per frame, the "
           "memory plan. Before build() it has no side effects (sinks are checked, not opened).")
       .def(
@@ -1172,19 +613,6 @@ demo), declared, not built: explain(), start(), run(); graph.appsink is its
 first appsink. frames: frames of the `default` source.)doc");
   m.def("default_pipeline_text", &neat::default_pipeline_text,
         "The built-in demo pipeline's text.");
-  py::class_<neat::Accepts>(m, "Accepts", "What a Python stage takes (empty lists: anything).")
-      .def(py::init(&accepts_from), py::kw_only(), py::arg("dtypes") = py::none(),
-           py::arg("formats") = py::none(), py::arg("layouts") = py::none(),
-           py::arg("contiguous") = false, py::arg("writes") = false)
-      .def("__repr__",
-           [](const neat::Accepts& a) { return "neat.Accepts(" + a.to_string() + ")"; });
-  m.def("_parse_action", [](const std::string& a) {
-    if (a == "by_policy") return static_cast<int>(neat::RuleAction::ByPolicy);
-    if (a == "fail") return static_cast<int>(neat::RuleAction::Fail);
-    if (a == "warn") return static_cast<int>(neat::RuleAction::Warn);
-    if (a == "count") return static_cast<int>(neat::RuleAction::Count);
-    raise(neat::invalid_argument("action '" + a + "' is not one of: by_policy, fail, warn, count"));
-  });
 
   // The C++ baseline of the Python benchmark: the same pipeline, its appsink
   // pulled in C++ as `neat run` does, in this process.

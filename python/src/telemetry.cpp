@@ -89,28 +89,6 @@ py::list memory_events(const neat::MemorySink& sink) {
 
 // ---- rules ---------------------------------------------------------------------------------
 
-neat::RuleAction parse_action(std::string_view text) {
-  if (text == "by_policy") return neat::RuleAction::ByPolicy;
-  if (text == "fail") return neat::RuleAction::Fail;
-  if (text == "warn") return neat::RuleAction::Warn;
-  if (text == "count") return neat::RuleAction::Count;
-  raise(neat::invalid_argument("action '" + std::string(text) +
-                               "' is not one of: by_policy, fail, warn, count"));
-}
-
-std::vector<neat::ConversionKind> parse_kinds(const std::vector<std::string>& names) {
-  std::vector<neat::ConversionKind> kinds;
-  for (const auto& n : names) {
-    auto k = neat::parse_conversion_kind(n);
-    if (!k) {
-      raise(neat::invalid_argument("conversion kind '" + n +
-                                   "' is not one of: reinterpret, view, pack, convert, transfer"));
-    }
-    kinds.push_back(*k);
-  }
-  return kinds;
-}
-
 py::dict breach_dict(const neat::RuleBreach& b) {
   py::dict d;
   d["rule"] = b.rule;
