@@ -84,6 +84,14 @@ neat::NeatTensor tensor_from_buffer(py::handle object, std::string_view what);
 /// A Tensor argument that may also be a numpy array (wrapped, zero copy).
 neat::NeatTensor as_tensor(py::handle object, std::string_view what);
 
+/// neat.Tensor's buffer protocol slots (buffers.cpp).
+int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags);
+void tensor_releasebuffer(PyObject* obj, Py_buffer* view);
+/// A "dltensor" capsule over the tensor's bytes (no copy); `stream` must be None.
+py::object dlpack_capsule(const neat::NeatTensor& t, const py::object& stream);
+/// Imports a DLPack producer (or an unused capsule) as a read-only tensor.
+neat::NeatTensor tensor_from_dlpack(py::object x);
+
 /// Runs `f` with the GIL released when the calling thread holds it.
 template <class F>
 auto without_gil(F&& f) {
