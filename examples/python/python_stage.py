@@ -12,9 +12,9 @@ images = [np.full((480, 640, 3), 10 * i, np.uint8) for i in range(8)]  # RGB fra
 
 
 def brighten(t):
-    """A prototype stage: a neat.Tensor in, an RGB image out."""
-    a = np.minimum(np.asarray(t).astype(np.uint16) + 40, 255).astype(np.uint8)
-    return neat.from_numpy(a, format="RGB")   # wraps the new array: no copy
+    """A prototype stage: a neat.Tensor in, a numpy array out (the RGB image
+    the stage declares, wrapped without a copy)."""
+    return np.minimum(np.asarray(t).astype(np.uint16) + 40, 255).astype(np.uint8)
 
 
 src = neat.PushSource(neat.FrameSpec.image("RGB", 640, 480), capacity=2)

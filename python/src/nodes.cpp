@@ -194,6 +194,15 @@ class PythonStage final : public neat::Stage {
       py::object r = py::handle(fn_)(wrap_tensor(std::move(frame)));
       if (r.is_none()) return NeatTensor{};
       NeatTensor out = as_tensor(r, "python stage " + name_ + " result");
+      // A numpy array stands for the image the stage declared (its pixels).
+      if (declared_ && !py::isinstance<PyTensor>(r) && !out.is_image() &&
+          neat::is_interleaved(declared_->format)) {
+        neat::ImageSpec image{.format = declared_->format,
+                              .width = declared_->width,
+                              .height = declared_->height,
+                              .layout = declared_->layout};
+        if (auto as_image = out.as_image(image); as_image.ok()) out = std::move(*as_image);
+      }
       if (declared_) {
         const FrameSpec got = FrameSpec::of(out);
         const FrameSpec& want = *declared_;

@@ -319,3 +319,41 @@ def test_inference_stages_are_reachable():
 def test_the_default_pipeline_is_the_demo():
     assert "infer" in neat.default_pipeline_text()
     assert "preprocess" in neat.elements()
+
+
+def test_a_numpy_array_from_a_python_stage_stands_for_its_declared_image():
+    g = neat.Graph("img")
+    g.add_source("src", neat.element("synthetic", format="RGB", size=(16, 8), frames=3))
+    g.add_stage("invert", lambda t: 255 - np.asarray(t))  # an array, [8, 16, 3]
+    g.add_stage("small", neat.element("resize", size=(8, 4)))
+    g.add_sink("out", neat.AppSink(capacity=4)).chain("src", "invert", "small", "out")
+    g.start()
+    frames = list(g.appsink)
+    g.wait()
+    assert [f.format for f in frames] == ["RGB"] * 3 and frames[0].width == 8
+
+
+def test_the_interpreter_exits_cleanly_with_graphs_still_running(tmp_path):
+    script = tmp_path / "leave_running.py"
+    script.write_text(
+        "import numpy as np, neat\n"
+        "g = neat.Graph('bye')\n"
+        "g.add_source('s', neat.element('synthetic', format='GRAY8', size=(64, 64), frames=10**7))\n"
+        "g.add_stage('py', lambda t: np.asarray(t) + 1)\n"
+        "g.add_sink('o', neat.AppSink()).chain('s', 'py', 'o')\n"
+        "g.start()\n"
+        "assert g.appsink.pull(timeout=5) is not None\n"
+        "src = neat.PushSource(neat.FrameSpec('u8', [4]))\n"
+        "h = neat.Graph('b2').add_source('s', src).add_sink('o', neat.AppSink())\n"
+        "h.connect('s', 'o').start()\n"
+        "src.push(np.zeros(4, np.uint8))\n"
+        "print('leaving')\n")
+    import os
+    import subprocess
+    import sys
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "leaving" and done.stderr == ""
+    assert time.monotonic() - t0 < 30
