@@ -19,10 +19,10 @@ docs/python.md.
 from ._errors import (Cancelled, Error, FailedPrecondition, Internal, InvalidArgument,
                       OutOfRange, ResourceExhausted, Timeout, Unavailable, Unimplemented)
 from ._neat import (Accepts, AppSink, AuditReport, Counters, Element, FrameSpec, Graph,
-                    PolicyScope, PushSource, Rule, Tensor, TraceSink, __version__, audit,
+                    MetricsServer, PolicyScope, PushSource, Rule, Tensor, TraceSink, __version__, audit,
                     compose, copy_budget, counters, default_pipeline_text, effective_policy,
                     element, elements, empty, from_dlpack, from_numpy, gst, image, metrics_text,
-                    pipeline, policy, record, set_process_policy, steady_state, trace_chrome,
+                    pipeline, policy, record, serve_metrics, set_process_policy, steady_state, trace_chrome,
                     trace_jsonl, zeros)
 
 
@@ -38,17 +38,19 @@ def _frames(self, timeout=None):
 
 AppSink.frames = _frames
 
-for _cls in (Accepts, AppSink, AuditReport, Counters, Element, FrameSpec, Graph, PolicyScope,
+for _cls in (Accepts, AppSink, AuditReport, Counters, Element, FrameSpec, Graph, MetricsServer,
+             PolicyScope,
              PushSource, Rule, Tensor, TraceSink):
     _cls.__module__ = "neat"
 del _cls
 
 __all__ = [
     "Accepts", "AppSink", "AuditReport", "Cancelled", "Counters", "Element", "Error",
-    "FailedPrecondition", "FrameSpec", "Graph", "Internal", "InvalidArgument", "OutOfRange",
+    "FailedPrecondition", "FrameSpec", "Graph", "Internal", "InvalidArgument", "MetricsServer",
+    "OutOfRange",
     "PolicyScope", "PushSource", "ResourceExhausted", "Rule", "Tensor", "Timeout", "TraceSink",
     "Unavailable", "Unimplemented", "audit", "compose", "copy_budget", "counters",
     "default_pipeline_text", "effective_policy", "element", "elements", "empty", "from_dlpack",
     "from_numpy", "gst", "image", "metrics_text", "pipeline", "policy", "record",
-    "set_process_policy", "steady_state", "trace_chrome", "trace_jsonl", "zeros",
+    "serve_metrics", "set_process_policy", "steady_state", "trace_chrome", "trace_jsonl", "zeros",
 ]

@@ -357,3 +357,23 @@ def test_the_interpreter_exits_cleanly_with_graphs_still_running(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "leaving" and done.stderr == ""
     assert time.monotonic() - t0 < 30
+
+
+def test_a_live_metrics_endpoint_serves_a_running_graph():
+    import urllib.request
+    g = neat.pipeline("synthetic format=GRAY8 size=8x8 frames=100000 ! appsink", name="live")
+    with neat.serve_metrics("127.0.0.1:0", [g]) as server:
+        assert server.port > 0 and server.url.endswith("/metrics")
+        g.start()
+        assert g.appsink.pull(timeout=5) is not None
+        with urllib.request.urlopen(server.url, timeout=10) as r:
+            body = r.read().decode()
+        assert 'neat_graph_running{graph="live"} 1' in body
+        assert "neat_conversions_total" in body or "neat_conversion" in body
+        assert 'graph="live"' in server.scrape()
+        g.stop()
+        g.wait()
+    with pytest.raises(neat.FailedPrecondition):
+        server.scrape()
+    with pytest.raises(neat.InvalidArgument):
+        neat.serve_metrics("127.0.0.1:99999")
