@@ -92,6 +92,9 @@ py::object dlpack_capsule(const neat::NeatTensor& t, const py::object& stream);
 /// Imports a DLPack producer (or an unused capsule) as a read-only tensor.
 neat::NeatTensor tensor_from_dlpack(py::object x);
 
+/// A rule breach as a dict: rule, frame, bytes, count, conversion (telemetry.cpp).
+py::dict breach_dict(const neat::RuleBreach& b);
+
 /// Runs `f` with the GIL released when the calling thread holds it.
 template <class F>
 auto without_gil(F&& f) {

@@ -114,27 +114,6 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
 // ---- the Graph object
 // -----------------------------------------------------------------------------
 
-/// The live metrics endpoint and the graphs it serves.
-struct PyMetricsServer {
-  std::unique_ptr<neat::MetricsServer> server;
-  std::vector<neat::MetricsServer::Registration> graphs;
-  void close() {
-    without_gil([&] {
-      graphs.clear();  // waits for a scrape running a collector
-      server.reset();  // in-flight scrapes finish first
-    });
-  }
-  ~PyMetricsServer() { close(); }
-};
-
-struct PyGraph {
-  std::shared_ptr<GraphState> st;
-  ~PyGraph() {
-    // The last holder's destructor joins the graph's threads: never with the GIL.
-    without_gil([&] { st.reset(); });
-  }
-};
-
 GraphState& state(PyGraph& g) {
   return *g.st;
 }
@@ -545,14 +524,8 @@ the input).)doc")
              py::list out;
              auto* gr = state(g).running_graph.load();
              if (gr == nullptr) return out;
-             for (const auto& b : gr->rule_breaches()) {
-               py::dict d;
-               d["rule"] = b.rule;
-               d["frame"] = b.frame;
-               d["bytes"] = b.bytes;
-               d["conversion"] = b.conversion;
-               out.append(d);
-             }
+             for (const auto& b : gr->rule_breaches())
+               out.append(breach_dict(b));
              return out;
            })
       .def_property_readonly(
@@ -626,57 +599,6 @@ demo), declared, not built: explain(), start(), run(); graph.appsink is its
 first appsink. frames: frames of the `default` source.)doc");
   m.def("default_pipeline_text", &neat::default_pipeline_text,
         "The built-in demo pipeline's text.");
-
-  // ---- the live metrics endpoint ------------------------------------------------------
-  py::class_<PyMetricsServer>(m, "MetricsServer", R"doc(
-A live /metrics endpoint for Prometheus while pipelines run: the conversion
-metrics, the process metrics and every added graph's per-stage and per-edge
-metrics (neat.serve_metrics()). A context manager; close() stops it.)doc")
-      .def_property_readonly(
-          "url",
-          [](const PyMetricsServer& s) { return s.server ? s.server->url() : std::string(); },
-          "\"http://127.0.0.1:PORT/metrics\".")
-      .def_property_readonly(
-          "port", [](const PyMetricsServer& s) { return s.server ? s.server->port() : 0; })
-      .def(
-          "add_graph",
-          [](PyMetricsServer& s, PyGraph& g) {
-            if (!s.server) raise(neat::failed_precondition("MetricsServer: closed"));
-            std::weak_ptr<GraphState> weak = g.st;
-            s.graphs.push_back(s.server->add_collector([weak](std::string& out) {
-              if (auto st = weak.lock()) {
-                if (auto* gr = st->running_graph.load()) out += gr->prometheus_text();
-              }
-            }));
-          },
-          py::arg("graph"), "Adds the graph's live metrics (once it is built) to every scrape.")
-      .def(
-          "scrape",
-          [](const PyMetricsServer& s) {
-            if (!s.server) raise(neat::failed_precondition("MetricsServer: closed"));
-            return without_gil([&] { return s.server->scrape(); });
-          },
-          "What GET /metrics answers now.")
-      .def("close", &PyMetricsServer::close, "Stops serving.")
-      .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](PyMetricsServer& s, py::args) {
-        s.close();
-        return false;
-      });
-  m.def(
-      "serve_metrics",
-      [](const std::string& listen, py::list graphs) {
-        auto s = std::make_unique<PyMetricsServer>();
-        s->server = unwrap(without_gil([&] { return neat::MetricsServer::start(listen); }));
-        py::object obj = py::cast(std::move(s));
-        for (auto g : graphs)
-          obj.attr("add_graph")(g);
-        return obj;
-      },
-      py::arg("listen") = "127.0.0.1:9464", py::arg("graphs") = py::list(),
-      R"doc(Starts a /metrics endpoint ("9464", "127.0.0.1:0" for a free port,
-"0.0.0.0:9464" for every interface) serving the conversion and process
-metrics and the given graphs' live metrics.)doc");
 
   // The C++ baseline of the Python benchmark: the same pipeline, its appsink
   // pulled in C++ as `neat run` does, in this process.

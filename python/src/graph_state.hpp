@@ -91,6 +91,15 @@ struct PyPushSource {
   bool added = false;
 };
 
+/// The Python object behind neat.Graph.
+struct PyGraph {
+  std::shared_ptr<GraphState> st;
+  ~PyGraph() {
+    // The last holder's destructor joins the graph's threads: never with the GIL.
+    without_gil([&] { st.reset(); });
+  }
+};
+
 /// Seconds from Python (None: no limit) as a duration; negative is refused.
 std::optional<std::chrono::nanoseconds> to_duration(std::optional<double> seconds,
                                                     std::string_view what);
@@ -104,5 +113,7 @@ neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
 std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, py::object output);
 /// Binds FrameSpec, Accepts, Element, AppSink and PushSource.
 void bind_nodes(py::module_& m);
+/// Binds MetricsServer and serve_metrics (metrics.cpp).
+void bind_metrics(py::module_& m);
 
 }  // namespace neatpy

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_neat, m) {
   neatpy::bind_telemetry(m);
   neatpy::bind_nodes(m);
   neatpy::bind_graph(m);
+  neatpy::bind_metrics(m);
 }

@@ -89,6 +89,8 @@ py::list memory_events(const neat::MemorySink& sink) {
 
 // ---- rules ---------------------------------------------------------------------------------
 
+}  // namespace
+
 py::dict breach_dict(const neat::RuleBreach& b) {
   py::dict d;
   d["rule"] = b.rule;
@@ -98,6 +100,8 @@ py::dict breach_dict(const neat::RuleBreach& b) {
   d["conversion"] = b.conversion;
   return d;
 }
+
+namespace {
 
 struct PyRule {
   neat::RuleRegistration registration;
