@@ -139,7 +139,13 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
                           "; t.make_writable() gives a writable tensor (it copies only when the "
                           "buffer is shared)");
     }
-    if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !t.is_contiguous()) {
+    // Without strides, or asking for a contiguous layout, the consumer needs
+    // packed row-major bytes (Fortran order only where it is the same: rank <= 1).
+    const bool wants_c = (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
+                         (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS ||
+                         (flags & PyBUF_STRIDES) != PyBUF_STRIDES;
+    const bool wants_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS;
+    if (((wants_c || wants_f) && !t.is_contiguous()) || (wants_f && t.rank() > 1)) {
       if (self.exports == 0) self.export_map.reset();
       return buffer_error("neat.Tensor: " + t.to_string() +
                           " is strided and the consumer asked for a contiguous buffer; "
@@ -207,12 +213,7 @@ namespace {
 struct BufferHolder {
   Py_buffer view{};
   ~BufferHolder() {
-    if (view.obj == nullptr) return;
-    if (!Py_IsInitialized() || _Py_IsFinalizing())
-      return;  // leak rather than touch a dead interpreter
-    PyGILState_STATE state = PyGILState_Ensure();
-    PyBuffer_Release(&view);
-    PyGILState_Release(state);
+    if (view.obj != nullptr) with_gil_unless_finalizing([&] { PyBuffer_Release(&view); });
   }
 };
 

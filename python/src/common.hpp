@@ -54,6 +54,12 @@ neat::ConversionPolicy parse_policy(std::string_view text);
 std::optional<neat::ConversionPolicy> parse_optional_policy(const std::optional<std::string>& text);
 neat::DType parse_dtype(std::string_view text);
 neat::PixelFormat parse_format(std::string_view text);
+/// "hwc" | "chw" | "hw" (either case), and "none" when `allow_none`.
+neat::Layout parse_layout(std::string_view text, bool allow_none = false);
+/// The error code whose stable name is `name` ("invalid_argument", ...).
+std::optional<neat::ErrorCode> error_code_named(std::string_view name);
+/// Raises neat.Timeout (a TimeoutError) with `message`.
+[[noreturn]] void raise_timeout(const std::string& message);
 /// "by_policy" | "fail" | "warn" | "count".
 neat::RuleAction parse_action(std::string_view text);
 /// Conversion kind names ("pack", "convert", ...).
@@ -92,6 +98,8 @@ py::object dlpack_capsule(const neat::NeatTensor& t, const py::object& stream);
 /// Imports a DLPack producer (or an unused capsule) as a read-only tensor.
 neat::NeatTensor tensor_from_dlpack(py::object x);
 
+/// count, p50, p95, p99, max, mean (seconds) of a duration summary (telemetry.cpp).
+py::dict duration_summary_dict(const neat::DurationSummary& s);
 /// A rule breach as a dict: rule, frame, bytes, count, conversion (telemetry.cpp).
 py::dict breach_dict(const neat::RuleBreach& b);
 
@@ -105,8 +113,17 @@ auto without_gil(F&& f) {
   return f();
 }
 
-/// Drops a Python reference from any thread: takes the GIL, or leaks the
-/// reference when the interpreter is shutting down (never touches a dead one).
+/// Runs `f` with the GIL from any thread; skips it (the caller leaks what `f`
+/// would have released) once the interpreter is shutting down.
+template <class F>
+void with_gil_unless_finalizing(F&& f) noexcept {
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+  PyGILState_STATE state = PyGILState_Ensure();
+  f();
+  PyGILState_Release(state);
+}
+
+/// Drops a Python reference from any thread (with_gil_unless_finalizing).
 void release_object(PyObject* object) noexcept;
 
 void bind_errors(py::module_& m);

@@ -86,10 +86,7 @@ void bind_errors(py::module_& m) {
   m.def(
       "_raise_for_test",
       [](const std::string& code, const std::string& message) {
-        for (int c = 1; c <= 8; ++c) {
-          const auto ec = static_cast<neat::ErrorCode>(c);
-          if (neat::to_string(ec) == code) raise(neat::Error(ec, message));
-        }
+        if (auto ec = error_code_named(code)) raise(neat::Error(*ec, message));
         raise(neat::invalid_argument("_raise_for_test: unknown code '" + code + "'"));
       },
       "Raises the exception of an error code (tests).");
@@ -214,12 +211,34 @@ std::vector<neat::ConversionKind> parse_kinds(const std::vector<std::string>& na
   return kinds;
 }
 
+neat::Layout parse_layout(std::string_view text, bool allow_none) {
+  for (auto l : {neat::Layout::HWC, neat::Layout::CHW, neat::Layout::HW, neat::Layout::None}) {
+    if (l == neat::Layout::None && !allow_none) continue;
+    std::string lower(neat::to_string(l));
+    for (auto& c : lower)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (text == neat::to_string(l) || text == lower) return l;
+  }
+  raise(neat::invalid_argument("layout '" + std::string(text) + "' is not one of: hwc, chw, hw" +
+                               (allow_none ? ", none" : "")));
+}
+
+std::optional<neat::ErrorCode> error_code_named(std::string_view name) {
+  for (int c = 1; c <= 8; ++c) {
+    const auto code = static_cast<neat::ErrorCode>(c);
+    if (neat::to_string(code) == name) return code;
+  }
+  return std::nullopt;
+}
+
+void raise_timeout(const std::string& message) {
+  py::object cls = py::module_::import("neat._errors").attr("Timeout");
+  PyErr_SetObject(cls.ptr(), cls(message).ptr());
+  throw py::error_already_set();
+}
+
 void release_object(PyObject* object) noexcept {
-  if (object == nullptr) return;
-  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // the interpreter is gone: leak
-  PyGILState_STATE state = PyGILState_Ensure();
-  Py_DECREF(object);
-  PyGILState_Release(state);
+  if (object != nullptr) with_gil_unless_finalizing([&] { Py_DECREF(object); });
 }
 
 }  // namespace neatpy

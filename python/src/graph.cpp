@@ -17,8 +17,6 @@
 
 namespace neatpy {
 
-py::dict duration_summary_dict(const neat::DurationSummary& s);
-
 namespace {
 
 using namespace std::chrono_literals;
@@ -93,15 +91,9 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
       throw py::error_already_set();
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      py::module_ errors = py::module_::import("neat._errors");
-      PyErr_SetObject(
-          errors.attr("Timeout").ptr(),
-          errors
-              .attr("Timeout")("graph '" + st.name + "' still running after " +
-                               std::to_string(std::chrono::duration<double>(*timeout).count()) +
-                               " s; stop() it or wait longer")
-              .ptr());
-      throw py::error_already_set();
+      raise_timeout("graph '" + st.name + "' still running after " +
+                    std::to_string(std::chrono::duration<double>(*timeout).count()) +
+                    " s; stop() it or wait longer");
     }
   }
   auto r = without_gil([&] {
@@ -331,11 +323,8 @@ listed with its bytes per frame and the stage that would avoid it.)doc")
             neat::StageOptions so;
             so.policy = parse_optional_policy(policy);
             if (py::isinstance<PyElement>(stage)) {
-              auto built = without_gil([&] {
-                py::gil_scoped_acquire gil;
-                return build_element(stage.cast<const PyElement&>(), neat::ElementRole::Stage,
-                                     st.options);
-              });
+              auto built = build_element(stage.cast<const PyElement&>(), neat::ElementRole::Stage,
+                                         st.options);
               b.add_stage(name, std::move(built.stage), so);
             } else if (PyCallable_Check(stage.ptr())) {
               neat::Accepts a =

@@ -95,13 +95,6 @@ neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
 
 namespace {
 
-[[noreturn]] void raise_timeout(const std::string& message) {
-  py::module_ errors = py::module_::import("neat._errors");
-  py::object exc = errors.attr("Timeout")(message);
-  PyErr_SetObject(errors.attr("Timeout").ptr(), exc.ptr());
-  throw py::error_already_set();
-}
-
 // The next frame; std::nullopt at the end (after raising the graph's error, if
 // any) and, unless `raise_on_timeout`, on timeout.
 std::optional<NeatTensor> next_frame(PyAppSink& s, std::optional<std::chrono::nanoseconds> timeout,
@@ -232,11 +225,7 @@ class PythonStage final : public neat::Stage {
     // A neat error raised inside the callable keeps its code.
     neat::ErrorCode code = neat::ErrorCode::FailedPrecondition;
     if (e.value() && py::hasattr(e.value(), "code")) {
-      const std::string c = py::str(e.value().attr("code"));
-      for (int i = 1; i <= 8; ++i) {
-        if (neat::to_string(static_cast<neat::ErrorCode>(i)) == c)
-          code = static_cast<neat::ErrorCode>(i);
-      }
+      if (auto c = error_code_named(std::string(py::str(e.value().attr("code"))))) code = *c;
     }
     return neat::Error(code, "python stage " + name_ + " raised " + e.what());
   }
@@ -260,23 +249,9 @@ neat::Accepts accepts_from(std::optional<std::vector<std::string>> dtypes,
     for (const auto& f : *formats)
       a.formats.push_back(f == "dense" ? neat::PixelFormat::None : parse_format(f));
   }
-  if (layouts) {
-    for (const auto& l : *layouts) {
-      bool found = false;
-      for (auto v : {neat::Layout::HWC, neat::Layout::CHW, neat::Layout::HW, neat::Layout::None}) {
-        std::string n(neat::to_string(v));
-        std::string lower = n;
-        for (auto& c : lower)
-          c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (l == n || l == lower) {
-          a.layouts.push_back(v);
-          found = true;
-        }
-      }
-      if (!found)
-        raise(neat::invalid_argument("layout '" + l + "' is not one of: hwc, chw, hw, none"));
-    }
-  }
+  if (layouts)
+    for (const auto& l : *layouts)
+      a.layouts.push_back(parse_layout(l, true));
   a.contiguous = contiguous;
   a.writes = writes;
   return a;
@@ -296,8 +271,15 @@ What an edge carries, as known at build(): dtype, pixel format, layout, size
       .def(py::init([](const std::string& dtype, const std::vector<std::int64_t>& shape) {
              FrameSpec s;
              s.dtype = parse_dtype(dtype);
-             for (auto x : shape)
+             if (shape.size() > static_cast<std::size_t>(neat::kMaxRank))
+               raise(neat::invalid_argument("FrameSpec: rank " + std::to_string(shape.size()) +
+                                            " is above " + std::to_string(neat::kMaxRank)));
+             for (auto x : shape) {
+               if (x < 0)
+                 raise(neat::invalid_argument("FrameSpec: extent " + std::to_string(x) +
+                                              " is negative"));
                s.shape.push_back(x);
+             }
              return s;
            }),
            py::arg("dtype"), py::arg("shape"), "A dense, contiguous CPU tensor spec.")
@@ -386,7 +368,6 @@ failed.)doc")
       .def(
           "pull",
           [](PyAppSink& s, std::optional<double> timeout) -> py::object {
-            s.taken->store(true);
             auto f = next_frame(s, to_duration(timeout, "AppSink.pull"), false);
             if (!f) return py::none();
             return wrap_tensor(std::move(*f));
@@ -471,10 +452,10 @@ wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
                     "immutable: `del` the arrays first, or push(t.clone())"));
               }
             }
+            if (!(timeout >= 0))
+              raise(neat::invalid_argument("PushSource.push: timeout must be >= 0 seconds"));
             NeatTensor t = as_tensor(frame, "PushSource.push");
             const auto ms = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
-            if (!(timeout >= 0))
-              raise(neat::invalid_argument("PushSource.push: timeout must be >= 0"));
             check(without_gil([&] { return s.source->push(std::move(t), ms); }));
           },
           py::arg("frame"), py::arg("timeout") = 10.0,

@@ -109,7 +109,9 @@ struct PyRule {
 
 // ---- audit ------------------------------------------------------------------------------------
 
-py::dict summary_dict(const neat::DurationSummary& s) {
+}  // namespace
+
+py::dict duration_summary_dict(const neat::DurationSummary& s) {
   py::dict d;
   d["count"] = s.count;
   d["p50"] = s.p50;
@@ -118,12 +120,6 @@ py::dict summary_dict(const neat::DurationSummary& s) {
   d["max"] = s.max;
   d["mean"] = s.mean;
   return d;
-}
-
-}  // namespace
-
-py::dict duration_summary_dict(const neat::DurationSummary& s) {
-  return summary_dict(s);
 }
 
 void bind_telemetry(py::module_& m) {
@@ -359,7 +355,7 @@ str(report) is neat audit's table; report.json() its --json output.)doc")
           [](const neat::AuditReport& r) {
             py::list out;
             for (const auto& l : r.latency) {
-              py::dict d = summary_dict(l.latency);
+              py::dict d = duration_summary_dict(l.latency);
               d["graph"] = l.graph;
               d["sink"] = l.sink;
               out.append(d);

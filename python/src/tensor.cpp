@@ -39,11 +39,10 @@ namespace {
 
 // ---- helpers ----------------------------------------------------------------------------------
 
-neat::Dims dims_of(const std::vector<std::int64_t>& v) {
-  neat::Dims d;
-  for (auto x : v)
-    d.push_back(x);
-  return d;
+// A shape or order from Python, as the factories and views take it: they
+// check the rank themselves ("rank too high"), never truncated here.
+neat::DimsRef dims_of(const std::vector<std::int64_t>& v) {
+  return std::span<const std::int64_t>(v);
 }
 
 py::tuple tuple_of(const neat::Dims& d) {
@@ -59,16 +58,6 @@ neat::PlaneRole parse_role(std::string_view text) {
     if (neat::to_string(r) == text) return r;
   }
   raise(neat::invalid_argument("plane '" + std::string(text) + "' is not one of: Y, UV, VU, U, V"));
-}
-
-neat::Layout parse_layout(std::string_view text) {
-  for (auto l : {neat::Layout::HWC, neat::Layout::CHW, neat::Layout::HW}) {
-    std::string name(neat::to_string(l));
-    std::string lower = name;
-    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-    if (text == name || text == lower) return l;
-  }
-  raise(neat::invalid_argument("layout '" + std::string(text) + "' is not one of: hwc, chw, hw"));
 }
 
 neat::Donation parse_donation(std::string_view text) {

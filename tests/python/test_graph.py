@@ -18,14 +18,12 @@ def test_pipeline_text_runs_and_frames_become_numpy_without_a_copy():
     g = neat.pipeline("default ! preprocess size=64x64 ! appsink", frames=12)
     assert "preprocess" in g.explain()
     g.start()
-    before = neat.counters()
     seen = []
     for frame in g.appsink:
         a = np.asarray(frame)
         assert address(a) == frame.data_ptr
         assert a.shape == (3, 64, 64) and a.dtype == np.float32
         seen.append(frame.frame)
-    assert neat.counters().since(before).bytes == 0 or True  # the graph's own work may count
     report = g.wait()
     assert seen == list(range(12))
     assert report["frames"]["balanced"] and report["frames"]["consumed"] == 12
@@ -159,7 +157,7 @@ def test_start_stop_wait_and_timeouts():
         g.wait(timeout=0.05)
     g.stop()
     report = g.wait()
-    assert report["frames"]["balanced"] and report["frames"]["dropped"]["stopped"] >= 0
+    assert report["frames"]["balanced"] and 0 < report["frames"]["source_frames"] < 100000
     assert g.done
 
 
@@ -258,6 +256,11 @@ def test_push_checks_the_spec_and_refuses_a_tensor_still_writable_through_numpy(
     (lambda: neat.PushSource(neat.FrameSpec("u8", [2]), capacity=0), neat.InvalidArgument),
     (lambda: neat.AppSink().pull(timeout=-1), neat.InvalidArgument),
     (lambda: neat.Accepts(dtypes=["u9"]), neat.InvalidArgument),
+    (lambda: neat.Accepts(layouts=["diagonal"]), neat.InvalidArgument),
+    (lambda: neat.FrameSpec("u8", [-1]), neat.InvalidArgument),
+    (lambda: neat.FrameSpec("u8", [1] * 9), neat.InvalidArgument),
+    (lambda: neat.PushSource(neat.FrameSpec("u8", [2])).push(np.zeros(2, np.uint8), timeout=-1),
+     neat.InvalidArgument),
     (lambda: neat.Graph(policy="nah"), neat.InvalidArgument),
     (lambda: neat.Graph().build(), neat.Error),
     (lambda: neat.Graph().wait(), neat.FailedPrecondition),

@@ -1,5 +1,6 @@
 """neat.Tensor and numpy: zero copy both ways (pointer identity), byte
 strides, read-only flags honoured, lifetimes, the named copies."""
+import ctypes
 import gc
 
 import numpy as np
@@ -68,6 +69,21 @@ def test_frames_from_a_shared_buffer_are_read_only_and_a_write_raises():
         a[0, 0] = 1
     with pytest.raises(TypeError, match="read-only"):
         memoryview(shared)[0, 0] = 1
+
+
+def test_a_consumer_asking_for_contiguous_bytes_is_refused_a_strided_view():
+    get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+    get_buffer.argtypes = [ctypes.py_object, ctypes.c_void_p, ctypes.c_int]
+    release = ctypes.pythonapi.PyBuffer_Release
+    release.argtypes = [ctypes.c_void_p]
+    view = ctypes.create_string_buffer(256)  # room for a Py_buffer
+    PyBUF_C_CONTIGUOUS = 0x0020 | 0x0010 | 0x0008  # with PyBUF_STRIDES | PyBUF_ND
+    strided = neat.zeros([4, 6], "u8").transpose(0, 1)
+    with pytest.raises(BufferError, match="contiguous.*t.contiguous"):
+        get_buffer(strided, view, PyBUF_C_CONTIGUOUS)
+    packed = neat.zeros([4, 6], "u8")
+    assert get_buffer(packed, view, PyBUF_C_CONTIGUOUS) == 0
+    release(view)
 
 
 def test_planar_frames_expose_their_planes(nv12_frame):
@@ -207,6 +223,9 @@ def test_compose_planes_from_numpy_without_a_copy():
 
 @pytest.mark.parametrize("call, error", [
     (lambda: neat.zeros([2], "f128"), neat.InvalidArgument),
+    (lambda: neat.zeros([1] * 9), neat.InvalidArgument),
+    (lambda: neat.zeros([2, 3]).reshape([1] * 9), neat.InvalidArgument),
+    (lambda: neat.image("RGB", 4, 4, layout="diagonal"), neat.InvalidArgument),
     (lambda: neat.zeros([-1], "u8"), neat.Error),
     (lambda: neat.image("XYZ", 4, 4), neat.InvalidArgument),
     (lambda: neat.image("NV12", -4, 4), neat.InvalidArgument),
