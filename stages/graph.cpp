@@ -80,6 +80,15 @@ GraphBuilder& GraphBuilder::set_max_frame_memory(std::int64_t bytes) {
   impl_->max_frame_memory = bytes;
   return *this;
 }
+GraphBuilder& GraphBuilder::set_max_source_frames(std::int64_t frames) {
+  if (frames < 0) {
+    impl_->problems.push_back("the source frame limit is negative (" + std::to_string(frames) +
+                              "); 0 means none");
+    return *this;
+  }
+  impl_->max_source_frames = frames;
+  return *this;
+}
 GraphBuilder& GraphBuilder::add_budget(CopyBudget budget) {
   impl_->budgets.push_back(std::move(budget));
   return *this;

@@ -145,6 +145,9 @@ struct GraphPlan {
   std::vector<FramePool> memory;
   /// The graph's frame-memory budget (GraphBuilder::set_max_frame_memory); 0: none.
   std::int64_t max_frame_memory = 0;
+  /// Every source ends its stream after this many frames
+  /// (GraphBuilder::set_max_source_frames); 0: when the source ends.
+  std::int64_t max_source_frames = 0;
   /// The most bytes of frames the graph holds at once: the sum of `memory`.
   std::int64_t frame_memory_bytes() const noexcept;
   /// Bytes the edges copy per frame (conversions + copy-on-write).
@@ -258,9 +261,19 @@ class Graph {
 
   /// Starts every node's thread. FailedPrecondition when already started.
   Status start();
-  /// Asks the graph to stop now: sources stop, queues are flushed (frames in
-  /// them are dropped, reason "stopped"). Returns at once; wait() joins.
+  /// Asks the graph to stop now, cleanly: sources stop, queues are flushed
+  /// (frames in them are dropped, reason "stopped"), and every sink that has
+  /// not failed gets its end of stream (Sink::finish(): a GStreamer sink
+  /// sends EOS and waits for it, bounded, so a recording is finalized; an
+  /// AppSink's application sees the end after the frames it was given).
+  /// An error in a node stops the graph the same way. Returns at once;
+  /// wait() joins.
   void stop();
+  /// Stops at once without end of stream: as stop(), but sinks are aborted
+  /// (Sink::abort(): a GStreamer sink's pipeline goes to NULL and a file it
+  /// writes is left unfinished). For a second Ctrl-C, or a sink whose
+  /// downstream no longer moves. Returns at once; wait() joins.
+  void abort();
   /// Joins the threads. The first error (named by its stage) if a node failed.
   Result<RunReport> wait();
   /// start() + wait(): runs to the end of the stream.
@@ -309,6 +322,11 @@ class GraphBuilder {
   /// beyond them (an application keeping pulled frames longer than the plan
   /// counts) is freed when released, and counted (GraphStats::pools).
   GraphBuilder& set_max_frame_memory(std::int64_t bytes);
+  /// Every source ends its stream after at most `frames` frames (0: no
+  /// limit), as if it had ended by itself: the end of stream flows to the
+  /// sinks, which finish normally (a recording is finalized). `neat run
+  /// --frames N`. A source that ends sooner ends sooner.
+  GraphBuilder& set_max_source_frames(std::int64_t frames);
 
   /// Node names must be unique and non-empty; errors come back from build()
   /// (all of them), and also at once from connect().

@@ -9,6 +9,9 @@ using namespace detail;
 
 std::string GraphPlan::explain() const {
   std::string out = "graph '" + graph + "' (policy " + std::string(to_string(policy)) + ")\n";
+  if (max_source_frames > 0) {
+    out += "sources end after at most " + std::to_string(max_source_frames) + " frame(s)\n";
+  }
   out += "nodes:\n";
   std::size_t width = 0;
   for (const auto& n : nodes)

@@ -284,6 +284,7 @@ class Planner {
       return fail();
     }
     plan_.max_frame_memory = b_.max_frame_memory;
+    plan_.max_source_frames = b_.max_source_frames;
     plan_memory(plan_, order_, b_.nodes);
     if (b_.max_frame_memory > 0) fit_frame_memory();
     if (!problems_.empty()) {

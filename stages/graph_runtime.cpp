@@ -39,7 +39,8 @@ struct Graph::Impl {
   std::vector<std::unique_ptr<EdgeRt>> edges;
   std::vector<RuleRegistration> rules;
   std::atomic<bool> stop{false};
-  std::atomic<bool> started{false};  // atomic: stats() reads it from any thread
+  std::atomic<bool> hard_stop{false};  // abort(): sinks get no end of stream
+  std::atomic<bool> started{false};    // atomic: stats() reads it from any thread
   bool joined = false;
   std::mutex error_mutex;
   std::optional<Error> error;
@@ -68,12 +69,17 @@ struct Graph::Impl {
   }
   NodeRt& consumer(const EdgeRt& e) { return nodes[static_cast<std::size_t>(e.to)]; }
 
-  void abort_all() {
+  // Stops the graph: sources stop, the edges' queued frames are dropped
+  // ("stopped"). `hard`: sinks are aborted now; otherwise each sink's own
+  // thread gives it its end of stream (run_sink) once it stops waiting.
+  void stop_all(bool hard) {
+    if (hard) hard_stop.store(true);
     stop.store(true);
     for (auto& e : edges) {
       auto left = e->queue.abort();
       if (!left.empty()) drop(consumer(*e), kStopped, left.size());
     }
+    if (!hard) return;
     for (auto& n : nodes) {
       if (n.sink) n.sink->abort();
     }
@@ -87,7 +93,7 @@ struct Graph::Impl {
                                "' of graph '" + plan.graph + "'");
       }
     }
-    abort_all();
+    stop_all(/*hard=*/false);  // the other sinks still finish: their files stay whole
   }
 
   // Hands `item` to every output edge of `node` (the last one gets the original).
@@ -150,7 +156,9 @@ struct Graph::Impl {
     cx.stage = node.plan.name;
     ScopedContext scope(cx);
     std::int64_t frame = 0;
+    const std::int64_t limit = plan.max_source_frames;
     while (!stop.load(std::memory_order_relaxed)) {
+      if (limit > 0 && frame >= limit) break;  // as if the source had ended
       if (!wait_for_outputs(node)) break;
       scope.set_frame(frame);  // what the source records while producing it (GStreamer elements)
       auto next = guarded([&] { return node.source->next(stop); }, "next()");
@@ -336,8 +344,12 @@ struct Graph::Impl {
           break;
       }
     }
+    // End of stream, a stop or another node's error: the sink finishes (a
+    // recording is finalized). Its own failure, or abort(): torn down.
     if (unhealthy) ended = false;
-    if (ended && !in.queue.aborted()) {
+    if (!ended) {
+      node.sink->abort();
+    } else if (!hard_stop.load()) {
       if (Status st = node.sink->finish(); !st.ok()) fail(node, st.error());
     }
   }
@@ -416,7 +428,11 @@ Status Graph::start() {
 }
 
 void Graph::stop() {
-  if (impl_->started && !impl_->joined) impl_->abort_all();
+  if (impl_->started && !impl_->joined) impl_->stop_all(/*hard=*/false);
+}
+
+void Graph::abort() {
+  if (impl_->started && !impl_->joined) impl_->stop_all(/*hard=*/true);
 }
 
 Result<RunReport> Graph::wait() {

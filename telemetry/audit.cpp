@@ -278,12 +278,32 @@ struct AuditAggregator::Impl {
     h->add(r.latency_ns);
   }
 
+  // Each run's progress over every file read (a rotated set: its parts).
+  std::map<std::string, std::pair<detail::RunProgress, std::string>> progress;
+
   Status read_stream(std::istream& in, std::string_view name) {
     detail::ScanCounts counts;
     const detail::OnRecord on_frame = [this](const RecordView& r) { add_frame(r); };
     Status st = detail::scan_trace(
         in, name, [this](const RecordView& r) { add(r); }, counts, &on_frame);
     headers += counts.headers;
+    for (const detail::RunProgress& r : counts.runs) {
+      auto [it, fresh] = progress.try_emplace(r.run, r, std::string(name));
+      if (fresh) continue;
+      detail::RunProgress& p = it->second.first;
+      p.version = std::max(p.version, r.version);
+      p.ended = p.ended || r.ended;
+      if (r.first_ts_ns > 0 && (p.first_ts_ns == 0 || r.first_ts_ns < p.first_ts_ns))
+        p.first_ts_ns = r.first_ts_ns;
+      if (r.last_ts_ns > p.last_ts_ns) {  // the later part: where the cut is
+        p.last_ts_ns = r.last_ts_ns;
+        p.cut_line = r.cut_line;
+        it->second.second = std::string(name);
+      }
+      p.last_frame = std::max(p.last_frame, r.last_frame);
+      p.events += r.events;
+      p.frames += r.frames;
+    }
     return st;
   }
 };
@@ -353,7 +373,41 @@ AuditReport AuditAggregator::report(int top_sites) const {
   });
   for (const auto& [key, h] : impl_->latency)
     report.latency.push_back({key.first, key.second, h->summary()});
+  for (const auto& [run, p] : impl_->progress) {
+    const detail::RunProgress& r = p.first;
+    if (r.version < 2 || r.ended) continue;
+    report.cut_short.push_back(AuditCutShort{run, p.second, r.first_ts_ns, r.last_ts_ns,
+                                             r.last_frame, r.events, r.frames, r.cut_line});
+  }
   return report;
+}
+
+std::string AuditCutShort::to_string() const {
+  std::string out = "the trace of run " + run + " (" + file +
+                    ") is cut short: it has no closing record (a crash, kill -9, a full disk, or "
+                    "a run still going)";
+  char buf[160];
+  if (last_ns > 0) {
+    const std::time_t t = static_cast<std::time_t>(last_ns / 1000000000);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    std::snprintf(buf, sizeof buf, "; it got to %04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>((last_ns / 1000000) % 1000));
+    out += buf;
+    if (started_ns > 0 && last_ns >= started_ns) {
+      std::snprintf(buf, sizeof buf, ", %.1f s after its start",
+                    static_cast<double>(last_ns - started_ns) * 1e-9);
+      out += buf;
+    }
+  } else {
+    out += "; no record after its header";
+  }
+  if (last_frame >= 0) out += ", frame " + std::to_string(last_frame);
+  out += ", " + std::to_string(events) + " conversion event(s) and " + std::to_string(frames) +
+         " frame record(s) read";
+  if (cut_line) out += " (its last line is incomplete)";
+  return out;
 }
 
 AuditReport audit(const std::vector<AuditRecord>& records, int top_sites) {
@@ -530,6 +584,8 @@ std::string format_audit_table(const AuditReport& report) {
       out += buf;
     }
   }
+  for (const AuditCutShort& c : report.cut_short)
+    out += c.to_string() + "\n";
   return out;
 }
 
@@ -566,6 +622,17 @@ std::string format_audit_json(const AuditReport& report) {
                             {"p99_s", l.latency.p99},
                             {"max_s", l.latency.max},
                             {"mean_s", l.latency.mean}});
+  }
+  j["cut_short"] = json::array();
+  for (const AuditCutShort& c : report.cut_short) {
+    j["cut_short"].push_back({{"run", c.run},
+                              {"file", c.file},
+                              {"started_ns", c.started_ns},
+                              {"last_ns", c.last_ns},
+                              {"last_frame", c.last_frame},
+                              {"events", c.events},
+                              {"frames", c.frames},
+                              {"cut_line", c.cut_line}});
   }
   return j.dump(2) + "\n";
 }

@@ -100,6 +100,23 @@ struct AuditLatency {
   DurationSummary latency;
 };
 
+/// A traced run whose trace stops without its closing record (traces of
+/// version 2, written by JsonlSink and ChromeTraceSink, end with one): the
+/// run crashed, was killed with SIGKILL, ran out of disk, or is still going.
+/// What was read of it is in the report; this says how far it got.
+struct AuditCutShort {
+  std::string run;              ///< the header's run id ("PID-START")
+  std::string file;             ///< the last file it was read from
+  std::int64_t started_ns = 0;  ///< the header's time (ns since the epoch)
+  std::int64_t last_ns = 0;     ///< the last record's time (0: none)
+  std::int64_t last_frame = -1;
+  std::uint64_t events = 0, frames = 0;  ///< conversion events and frame records read
+  bool cut_line = false;                 ///< the file ends inside a record
+  /// "the trace of run R (F) is cut short: ...; it got to T, N s after its
+  /// start, frame F, E conversion event(s) and M frame record(s) read".
+  std::string to_string() const;
+};
+
 struct AuditReport {
   std::vector<AuditRow> rows;  ///< most bytes first
   std::uint64_t conversions = 0;
@@ -108,6 +125,8 @@ struct AuditReport {
   /// Per sink, from the frame records (traces of stage graphs); the graph
   /// and time filters apply, the stage and edge filters do not.
   std::vector<AuditLatency> latency;
+  /// Runs whose trace was cut short (none for a complete trace).
+  std::vector<AuditCutShort> cut_short;
 };
 
 /// The audit of records already in memory.

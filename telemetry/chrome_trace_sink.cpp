@@ -2,13 +2,10 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <charconv>
-#include <cstdio>
-#include <cstring>
-#include <map>
 
 #include "neat/telemetry/event_json.hpp"
+#include "neat/telemetry/internal/trace_file.hpp"
 
 namespace neat {
 
@@ -34,140 +31,211 @@ void append_us(std::string& out, std::int64_t ns) {
   out += static_cast<char>('0' + frac % 10);
 }
 
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// {"name":NAME,"ph":"M","pid":P,"tid":T,"args":ARGS}
+void append_metadata(std::string& out, std::string_view name, std::int64_t pid, std::int64_t tid,
+                     std::string_view args) {
+  out += "{\"name\":";
+  append_json_string(out, name);
+  out += ",\"ph\":\"M\",\"pid\":";
+  append_int(out, pid);
+  out += ",\"tid\":";
+  append_int(out, tid);
+  out += ",\"args\":";
+  out += args;
+  out += '}';
+}
+
+void append_thread_name(std::string& out, std::int64_t pid, std::int64_t tid,
+                        const std::string& track) {
+  std::string args = "{\"name\":";
+  append_json_string(args, track);
+  args += '}';
+  append_metadata(out, "thread_name", pid, tid, args);
+  out += ",\n";
+}
+
 }  // namespace
 
-Result<std::shared_ptr<ChromeTraceSink>> ChromeTraceSink::open(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
-    return failed_precondition("ChromeTraceSink: cannot create '" + path +
-                               "': " + std::strerror(errno));
-  }
-  std::fclose(f);
+Result<std::shared_ptr<ChromeTraceSink>> ChromeTraceSink::open(
+    const std::string& path, const ChromeTraceSinkOptions& options) {
   auto sink = std::make_shared<ChromeTraceSink>();
-  sink->path_ = path;
+  sink->memory_.clear();
+  detail::TraceFile::Hooks hooks;
+  ChromeTraceSink* self = sink.get();
+  hooks.header = [self](int part) { return self->header(part); };
+  hooks.part_footer = [self](int) { return self->footer(false); };
+  NEAT_ASSIGN_OR_RETURN(
+      sink->file_,
+      detail::TraceFile::open(
+          path,
+          detail::TraceFileOptions{false, options.max_bytes, options.keep, options.flush_interval},
+          std::move(hooks), "ChromeTraceSink"));
   return sink;
 }
 
+ChromeTraceSink::ChromeTraceSink()
+    : run_(std::to_string(::getpid()) + "-" + std::to_string(now_ns())), pid_(::getpid()) {
+  memory_ = header(0);
+}
+
 ChromeTraceSink::~ChromeTraceSink() {
-  if (!path_.empty()) (void)write();
+  if (file_) (void)close();
+}
+
+// Part N: the array, the trace's own header, the process and every track
+// known so far (each part opens on its own).
+std::string ChromeTraceSink::header(int part) const {
+  std::string out = "[\n";
+  std::string args = "{\"neat_trace\":2,\"run\":\"" + run_ + "\",\"part\":";
+  append_int(args, part);
+  args += ",\"ts_ns\":";
+  append_int(args, now_ns());
+  args += '}';
+  append_metadata(out, "neat_trace", pid_, 0, args);
+  out += ",\n";
+  append_metadata(out, "process_name", pid_, 0, "{\"name\":\"NeatTensor conversions\"}");
+  out += ",\n";
+  for (const auto& [track, tid] : tracks_)
+    append_thread_name(out, pid_, tid, track);
+  return out;
+}
+
+// The end of a part: "neat_trace_end" with the run's counts when it is the
+// last, "neat_trace_part_end" when a rotation moves on; then the array closes.
+std::string ChromeTraceSink::footer(bool last) const {
+  std::string out;
+  std::string args = "{\"type\":\"end\",\"run\":\"" + run_ + "\",\"events\":";
+  append_int(args, static_cast<std::int64_t>(events_.load()));
+  args += ",\"lost\":";
+  append_int(args, file_ ? static_cast<std::int64_t>(file_->lost_records()) : 0);
+  args += ",\"ts_ns\":";
+  append_int(args, now_ns());
+  args += '}';
+  append_metadata(out, last ? "neat_trace_end" : "neat_trace_part_end", pid_, 0, args);
+  out += "\n]\n";
+  return out;
+}
+
+// One slice (and, for a copy, the edge's counter sample), appended as lines
+// ending in ",\n". Called with the state's lock held.
+void ChromeTraceSink::add(const std::string& name, const char* category, std::int64_t ts_ns,
+                          std::int64_t dur_ns, const std::string& track, const std::string& args,
+                          std::string_view edge, std::int64_t bytes) {
+  std::string& out = line_;
+  out.clear();
+  auto [it, fresh] = tracks_.try_emplace(track, static_cast<std::int64_t>(tracks_.size()) + 1);
+  if (fresh) append_thread_name(out, pid_, it->second, track);
+  out += "{\"name\":";
+  append_json_string(out, name);
+  out += ",\"cat\":\"";
+  out += category;
+  out += "\",\"ph\":\"X\",\"ts\":";
+  append_us(out, ts_ns);
+  out += ",\"dur\":";
+  append_us(out, dur_ns);
+  out += ",\"pid\":";
+  append_int(out, pid_);
+  out += ",\"tid\":";
+  append_int(out, it->second);
+  out += ",\"args\":";
+  out += args;
+  out += "},\n";
+  if (bytes >= 0) {  // a copy: the edge's counter track, cumulative bytes
+    const std::string edge_name = edge.empty() ? std::string("(no edge)") : std::string(edge);
+    const std::int64_t total = (edge_bytes_[edge_name] += bytes);
+    out += "{\"name\":";
+    append_json_string(out, "bytes copied: " + edge_name);
+    out += ",\"ph\":\"C\",\"ts\":";
+    append_us(out, ts_ns + dur_ns);
+    out += ",\"pid\":";
+    append_int(out, pid_);
+    out += ",\"tid\":0,\"args\":{\"bytes\":";
+    append_int(out, total);
+    out += "}},\n";
+  }
+  events_.fetch_add(1, std::memory_order_relaxed);
+  if (file_) {
+    file_->append_locked(out);
+  } else {
+    memory_ += out;
+  }
 }
 
 void ChromeTraceSink::on_event(const ConversionEvent& e) noexcept {
   try {
-    std::string json;
-    append_event_json(json, e);
+    std::string args;
+    append_event_json(args, e);
     std::string track = e.stage.empty() ? "thread " + std::to_string(e.thread_id)
                                         : "stage '" + std::string(e.stage) + "'";
     std::string name(to_string(e.kind));
     name += ' ';
     name += to_string(e.reason);
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::move(json));
-    names_.push_back(std::move(name));
-    kinds_.emplace_back(to_string(e.kind));
-    ts_.push_back(e.timestamp_ns - e.duration_ns);
-    dur_.push_back(e.duration_ns);
-    track_.push_back(std::move(track));
-    edge_.emplace_back(e.edge);
-    bytes_.push_back(e.bytes_written);
+    const std::string category(to_string(e.kind));
+    auto lock = file_ ? file_->lock() : std::unique_lock<std::mutex>(memory_mutex_);
+    if (file_ && !file_->is_open()) {
+      file_->count_lost();
+      return;
+    }
+    add(name, category.c_str(), e.timestamp_ns - e.duration_ns, e.duration_ns, track, args, e.edge,
+        e.bytes_written);
   } catch (...) {
-    // Out of memory: this event is dropped from the trace (counters still have it).
+    if (file_) file_->count_lost();  // out of memory: this event is missing (counters have it)
   }
 }
 
 void ChromeTraceSink::on_frame(const FrameEvent& e) noexcept {
   try {
-    std::string json;
-    append_frame_json(json, e);
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::move(json));
-    names_.push_back("frame " + std::to_string(e.frame));
-    kinds_.emplace_back("latency");
-    ts_.push_back(e.timestamp_ns - e.latency_ns);
-    dur_.push_back(e.latency_ns);
-    track_.push_back("latency: sink '" + std::string(e.sink) + "'");
-    edge_.emplace_back();
-    bytes_.push_back(-1);  // not a copy: no counter sample
+    std::string args;
+    append_frame_json(args, e);
+    const std::string name = "frame " + std::to_string(e.frame);
+    const std::string track = "latency: sink '" + std::string(e.sink) + "'";
+    auto lock = file_ ? file_->lock() : std::unique_lock<std::mutex>(memory_mutex_);
+    if (file_ && !file_->is_open()) {
+      file_->count_lost();
+      return;
+    }
+    add(name, "latency", e.timestamp_ns - e.latency_ns, e.latency_ns, track, args, {}, -1);
+    if (file_) file_->write_if_idle_locked(std::chrono::milliseconds(100));
   } catch (...) {
-    // Out of memory: this frame is missing from the trace (the metrics have it).
+    if (file_) file_->count_lost();  // this frame is missing from the trace (metrics have it)
   }
 }
 
 std::size_t ChromeTraceSink::size() const {
-  std::lock_guard lock(mutex_);
-  return events_.size();
+  return static_cast<std::size_t>(events_.load(std::memory_order_relaxed));
 }
 
-std::string ChromeTraceSink::to_json() const {
-  std::lock_guard lock(mutex_);
-  const std::int64_t pid = ::getpid();
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-  out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":";
-  append_int(out, pid);
-  out += ",\"tid\":0,\"args\":{\"name\":\"NeatTensor conversions\"}}";
-  std::map<std::string, std::int64_t> tids;
-  for (const std::string& t : track_)
-    tids.emplace(t, 0);
-  std::int64_t next = 1;
-  for (auto& [name, tid] : tids) {
-    tid = next++;
-    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":";
-    append_int(out, pid);
-    out += ",\"tid\":";
-    append_int(out, tid);
-    out += ",\"args\":{\"name\":";
-    append_json_string(out, name);
-    out += "}}";
-  }
-  std::map<std::string, std::int64_t> per_edge;
-  for (std::size_t i = 0; i < events_.size(); ++i) {
-    // The slice: name, category, times, track; args carry the whole event.
-    out += ",\n{\"name\":";
-    append_json_string(out, names_[i]);
-    out += ",\"cat\":";
-    append_json_string(out, kinds_[i]);
-    out += ",\"ph\":\"X\",\"ts\":";
-    append_us(out, ts_[i]);
-    out += ",\"dur\":";
-    append_us(out, dur_[i]);
-    out += ",\"pid\":";
-    append_int(out, pid);
-    out += ",\"tid\":";
-    append_int(out, tids[track_[i]]);
-    out += ",\"args\":";
-    out += events_[i];
-    out += '}';
-    if (bytes_[i] < 0) continue;  // a frame's latency slice
-    // The edge's counter track: cumulative bytes copied.
-    const std::string edge = edge_[i].empty() ? std::string("(no edge)") : edge_[i];
-    const std::int64_t total = (per_edge[edge] += bytes_[i]);
-    out += ",\n{\"name\":";
-    append_json_string(out, "bytes copied: " + edge);
-    out += ",\"ph\":\"C\",\"ts\":";
-    append_us(out, ts_[i] + dur_[i]);
-    out += ",\"pid\":";
-    append_int(out, pid);
-    out += ",\"tid\":0,\"args\":{\"bytes\":";
-    append_int(out, total);
-    out += "}}";
-  }
-  out += "\n]}\n";
-  return out;
+std::uint64_t ChromeTraceSink::rotations() const noexcept {
+  return file_ ? file_->rotations() : 0;
 }
 
-Status ChromeTraceSink::write() const {
-  if (path_.empty())
-    return failed_precondition("ChromeTraceSink::write: the sink has no file (use open())");
-  const std::string json = to_json();
-  std::FILE* f = std::fopen(path_.c_str(), "w");
-  if (f == nullptr) {
-    return failed_precondition("ChromeTraceSink: cannot write '" + path_ +
-                               "': " + std::strerror(errno));
+Result<std::string> ChromeTraceSink::to_json() const {
+  if (file_) {
+    return failed_precondition("ChromeTraceSink::to_json: the trace streams to '" + file_->path() +
+                               "'; read that file");
   }
-  const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed) return resource_exhausted("ChromeTraceSink: writing '" + path_ + "' failed");
-  return {};
+  std::lock_guard lock(memory_mutex_);
+  return memory_ + footer(true);
+}
+
+Status ChromeTraceSink::flush() {
+  return file_ ? file_->flush() : Status{};
+}
+
+Status ChromeTraceSink::close() {
+  if (!file_) return {};
+  std::string end;
+  {
+    auto lock = file_->lock();
+    end = footer(true);
+  }
+  return file_->close(end);
 }
 
 }  // namespace neat

@@ -1,23 +1,30 @@
 // JsonlSink: conversion events as JSON Lines (one object per line, see
 // event_json.hpp for the fields), the format `neat audit` reads. Events are
-// formatted into an in-memory buffer and written to the file in large
-// chunks, so recording one costs a few hundred nanoseconds at most.
+// formatted into an in-memory buffer and written in large chunks, so
+// recording one costs a few hundred nanoseconds at most; what is buffered
+// reaches the file at least once a second (a flusher thread), and a frame
+// record at once when the previous write is over 100 ms old (a low frame
+// rate), so a run that crashes or is killed with SIGKILL loses at most the
+// last second of its trace. Memory stays constant however long the run.
 //
-// Every file starts with a header line, {"neat_trace":1,"run":"PID-START",
+// Every file starts with a header line, {"neat_trace":2,"run":"PID-START",
 // "part":N,...}: `neat audit` tells a traced run without conversions from an
 // empty or foreign file by it, and keeps frame numbers of different runs
-// apart. With max_bytes the file rotates like a log: PATH is renamed PATH.1
-// (PATH.1 to PATH.2, ..., the oldest beyond `keep` removed) before it would
-// grow past max_bytes; events are never split across files.
+// apart. close() (or destruction) ends the trace with a closing record,
+// {"type":"end","run":...,"events":N,"frames":N,"lost":N,...}: a trace of
+// version 2 without one was cut short (a crash, kill -9, a full disk), and
+// the audit says so. With max_bytes the file rotates like a log: PATH is
+// renamed PATH.1 (PATH.1 to PATH.2, ..., the oldest beyond `keep` removed)
+// before it would grow past max_bytes; events are never split across files.
 //
-// Ownership: the sink owns its file descriptor; flush() or destruction
-// writes what is buffered. Threading: on_event() and flush() are thread-safe.
+// Ownership: the sink owns its file descriptor and its flusher thread.
+// Threading: on_event(), on_frame(), flush() and close() are thread-safe.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "neat/contract/error.hpp"
@@ -26,10 +33,16 @@
 
 namespace neat {
 
+namespace detail {
+class TraceFile;  // telemetry/internal/trace_file.hpp
+}
+
 struct JsonlSinkOptions {
   bool append = false;         ///< keep what the file holds (a header line is added)
   std::int64_t max_bytes = 0;  ///< rotate before the file grows past this; 0: never
   int keep = 5;                ///< rotated files kept (PATH.1 newest ... PATH.keep)
+  /// The longest an event waits in memory before it is written.
+  std::chrono::milliseconds flush_interval = std::chrono::seconds(1);
 };
 
 class JsonlSink final : public EventSink {
@@ -37,7 +50,7 @@ class JsonlSink final : public EventSink {
   /// Opens (creates or truncates; `append` keeps the contents) `path`.
   static Result<std::shared_ptr<JsonlSink>> open(const std::string& path, bool append = false);
   /// InvalidArgument for max_bytes < 0, a max_bytes smaller than a header
-  /// line (256 bytes), or keep < 0.
+  /// line (256 bytes), keep < 0 or a flush interval that is not positive.
   static Result<std::shared_ptr<JsonlSink>> open(const std::string& path,
                                                  const JsonlSinkOptions& options);
   ~JsonlSink() override;
@@ -50,36 +63,28 @@ class JsonlSink final : public EventSink {
   void on_frame(const FrameEvent& event) noexcept override;
   /// Writes the buffered lines to the file.
   Status flush();
+  /// Writes the buffered lines and the closing record, and closes the file
+  /// (idempotent; also done on destruction). Events after it are lost.
+  Status close();
   std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
-  /// Events that could not be written (disk full, ...); see the flush() error.
-  std::uint64_t lost_events() const noexcept { return lost_.load(std::memory_order_relaxed); }
+  /// Events that could not be written (disk full, after close(), ...); see the flush() error.
+  std::uint64_t lost_events() const noexcept;
   const std::string& path() const noexcept { return path_; }
   /// Rotations so far.
-  std::uint64_t rotations() const noexcept { return rotations_.load(std::memory_order_relaxed); }
+  std::uint64_t rotations() const noexcept;
 
  private:
-  JsonlSink(int fd, std::string path, JsonlSinkOptions options);
-  Status write_locked();
-  Status write_all(const char* data, std::size_t n);
-  Status write_header();
-  Status rotate();
+  explicit JsonlSink(std::string path);
+  std::string header(int part) const;
 
-  int fd_;
   std::string path_;
-  JsonlSinkOptions options_;
-  std::string run_;              // "PID-START_NS": the same in every part
-  std::int64_t file_bytes_ = 0;  // what the current file holds
-  std::int64_t header_bytes_ = 0;
-  int part_ = 0;
-  std::atomic<std::uint64_t> rotations_{0};
-  std::mutex mutex_;
-  std::unique_ptr<char[]> buffer_;  // raw, never zero-filled
-  std::size_t used_ = 0;
+  std::string run_;  // "PID-START_NS": the same in every part
+  std::unique_ptr<detail::TraceFile> file_;
+  // Guarded by file_'s mutex:
   CallSiteCache call_sites_;
-  std::string frame_line_;  // reused for frame lines
-  std::uint64_t buffered_events_ = 0;
+  std::string line_;  // reused for frame lines and oversized events
+  std::uint64_t frames_ = 0;
   std::atomic<std::uint64_t> events_{0};
-  std::atomic<std::uint64_t> lost_{0};
 };
 
 }  // namespace neat

@@ -92,7 +92,7 @@ std::string number_text(double v) {
   return buf;
 }
 
-enum class Parsed { Event, Header, Frame };
+enum class Parsed { Event, Header, Frame, End };
 
 // Where an error is: built only when there is one.
 using Where = std::function<std::string()>;
@@ -116,7 +116,7 @@ std::string json_problem(std::string_view text, simdjson::error_code e) {
 Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, const Where& where) {
   using T = simdjson::dom::element_type;
   r = RecordView{};
-  bool have_kind = false, have_reason = false, have_bytes = false, header = false;
+  bool have_kind = false, have_reason = false, have_bytes = false, header = false, end = false;
   std::string_view kind_text, reason_text;
   for (const auto field : obj) {
     const std::string_view key = field.key;
@@ -195,14 +195,19 @@ Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, cons
       st = want_string(r.detail);
     } else if (key == "neat_trace") {
       header = true;
+      if (t == T::INT64 || t == T::UINT64) st = want_integer(r.version, 1);
     } else if (key == "type") {
       std::string_view type;
       st = want_string(type);
-      if (st.ok() && type != "frame") {
+      if (st.ok() && type == "end") {
+        end = true;
+      } else if (st.ok() && type != "frame") {
         return invalid_argument(where() + ": unknown record type \"" + std::string(type) +
-                                "\" (a trace holds conversion events and \"frame\" records)");
+                                "\" (a trace holds conversion events, \"frame\" records and "
+                                "its \"end\")");
+      } else {
+        r.is_frame = true;
       }
-      r.is_frame = true;
     } else if (key == "sink") {
       st = want_string(r.sink);
     } else if (key == "latency_ns") {
@@ -213,6 +218,7 @@ Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, cons
     if (!st.ok()) return st.error();
   }
   if (header) return Parsed::Header;
+  if (end) return Parsed::End;
   if (r.is_frame) {
     if (r.sink.empty()) return invalid_argument(where() + ": a frame record needs \"sink\"");
     return Parsed::Frame;
@@ -243,6 +249,34 @@ Error parse_failure(const Where& where, std::string_view text, simdjson::error_c
   return invalid_argument(where() + ", " + json_problem(text, e));
 }
 
+// One parsed record to where it goes: headers and ends mark the runs'
+// progress, frames and events go to their callbacks (tagged with the run).
+void hand_on(Parsed p, RecordView& r, const OnRecord& on_record, ScanCounts& counts) {
+  if (p == Parsed::Header) {
+    ++counts.headers;
+    counts.run.assign(r.run);
+    RunProgress run;
+    run.run.assign(r.run);
+    run.version = r.version > 0 ? r.version : 1;
+    run.first_ts_ns = r.timestamp_ns;
+    counts.runs.push_back(std::move(run));
+    return;
+  }
+  if (p == Parsed::End) {
+    if (!counts.runs.empty()) counts.runs.back().ended = true;
+    return;
+  }
+  r.run = counts.run;
+  if (!counts.runs.empty()) counts.runs.back().saw(r);
+  if (p == Parsed::Frame) {
+    ++counts.frames;
+    if (counts.on_frame != nullptr) (*counts.on_frame)(r);
+  } else {
+    ++counts.events;
+    on_record(r);
+  }
+}
+
 // One JSON Lines line (its bytes are followed by at least SIMDJSON_PADDING
 // readable bytes).
 Status scan_line(simdjson::dom::parser& parser, const char* data, std::size_t size,
@@ -256,18 +290,7 @@ Status scan_line(simdjson::dom::parser& parser, const char* data, std::size_t si
     return invalid_argument(where() + ": expected an object, found " + type_name(doc.type()));
   RecordView r;
   NEAT_ASSIGN_OR_RETURN(Parsed p, parse_event(doc.get_object().value_unsafe(), r, where));
-  if (p == Parsed::Header) {
-    ++counts.headers;
-    counts.run.assign(r.run);
-  } else if (p == Parsed::Frame) {
-    ++counts.frames;
-    r.run = counts.run;
-    if (counts.on_frame != nullptr) (*counts.on_frame)(r);
-  } else {
-    ++counts.events;
-    r.run = counts.run;
-    on_record(r);
-  }
+  hand_on(p, r, on_record, counts);
   return {};
 }
 
@@ -329,8 +352,17 @@ Status scan_jsonl(std::istream& in, std::string_view name, std::vector<char>& bu
   }
   if (start < have && !blank(buffer.data() + start, have - start)) {  // a last line without '\n'
     ++line_no;
-    NEAT_RETURN_IF_ERROR(
-        scan_line(parser, buffer.data() + start, have - start, name, line_no, on_record, counts));
+    Status st =
+        scan_line(parser, buffer.data() + start, have - start, name, line_no, on_record, counts);
+    // A trace that promises a closing record and has none was cut short
+    // (kill -9, a crash): its last line may be cut too. That is the cut, not
+    // a malformed trace; the audit reports the run as cut short.
+    if (!st.ok() && !counts.runs.empty() && counts.runs.back().version >= 2 &&
+        !counts.runs.back().ended) {
+      counts.runs.back().cut_line = true;
+      return {};
+    }
+    return st;
   }
   return {};
 }
@@ -379,24 +411,48 @@ Status scan_chrome(const simdjson::padded_string& text, std::string_view name,
     std::string_view ph;
     if (obj.at_key("ph").get_string().get(ph))
       return invalid_argument(where() + ": missing string field \"ph\"");
-    if (ph != "X") continue;  // metadata and counters
+    if (ph == "M") {  // metadata: the trace's own header and end carry a run's progress
+      std::string_view meta;
+      if (obj.at_key("name").get_string().get(meta) ||
+          (meta != "neat_trace" && meta != "neat_trace_end"))
+        continue;
+    } else if (ph != "X") {
+      continue;  // counters
+    }
     simdjson::dom::object args;
     if (obj.at_key("args").get_object().get(args))
       return invalid_argument(where() + ": a conversion slice needs \"args\"");
     RecordView r;
     NEAT_ASSIGN_OR_RETURN(Parsed p, parse_event(args, r, [&] { return where() + " args"; }));
-    if (p == Parsed::Frame) {
-      ++counts.frames;
-      if (counts.on_frame != nullptr) (*counts.on_frame)(r);
-    } else if (p == Parsed::Event) {
-      ++counts.events;
-      on_record(r);
-    }
+    hand_on(p, r, on_record, counts);
   }
   return {};
 }
 
+// A document in the JSON Array Format, and whether it ends with its "]".
+bool head_is_array(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '[';
+}
+bool closed_array(std::string_view text) {
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return last != std::string_view::npos && text[last] == ']';
+}
+
 }  // namespace
+
+void RunProgress::saw(const RecordView& r) noexcept {
+  if (r.is_frame) {
+    ++frames;
+  } else {
+    ++events;
+  }
+  if (r.timestamp_ns > 0) {
+    if (first_ts_ns == 0 || r.timestamp_ns < first_ts_ns) first_ts_ns = r.timestamp_ns;
+    last_ts_ns = std::max(last_ts_ns, r.timestamp_ns);
+  }
+  last_frame = std::max(last_frame, r.frame);
+}
 
 // Reads `in` (either format) and hands every event to `on_record`.
 Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_record,
@@ -423,6 +479,22 @@ Status scan_trace(std::istream& in, std::string_view name, const OnRecord& on_re
   // A Chrome trace is one document: read it whole.
   std::string text(buffer.data(), have);
   text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // The array form streamed by ChromeTraceSink, cut short (kill -9, a crash):
+  // the events up to the last whole line, the array closed as Perfetto does.
+  if (head_is_array(text) && !closed_array(text) &&
+      text.find("\"neat_trace\":2") < 4096) {  // ChromeTraceSink's header comes first
+    const auto nl = text.rfind('\n');
+    std::string whole = text.substr(0, nl == std::string::npos ? 0 : nl);
+    while (!whole.empty() && (whole.back() == ',' || whole.back() == ' ' || whole.back() == '\r' ||
+                              whole.back() == '\n'))
+      whole.pop_back();
+    const bool cut_line = nl == std::string::npos || nl + 1 < text.size();
+    whole += "\n]";
+    const simdjson::padded_string repaired(whole);
+    NEAT_RETURN_IF_ERROR(scan_chrome(repaired, name, on_record, counts));
+    if (!counts.runs.empty()) counts.runs.back().cut_line = cut_line;
+    return {};
+  }
   const simdjson::padded_string padded(text);
   return scan_chrome(padded, name, on_record, counts);
 }

@@ -11,10 +11,12 @@ namespace {
 constexpr int kNoEvents = 1;
 constexpr int kMalformed = 2;
 constexpr int kFailOn = 3;
+constexpr int kCutShort = 4;
 
 struct Read {
   AuditReport report;
   std::uint64_t read = 0, kept = 0, headers = 0;
+  bool cut_short() const noexcept { return !report.cut_short.empty(); }
 };
 
 // Aggregates every file; the first error stops (named by its file and line).
@@ -43,8 +45,8 @@ bool no_events(const Read& r, const std::vector<std::string>& paths, const char*
     return false;
   }
   if (r.headers > 0) {
-    std::fprintf(stderr, "neat audit: no events in %s: the traced run(s) made no conversions\n",
-                 joined(paths).c_str());
+    std::fprintf(stderr, "neat audit: no events in %s: the traced run(s) made no conversions%s\n",
+                 joined(paths).c_str(), r.cut_short() ? " before the trace was cut short" : "");
     return false;
   }
   std::fprintf(stderr,
@@ -96,6 +98,12 @@ int run_audit(const AuditOptions& o) {
     std::fprintf(stderr, "neat audit: %s\n", current.error().message().c_str());
     return kMalformed;
   }
+  // A trace cut short is audited up to its cut, and the exit status says so.
+  const int cut = current->cut_short() && !o.allow_cut_short ? kCutShort : 0;
+  for (const AuditCutShort& c : current->report.cut_short) {
+    std::fprintf(stderr, "neat audit: %s%s\n", c.to_string().c_str(),
+                 o.allow_cut_short ? "" : " (--allow-cut-short to accept it)");
+  }
   if (no_events(*current, o.traces, "")) return kNoEvents;
 
   int status = 0;
@@ -143,7 +151,7 @@ int run_audit(const AuditOptions& o) {
       }
     }
   }
-  return status;
+  return status != 0 ? status : cut;
 }
 
 }  // namespace neat::tools

@@ -18,12 +18,15 @@ struct AuditOptions {
   std::string since, until;           ///< times (parse_audit_time)
   std::string graph, stage, edge;     ///< exact names
   double tolerance_percent = 1;       ///< --baseline: more than this is "more"
+  bool allow_cut_short = false;       ///< a trace without its closing record is not an error
 };
 
 /// Exit status: 0 fine; 1 no events at all (an empty file, or not a trace);
 /// 2 a usage error or a malformed trace (with its file and line); 3
 /// --fail-on matched, or against --baseline an edge started copying or
-/// copies more per frame.
+/// copies more per frame; 4 a trace was cut short (no closing record: a
+/// crash, kill -9, a full disk, a run still going), unless allow_cut_short.
+/// A cut-short trace is still audited up to its cut.
 int run_audit(const AuditOptions& options);
 
 }  // namespace neat::tools

@@ -3,10 +3,10 @@
 //   neat run [PIPELINE] [--frames N] [--policy strict|trace|silent] [--trace FILE]
 //            [--trace-max-bytes SIZE] [--trace-keep N] [--chrome FILE] [--metrics FILE]
 //            [--metrics-listen HOST:PORT] [--quiet]
-//   neat explain [PIPELINE] [--policy strict|trace|silent]
+//   neat explain [PIPELINE] [--policy strict|trace|silent] [--frames N]
 //   neat audit TRACE... [--format table|json] [--top N] [--fail-on pack,transfer]
 //              [--since T] [--until T] [--graph G] [--stage S] [--edge E]
-//              [--baseline OLD... [--tolerance PCT]]
+//              [--baseline OLD... [--tolerance PCT]] [--allow-cut-short]
 //   neat timeline TRACE --out timeline.png [--width 1400]
 //
 // run: builds and runs a pipeline (docs/graphs.md has the syntax; without one,
@@ -18,7 +18,8 @@
 // Exit status: 0 fine; 2 a usage error (an unknown command or option, a bad
 // value) or a malformed trace, with the line or offset; 3 --fail-on matched a
 // conversion, or --baseline found an edge that started copying or copies more
-// (for CI gates); `neat audit` 1: no events at all. `neat run` adds its own
+// (for CI gates); `neat audit` 1: no events at all, 4: a trace cut short (no
+// closing record; --allow-cut-short accepts it). `neat run` adds its own
 // (tools/run.hpp).
 #include <CLI/CLI.hpp>
 #include <charconv>
@@ -61,14 +62,15 @@ int main(int argc, char** argv) {
   neat::tools::RunOptions ro;
   run->add_option("pipeline", ro.pipeline,
                   "the pipeline, e.g. 'default ! preprocess size=640x640 ! appsink'");
-  run->add_option("--frames", ro.frames, "frames to run (default: the source's own count)")
+  run->add_option("--frames", ro.frames,
+                  "every source ends after at most N frames (default: the source's own count)")
       ->check(kPositiveCount);
   run->add_option("--policy", ro.policy, "strict, trace or silent")
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
   run->add_option("--trace", ro.trace, "write the JSON Lines conversion trace here");
   run->add_option("--trace-max-bytes", ro.trace_max_bytes,
-                  "rotate the --trace file before it grows past this size (e.g. 100M): TRACE.1 "
-                  "is the newest rotated part")
+                  "rotate the --trace (and --chrome) file before it grows past this size (e.g. "
+                  "100M): TRACE.1 is the newest rotated part")
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 50));
   run->add_option("--trace-keep", ro.trace_keep, "rotated trace files kept (default 5)")
@@ -99,6 +101,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   explain->add_option("--policy", explain_policy, "strict, trace or silent")
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
+  std::int64_t explain_frames = 0;
+  explain
+      ->add_option("--frames", explain_frames,
+                   "plan with every source ending after N frames, as `neat run --frames` would")
+      ->check(kPositiveCount);
   std::int64_t explain_memory = 0;
   explain
       ->add_option("--max-frame-memory", explain_memory,
@@ -128,6 +135,9 @@ int main(int argc, char** argv) {
                    "compare with these traces: exit 3 when an edge started copying or copies "
                    "more per frame")
       ->take_all();
+  audit->add_flag("--allow-cut-short", ao.allow_cut_short,
+                  "a trace without its closing record (a crash, kill -9, a run still going) is "
+                  "audited up to its cut without exit status 4");
   audit
       ->add_option("--tolerance", ao.tolerance_percent,
                    "--baseline: per-frame growth still counted as the same, percent (default 1)")
@@ -163,6 +173,19 @@ int main(int argc, char** argv) {
     app.exit(e);  // prints CLI11's message and the hint to --help
     return kMalformed;
   }
+  // A pipeline given but blank is a mistake (an unset shell variable), not
+  // a request for the demo: the demo is what no pipeline at all runs.
+  for (const auto& [sub, text] : {std::pair<CLI::App*, const std::string*>{run, &ro.pipeline},
+                                  {explain, &explain_pipeline}}) {
+    if (sub->parsed() && sub->get_option("pipeline")->count() > 0 &&
+        text->find_first_not_of(" \t\r\n") == std::string::npos) {
+      std::fprintf(stderr,
+                   "neat %s: the pipeline is empty; give one (e.g. 'default ! appsink'), or none "
+                   "at all for the built-in demo\n",
+                   sub->get_name().c_str());
+      return kMalformed;
+    }
+  }
   if (run->parsed()) return neat::tools::run_pipeline(ro);
   if (elements->parsed()) {
     if (element_name.empty()) {
@@ -182,7 +205,7 @@ int main(int argc, char** argv) {
   }
   if (explain->parsed())
     return neat::tools::explain_pipeline(explain_pipeline, explain_policy, explain_timeout,
-                                         explain_memory);
+                                         explain_memory, explain_frames);
   if (audit->parsed()) return neat::tools::run_audit(ao);
   if (timeline->parsed()) {
     auto records = neat::read_trace_file(timeline_trace);

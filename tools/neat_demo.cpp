@@ -255,12 +255,12 @@ int main(int argc, char** argv) {
               mib(counters.total(neat::ConversionKind::Pack).bytes).c_str(),
               static_cast<unsigned long long>(counters.total().refused));
   if (jsonl) {
-    if (auto st = jsonl->flush(); !st) return fail(st.error());
+    if (auto st = jsonl->close(); !st) return fail(st.error());
     std::printf("   trace (JSON Lines): %s; summarise it with: neat audit %s\n", jsonl_path.c_str(),
                 jsonl_path.c_str());
   }
   if (chrome) {
-    if (auto st = chrome->write(); !st) return fail(st.error());
+    if (auto st = chrome->close(); !st) return fail(st.error());
     std::printf("   trace (Chrome / Perfetto): %s\n", chrome_path.c_str());
   }
   std::printf("\nPrometheus metrics (neat::prometheus_text()), first lines:\n");

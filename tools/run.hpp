@@ -7,8 +7,10 @@
 namespace neat::tools {
 
 struct RunOptions {
-  std::string pipeline;              ///< empty: the built-in demo pipeline
-  std::int64_t frames = 0;           ///< 0: the source's own count (300 for default)
+  std::string pipeline;  ///< empty: the built-in demo pipeline
+  /// Every source ends after at most this many frames (0: the source's own
+  /// count, 300 for default; `default` makes this many unless frames= says less).
+  std::int64_t frames = 0;
   std::string policy;                ///< "", strict, trace, silent
   std::string trace;                 ///< JSON Lines trace file ("" = a temporary one for the audit)
   std::int64_t trace_max_bytes = 0;  ///< rotate the trace before it grows past this (0: never)
@@ -30,12 +32,15 @@ struct RunOptions {
 };
 
 /// Exit status: 0 done, 1 the graph failed (build or run), 2 a bad pipeline
-/// or option, 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it (the
-/// accounting and the audit are still printed, traces flushed).
+/// or option, 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it. A
+/// first signal stops the graph cleanly (every sink gets its end of stream:
+/// recordings are finalized), a second at once; either way the accounting and
+/// the audit are printed, traces closed, a temporary trace removed.
 int run_pipeline(const RunOptions& options);
 /// The plan of a pipeline, without side effects: sources preroll (they read),
 /// sinks are checked, not opened (GraphBuilder::plan()).
 int explain_pipeline(const std::string& pipeline, const std::string& policy,
-                     double first_frame_timeout = 20, std::int64_t max_frame_memory = 0);
+                     double first_frame_timeout = 20, std::int64_t max_frame_memory = 0,
+                     std::int64_t frames = 0);
 
 }  // namespace neat::tools

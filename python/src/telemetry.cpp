@@ -71,8 +71,8 @@ struct PySink {
   }
   void close() {
     registration.reset();
-    if (jsonl) check(jsonl->flush());
-    if (chrome) check(chrome->write());
+    if (jsonl) check(jsonl->close());  // the closing record: the trace is whole
+    if (chrome) check(chrome->close());
   }
 };
 
@@ -247,7 +247,8 @@ format), a Chrome trace (opens in Perfetto) or memory. A context manager:
         s.path = path;
         return s;
       },
-      py::arg("path"), "A Chrome trace (Perfetto, chrome://tracing), written on close().");
+      py::arg("path"),
+      "A Chrome trace (Perfetto, chrome://tracing), streamed to the file; close() ends it.");
   m.def(
       "record",
       [] {

@@ -199,6 +199,7 @@ struct GraphBuilder::Impl {
   std::string name;
   std::optional<ConversionPolicy> policy;
   std::int64_t max_frame_memory = 0;
+  std::int64_t max_source_frames = 0;
   std::vector<CopyBudget> budgets;
   std::vector<SteadyStateRule> rules;
   std::vector<NodeDecl> nodes;

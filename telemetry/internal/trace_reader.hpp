@@ -11,6 +11,7 @@
 #include <istream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "neat/contract/error.hpp"
 #include "neat/telemetry/audit.hpp"
@@ -31,6 +32,7 @@ struct RecordView {
   bool is_frame = false;
   std::string_view sink;
   std::int64_t latency_ns = 0;
+  std::int64_t version = 0;  ///< a header's "neat_trace" version
 };
 
 RecordView view_of(const AuditRecord& r);
@@ -38,8 +40,21 @@ AuditRecord record_of(const RecordView& v);
 
 using OnRecord = std::function<void(const RecordView&)>;
 
+/// How far one traced run got in a file: from its header to its closing
+/// record (version 2 traces end with one) or to where the file stops.
+struct RunProgress {
+  std::string run;
+  std::int64_t version = 1;
+  bool ended = false;  ///< its closing record was read
+  std::int64_t first_ts_ns = 0, last_ts_ns = 0, last_frame = -1;
+  std::uint64_t events = 0, frames = 0;
+  bool cut_line = false;  ///< the file ends inside a record (the cut)
+  void saw(const RecordView& r) noexcept;
+};
+
 struct ScanCounts {
   std::uint64_t events = 0, headers = 0, frames = 0;
+  std::vector<RunProgress> runs;       ///< per header, in the order of the file
   const OnRecord* on_frame = nullptr;  ///< where frame records go (set by scan_trace)
   std::string run;  ///< the last header's run id: the events after it belong to that run
 };

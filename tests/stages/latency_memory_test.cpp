@@ -161,12 +161,12 @@ TEST(GraphLatency, TracesCarryFrameLatencyAndTheAuditReportsIt) {
   EXPECT_NE(format_audit_json(report).find("\"p99_s\""), std::string::npos);
   EXPECT_EQ(report.conversions, 0u) << "frame records are not conversions";
 
-  std::istringstream ctext(chrome->to_json());
+  std::istringstream ctext(*chrome->to_json());
   AuditAggregator from_chrome;
   NEAT_ASSERT_OK(from_chrome.read(ctext, "chrome"));
   ASSERT_EQ(from_chrome.report().latency.size(), 1u);
   EXPECT_EQ(from_chrome.report().latency[0].latency.count, 7u);
-  EXPECT_NE(chrome->to_json().find("latency: sink 'out'"), std::string::npos);
+  EXPECT_NE(chrome->to_json()->find("latency: sink 'out'"), std::string::npos);
 
   // A graph filter keeps or drops them like conversions.
   AuditAggregator other({.graph = "other"});

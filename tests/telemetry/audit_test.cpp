@@ -78,7 +78,7 @@ TEST(Audit, ReadsChromeTracesToo) {
     (void)t->clone();
     (void)t->clone();
   }
-  std::istringstream in(sink->to_json());
+  std::istringstream in(*sink->to_json());
   auto records = read_trace(in, "trace.json");
   ASSERT_TRUE(records.ok()) << records.error().message();
   ASSERT_EQ(records->size(), 2u);

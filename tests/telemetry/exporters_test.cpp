@@ -110,9 +110,23 @@ TEST(JsonlSink, BadPathIsATypedError) {
   NEAT_EXPECT_ERROR(JsonlSink::open("/nonexistent-dir/x.jsonl"), ErrorCode::FailedPrecondition,
                     "cannot open '/nonexistent-dir/x.jsonl'");
   NEAT_EXPECT_ERROR(ChromeTraceSink::open("/nonexistent-dir/x.json"), ErrorCode::FailedPrecondition,
-                    "cannot create");
+                    "cannot open '/nonexistent-dir/x.json'");
   ChromeTraceSink memory_only;
-  NEAT_EXPECT_ERROR(memory_only.write(), ErrorCode::FailedPrecondition, "has no file");
+  EXPECT_TRUE(memory_only.flush().ok());
+  EXPECT_TRUE(memory_only.to_json().ok());
+  const std::string path = temp_path("streamed.json");
+  auto file = ChromeTraceSink::open(path);
+  ASSERT_TRUE(file.ok());
+  NEAT_EXPECT_ERROR((*file)->to_json(), ErrorCode::FailedPrecondition, "read that file");
+  NEAT_EXPECT_ERROR(ChromeTraceSink::open(path, ChromeTraceSinkOptions{.max_bytes = 100}),
+                    ErrorCode::InvalidArgument, "at least 256 bytes");
+  NEAT_EXPECT_ERROR(ChromeTraceSink::open(path, ChromeTraceSinkOptions{.keep = -1}),
+                    ErrorCode::InvalidArgument, "keep = -1");
+  NEAT_EXPECT_ERROR(
+      JsonlSink::open(path, JsonlSinkOptions{.flush_interval = std::chrono::milliseconds(0)}),
+      ErrorCode::InvalidArgument, "must be positive");
+  file->reset();
+  std::filesystem::remove(path);
 }
 
 TEST(ChromeTrace, FollowsTheTraceEventFormat) {
@@ -122,13 +136,12 @@ TEST(ChromeTrace, FollowsTheTraceEventFormat) {
     make_some_copies();
     std::thread([] { (void)NeatTensor::allocate(DType::F32, {16})->clone(); }).join();
   }
-  const auto trace = nlohmann::json::parse(sink->to_json());
-  ASSERT_TRUE(trace.contains("traceEvents"));
-  ASSERT_TRUE(trace["traceEvents"].is_array());
+  const auto trace = nlohmann::json::parse(*sink->to_json());
+  ASSERT_TRUE(trace.is_array());  // the JSON Array Format: streamable, readable when cut short
   std::map<std::int64_t, std::string> thread_names;
   std::map<std::int64_t, std::vector<std::pair<double, double>>> slices;
   int counters = 0;
-  for (const auto& ev : trace["traceEvents"]) {
+  for (const auto& ev : trace) {
     // Required by the format for every event.
     ASSERT_TRUE(ev.contains("ph") && ev["ph"].is_string()) << ev;
     ASSERT_TRUE(ev.contains("pid") && ev["pid"].is_number_integer()) << ev;
@@ -137,6 +150,7 @@ TEST(ChromeTrace, FollowsTheTraceEventFormat) {
     const std::string ph = ev["ph"];
     if (ph == "M") {
       if (ev["name"] == "thread_name") thread_names[ev["tid"]] = ev["args"]["name"];
+      if (ev["name"] == "neat_trace") EXPECT_EQ(ev["args"]["neat_trace"], 2) << ev;
       continue;
     }
     ASSERT_TRUE(ev.contains("ts") && ev["ts"].is_number()) << ev;
@@ -187,7 +201,8 @@ TEST(ChromeTrace, WritesTheFile) {
   }
   std::ifstream in(path);
   const auto trace = nlohmann::json::parse(in);
-  EXPECT_GE(trace["traceEvents"].size(), 6u);
+  EXPECT_GE(trace.size(), 6u);
+  EXPECT_EQ(trace.back()["name"], "neat_trace_end");  // closed on destruction
   std::filesystem::remove(path);
 }
 
