@@ -77,7 +77,8 @@ def test_jsonl_and_chrome_traces_and_the_audit_match_the_cli(tmp_path, neat_cli)
         strided().contiguous()
         strided().clone()
     assert j.events == 2 and c.events == 2
-    assert json.loads(chrome.read_text())["traceEvents"]
+    events = json.loads(chrome.read_text())  # the JSON Array Format, closed by close()
+    assert events[0]["name"] == "neat_trace" and events[-1]["name"] == "neat_trace_end"
     report = neat.audit(str(jsonl))
     assert report.conversions == 2 and report.bytes == 96
     assert {r["reason"] for r in report.rows} == {"stride_mismatch", "user_request"}

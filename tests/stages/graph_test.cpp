@@ -410,6 +410,142 @@ TEST_F(GraphTest, SourceErrorsAndStopMidStreamAreCleanAndAccounted) {
   }
 }
 
+// A sink that counts what it is told: frames, end of stream, abort.
+class RecordingSink final : public Sink {
+ public:
+  std::string_view kind() const noexcept override { return "recording"; }
+  Accepts accepts() const override { return {}; }
+  Status prepare(const FrameSpec&) override { return {}; }
+  Result<SinkOutcome> consume(NeatTensor, std::int64_t) override {
+    frames.fetch_add(1);
+    if (fail_at > 0 && frames.load() == fail_at) return internal_error("disk gone");
+    return SinkOutcome::Consumed;
+  }
+  Status finish() override {
+    finished.fetch_add(1);
+    return {};
+  }
+  void abort() override { aborted.fetch_add(1); }
+  std::atomic<int> frames{0}, finished{0}, aborted{0};
+  int fail_at = 0;
+};
+
+// How a graph ends decides whether its sinks get their end of stream (a
+// recording is finalized by it): stop() and another node's error give it,
+// abort() and the sink's own error do not.
+TEST_F(GraphTest, StopAndErrorsGiveEverySinkItsEndOfStreamAbortDoesNot) {
+  auto make = [](std::shared_ptr<RecordingSink> a, std::shared_ptr<RecordingSink> b,
+                 bool failing_stage) {
+    GraphBuilder g("ends");
+    g.add_source("cam", nv12(1000000));
+    g.add_stage("tee", inspect_stage());
+    g.add_stage("pass",
+                make_stage("fails_at_5", {},
+                           [failing_stage](NeatTensor t, StageContext& c) -> Result<NeatTensor> {
+                             if (failing_stage && c.frame == 5) return internal_error("boom");
+                             return t;
+                           }));
+    g.add_sink("a", a);
+    g.add_sink("b", b);
+    EXPECT_TRUE(g.connect("cam", "tee").ok());
+    EXPECT_TRUE(g.connect("tee", "a").ok());
+    EXPECT_TRUE(g.connect("tee", "pass").ok());
+    EXPECT_TRUE(g.connect("pass", "b").ok());
+    return g.build();
+  };
+  {  // stop(): both sinks finish, nobody is aborted
+    auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+    auto g = make(a, b, false);
+    NEAT_ASSERT_OK(g);
+    NEAT_ASSERT_OK(g->start());
+    while (a->frames.load() < 10)
+      std::this_thread::sleep_for(1ms);
+    g->stop();
+    NEAT_ASSERT_OK(g->wait());
+    EXPECT_EQ(a->finished.load(), 1);
+    EXPECT_EQ(b->finished.load(), 1);
+    EXPECT_EQ(a->aborted.load() + b->aborted.load(), 0);
+    EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
+  }
+  {  // abort(): no end of stream
+    auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+    auto g = make(a, b, false);
+    NEAT_ASSERT_OK(g);
+    NEAT_ASSERT_OK(g->start());
+    while (a->frames.load() < 10)
+      std::this_thread::sleep_for(1ms);
+    g->abort();
+    NEAT_ASSERT_OK(g->wait());
+    EXPECT_EQ(a->finished.load() + b->finished.load(), 0);
+    EXPECT_GE(a->aborted.load(), 1);
+    EXPECT_GE(b->aborted.load(), 1);
+    EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
+  }
+  {  // a stage's error: the graph fails, the other branch's sink still finishes
+    auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+    auto g = make(a, b, true);
+    NEAT_ASSERT_OK(g);
+    auto r = g->run();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("boom"), std::string::npos);
+    EXPECT_EQ(a->finished.load(), 1) << "sink 'a' did not fail: its file must be whole";
+    EXPECT_EQ(b->finished.load(), 1);
+    EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
+  }
+  {  // a sink's own error: it is torn down (no end of stream), the other finishes
+    auto a = std::make_shared<RecordingSink>(), b = std::make_shared<RecordingSink>();
+    b->fail_at = 4;
+    auto g = make(a, b, false);
+    NEAT_ASSERT_OK(g);
+    auto r = g->run();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("sink 'b'"), std::string::npos) << r.error().message();
+    EXPECT_EQ(b->finished.load(), 0);
+    EXPECT_EQ(b->aborted.load(), 1);
+    EXPECT_EQ(a->finished.load(), 1);
+    EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
+  }
+}
+
+// set_max_source_frames ends every source as if its stream had ended: the
+// sinks finish normally, with exactly that many frames.
+TEST_F(GraphTest, AMaxSourceFramesEndsEverySourceLikeItsOwnEndOfStream) {
+  auto a = std::make_shared<RecordingSink>();
+  GraphBuilder b("capped");
+  b.add_source("cam", nv12(1000000));
+  b.add_sink("a", a);
+  NEAT_ASSERT_OK(b.connect("cam", "a"));
+  b.set_max_source_frames(7);
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_NE(g->explain().find("sources end after at most 7 frame(s)"), std::string::npos)
+      << g->explain();
+  auto r = g->run();
+  NEAT_ASSERT_OK(r);
+  EXPECT_EQ(r->frames.source_frames, 7u);
+  EXPECT_EQ(r->frames.consumed, 7u);
+  EXPECT_EQ(a->frames.load(), 7);
+  EXPECT_EQ(a->finished.load(), 1);
+  // A source that ends sooner ends sooner.
+  auto c = std::make_shared<RecordingSink>();
+  GraphBuilder short_source("short");
+  short_source.add_source("cam", nv12(3));
+  short_source.add_sink("c", c);
+  NEAT_ASSERT_OK(short_source.connect("cam", "c"));
+  short_source.set_max_source_frames(7);
+  auto g2 = short_source.build();
+  NEAT_ASSERT_OK(g2);
+  NEAT_ASSERT_OK(g2->run());
+  EXPECT_EQ(c->frames.load(), 3);
+  // Bad input: a negative limit is refused by build(), named.
+  GraphBuilder bad("bad");
+  bad.add_source("cam", nv12(3));
+  bad.add_sink("c", std::make_shared<RecordingSink>());
+  NEAT_ASSERT_OK(bad.connect("cam", "c"));
+  bad.set_max_source_frames(-1);
+  NEAT_EXPECT_ERROR(bad.build(), ErrorCode::FailedPrecondition, "source frame limit is negative");
+}
+
 TEST_F(GraphTest, DropOldestSinkCountsItsDrops) {
   GraphBuilder b("lossy");
   auto out = AppSink::create({.capacity = 3, .overflow = Overflow::DropOldest});

@@ -83,11 +83,16 @@ TEST(JsonlSink, WritesOneParsableLinePerEvent) {
   std::vector<nlohmann::json> lines;
   while (std::getline(in, line))
     lines.push_back(nlohmann::json::parse(line));
-  ASSERT_EQ(lines.size(), 4u);
+  ASSERT_EQ(lines.size(), 5u);
   // The header line: what tells a traced run without conversions from an empty file.
-  EXPECT_EQ(lines[0]["neat_trace"], 1);
+  EXPECT_EQ(lines[0]["neat_trace"], 2);
   EXPECT_EQ(lines[0]["part"], 0);
   EXPECT_TRUE(lines[0]["run"].is_string());
+  // The closing record: the trace is whole (its absence means it was cut short).
+  EXPECT_EQ(lines[4]["type"], "end");
+  EXPECT_EQ(lines[4]["run"], lines[0]["run"]);
+  EXPECT_EQ(lines[4]["events"], 3);
+  EXPECT_EQ(lines[4]["lost"], 0);
   lines.erase(lines.begin());
   EXPECT_EQ(lines[0]["operation"], "clone");
   EXPECT_EQ(lines[0]["stage"], "resize");
