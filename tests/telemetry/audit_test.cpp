@@ -293,3 +293,87 @@ TEST(AuditCompare, StartedMoreLessStoppedAndSame) {
 
 }  // namespace
 }  // namespace neat
+
+namespace neat {
+namespace {
+
+const char* kEvent =
+    R"({"kind":"pack","reason":"stride_mismatch","bytes":100,"ts_ns":1795459846000000000,"edge":"a->b","stage":"s","frame":7,"file":"x.cpp","line":3})";
+
+AuditReport audit_text(const std::string& text, const char* name = "t.jsonl") {
+  AuditAggregator a;
+  std::istringstream in(text);
+  EXPECT_TRUE(a.read(in, name).ok()) << text;
+  return a.report();
+}
+
+// A version-2 trace promises a closing record: without it, it was cut short,
+// and the audit says how far it got; with it, or in a version-1 trace, all is well.
+TEST(AuditCutShort, ATraceWithoutItsClosingRecordIsCutShortAndSaysHowFarItGot) {
+  const std::string header =
+      R"({"neat_trace":2,"run":"42-1","part":0,"pid":42,"ts_ns":1795459840000000000})"
+      "\n";
+  const std::string end = R"({"type":"end","run":"42-1","events":1,"frames":0,"lost":0})"
+                          "\n";
+  EXPECT_TRUE(audit_text(header + kEvent + "\n" + end).cut_short.empty());
+  const AuditReport cut = audit_text(header + kEvent + "\n");
+  ASSERT_EQ(cut.cut_short.size(), 1u);
+  const AuditCutShort& c = cut.cut_short[0];
+  EXPECT_EQ(c.run, "42-1");
+  EXPECT_EQ(c.events, 1u);
+  EXPECT_EQ(c.last_frame, 7);
+  EXPECT_FALSE(c.cut_line);
+  EXPECT_EQ(cut.conversions, 1u) << "what was read is audited";
+  const std::string text = c.to_string();
+  EXPECT_NE(text.find("is cut short"), std::string::npos) << text;
+  EXPECT_NE(text.find("6.0 s after its start"), std::string::npos) << text;
+  EXPECT_NE(text.find("frame 7"), std::string::npos) << text;
+  EXPECT_NE(format_audit_table(cut).find("is cut short"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(format_audit_json(cut))["cut_short"][0]["last_frame"], 7);
+  // kill -9 in the middle of a write: the last line is cut too; that is the cut.
+  const AuditReport mid = audit_text(header + kEvent + "\n" + std::string(kEvent).substr(0, 40));
+  ASSERT_EQ(mid.cut_short.size(), 1u);
+  EXPECT_TRUE(mid.cut_short[0].cut_line);
+  EXPECT_EQ(mid.conversions, 1u);
+  // Only a header: nothing after it, still cut short.
+  EXPECT_EQ(audit_text(header).cut_short.size(), 1u);
+  // Version 1 traces had no closing record: not cut short, and a broken last
+  // line there stays a malformed trace.
+  const std::string v1 = R"({"neat_trace":1,"run":"r","part":0})"
+                         "\n";
+  EXPECT_TRUE(audit_text(v1 + kEvent + "\n").cut_short.empty());
+  AuditAggregator a;
+  std::istringstream broken(v1 + kEvent + "\n" + std::string(kEvent).substr(0, 40));
+  NEAT_EXPECT_ERROR(a.read(broken, "v1.jsonl"), ErrorCode::InvalidArgument, "v1.jsonl line 3");
+  // An unknown record type is still an error.
+  AuditAggregator b;
+  std::istringstream odd(header + R"({"type":"ending"})" + "\n");
+  NEAT_EXPECT_ERROR(b.read(odd, "odd.jsonl"), ErrorCode::InvalidArgument,
+                    "unknown record type \"ending\"");
+}
+
+// The Chrome trace cut short (no closing "]", maybe half a line) is read up
+// to its last whole event.
+TEST(AuditCutShort, AChromeTraceCutShortIsReadUpToItsLastWholeEvent) {
+  auto sink = std::make_shared<ChromeTraceSink>();
+  {
+    auto reg = add_event_sink(sink);
+    auto t = NeatTensor::allocate(DType::U8, {10, 10});
+    ScopedContext ctx({.stage = "s", .edge = "e", .frame = 3});
+    (void)t->clone();
+    (void)t->clone();
+  }
+  const std::string whole = *sink->to_json();
+  EXPECT_TRUE(audit_text(whole, "t.json").cut_short.empty());
+  const std::string open = whole.substr(0, whole.find("{\"name\":\"neat_trace_end\""));
+  for (const std::string& text : {open, open + R"({"name":"clone user_req)"}) {
+    const AuditReport r = audit_text(text, "cut.json");
+    EXPECT_EQ(r.conversions, 2u);
+    ASSERT_EQ(r.cut_short.size(), 1u);
+    EXPECT_EQ(r.cut_short[0].last_frame, 3);
+    EXPECT_EQ(r.cut_short[0].cut_line, text != open);
+  }
+}
+
+}  // namespace
+}  // namespace neat

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "neat/neat.hpp"
 #include "neat/telemetry/audit.hpp"
@@ -19,6 +21,8 @@
 
 namespace neat {
 namespace {
+
+using namespace std::chrono_literals;
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -318,6 +322,115 @@ TEST(JsonlSink, KeepZeroTruncatesInPlaceAndBadOptionsAreRefused) {
   NEAT_EXPECT_ERROR(JsonlSink::open(path, JsonlSinkOptions{.max_bytes = 0, .keep = -2}),
                     ErrorCode::InvalidArgument, "keep = -2");
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+}  // namespace
+}  // namespace neat
+
+namespace neat {
+namespace {
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A run killed with SIGKILL keeps what its traces wrote: both sinks write
+// what they buffer within their flush interval, while they are still open.
+TEST(TraceFiles, BufferedEventsReachTheDiskWithinTheFlushIntervalWhileOpen) {
+  const std::string jpath = temp_path("flushed.jsonl"), cpath = temp_path("flushed.json");
+  auto jsonl = JsonlSink::open(jpath, JsonlSinkOptions{.flush_interval = 50ms});
+  auto chrome = ChromeTraceSink::open(cpath, ChromeTraceSinkOptions{.flush_interval = 50ms});
+  NEAT_ASSERT_OK(jsonl);
+  NEAT_ASSERT_OK(chrome);
+  {
+    auto r1 = add_event_sink(*jsonl);
+    auto r2 = add_event_sink(*chrome);
+    make_some_copies();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::string j, c;
+  while (std::chrono::steady_clock::now() < deadline) {
+    j = file_text(jpath);
+    c = file_text(cpath);
+    if (j.find("\"operation\":\"clone\"") != std::string::npos &&
+        c.find("\"operation\":\"clone\"") != std::string::npos)
+      break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_NE(j.find("\"operation\":\"clone\""), std::string::npos) << j;
+  EXPECT_NE(c.find("\"operation\":\"clone\""), std::string::npos) << c;
+  EXPECT_EQ(j.find("\"type\":\"end\""), std::string::npos) << "still open: no closing record yet";
+  // Still open: each audit says how far it got and that it was cut short.
+  for (const std::string& path : {jpath, cpath}) {
+    AuditAggregator a;
+    NEAT_ASSERT_OK(a.read_file(path));
+    const AuditReport r = a.report();
+    EXPECT_EQ(r.conversions, 3u) << path;
+    ASSERT_EQ(r.cut_short.size(), 1u) << path;
+    EXPECT_EQ(r.cut_short[0].events, 3u);
+    EXPECT_EQ(r.cut_short[0].last_frame, 5);
+  }
+  NEAT_ASSERT_OK((*jsonl)->close());
+  NEAT_ASSERT_OK((*chrome)->close());
+  NEAT_ASSERT_OK((*jsonl)->close());  // idempotent
+  for (const std::string& path : {jpath, cpath}) {
+    AuditAggregator a;
+    NEAT_ASSERT_OK(a.read_file(path));
+    EXPECT_TRUE(a.report().cut_short.empty()) << path;
+  }
+  // After close(), events are counted lost, not written.
+  {
+    auto r = add_event_sink(*jsonl);
+    make_some_copies();
+  }
+  EXPECT_EQ((*jsonl)->lost_events(), 3u);
+  std::filesystem::remove(jpath);
+  std::filesystem::remove(cpath);
+}
+
+// The Chrome trace streams: the file grows while the sink is open, and with
+// max_bytes it rotates into parts that are each a whole trace.
+TEST(TraceFiles, TheChromeTraceStreamsAndRotatesIntoWholeParts) {
+  const std::string path = temp_path("rotating.json");
+  const auto part = [&](int i) { return i == 0 ? path : path + "." + std::to_string(i); };
+  for (int i = 0; i <= 3; ++i)
+    std::filesystem::remove(part(i));
+  constexpr std::int64_t kMax = 8192;
+  std::uint64_t rotations = 0;
+  {
+    auto sink = ChromeTraceSink::open(path, ChromeTraceSinkOptions{.max_bytes = kMax, .keep = 2});
+    NEAT_ASSERT_OK(sink);
+    auto reg = add_event_sink(*sink);
+    for (int i = 0; i < 40; ++i) {
+      make_some_copies();
+      NEAT_ASSERT_OK((*sink)->flush());
+    }
+    rotations = (*sink)->rotations();
+  }
+  EXPECT_GT(rotations, 3u);
+  EXPECT_FALSE(std::filesystem::exists(part(3))) << "keep = 2: no PATH.3";
+  for (int i = 0; i <= 2; ++i) {
+    const auto trace = nlohmann::json::parse(file_text(part(i)));  // each part is whole JSON
+    ASSERT_TRUE(trace.is_array());
+    EXPECT_EQ(trace.front()["name"], "neat_trace") << part(i);
+    EXPECT_EQ(trace.back()["name"], i == 0 ? "neat_trace_end" : "neat_trace_part_end") << part(i);
+    std::set<std::int64_t> named;
+    for (const auto& ev : trace) {
+      if (ev["ph"] == "M" && ev["name"] == "thread_name")
+        named.insert(ev["tid"].get<std::int64_t>());
+      if (ev["ph"] == "X")
+        EXPECT_TRUE(named.count(ev["tid"].get<std::int64_t>())) << "track named in its own part";
+    }
+  }
+  AuditAggregator a;  // the rotated set, newest part last: whole
+  for (int i = 2; i >= 0; --i)
+    NEAT_ASSERT_OK(a.read_file(part(i)));
+  EXPECT_TRUE(a.report().cut_short.empty());
+  for (int i = 0; i <= 2; ++i)
+    std::filesystem::remove(part(i));
 }
 
 }  // namespace
