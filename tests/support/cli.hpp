@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -69,6 +70,34 @@ inline CliRun run_and_signal(const std::string& args, const std::string& ready, 
   std::filesystem::remove(out);
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -WTERMSIG(rc), text.str(), took.count()};
 }
+
+// A fresh directory as TMPDIR for the programs this test starts (where
+// `neat run` makes its temporary trace), removed with what is left in it.
+struct ScopedTmpdir {
+  std::string path;
+  std::string old;
+  bool had_old = false;
+  ScopedTmpdir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "neat-tmpdir-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
+    if (const char* o = std::getenv("TMPDIR")) {
+      old = o;
+      had_old = true;
+    }
+    ::setenv("TMPDIR", path.c_str(), 1);
+  }
+  ~ScopedTmpdir() {
+    if (had_old) {
+      ::setenv("TMPDIR", old.c_str(), 1);
+    } else {
+      ::unsetenv("TMPDIR");
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScopedTmpdir(const ScopedTmpdir&) = delete;
+  ScopedTmpdir& operator=(const ScopedTmpdir&) = delete;
+};
 
 inline std::string write(const std::string& name, const std::string& text) {
   const auto path =

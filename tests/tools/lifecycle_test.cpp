@@ -2,7 +2,10 @@
 // operator meets it: a downstream pipeline that fails, a source that sends
 // nothing, a plan that must not touch the outside, and the frame rate that a
 // file written through a gst: sink announces.
+#include <gst/gst.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -10,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "support/cli.hpp"
 
@@ -97,14 +101,13 @@ TEST(Lifecycle, ASourceWithoutFramesIsBoundedByTheFirstFrameTimeoutItNames) {
 // within a second, with 128 + the signal (it used to ignore two Ctrl-C).
 TEST(Lifecycle, ASignalDuringTheFirstFrameWaitStopsWithinOneSecond) {
   for (const int sig : {SIGINT, SIGTERM}) {
-    pid_t pid = 0;
+    const neat::cli_test::ScopedTmpdir tmp;
     const CliRun r = run_and_signal(std::string("run '") + kSilentSource + "'", "", sig,
-                                    std::chrono::milliseconds(1500), &pid);
+                                    std::chrono::milliseconds(1500));
     EXPECT_EQ(r.status, 128 + sig) << r.out;
     EXPECT_NE(r.out.find("stopped while waiting for the first frame"), std::string::npos) << r.out;
     EXPECT_LT(r.seconds_after_signal, 1.0) << r.out;
-    EXPECT_FALSE(std::filesystem::exists("/tmp/neat-run-" + std::to_string(pid) + ".jsonl"))
-        << "the temporary trace was left behind";
+    EXPECT_TRUE(std::filesystem::is_empty(tmp.path)) << "the temporary trace was left behind";
   }
   const CliRun e = run_and_signal(std::string("explain '") + kSilentSource + "'", "", SIGINT,
                                   std::chrono::milliseconds(1500));
@@ -171,6 +174,154 @@ TEST(Lifecycle, RunFansOutThroughATee) {
     ++frames;
   EXPECT_EQ(frames, 6u);
   std::filesystem::remove(file);
+}
+
+}  // namespace
+
+namespace {
+
+// The duration GStreamer's own demuxer reads from a recording, in seconds;
+// -1 when it cannot play it (an MP4/MOV without its moov box: not finalized).
+double playable_seconds(const std::string& path, const char* demuxer) {
+  gst_init(nullptr, nullptr);
+  const std::string desc = "filesrc location=" + path + " ! " + demuxer + " ! fakesink sync=false";
+  GError* err = nullptr;
+  GstElement* p = gst_parse_launch(desc.c_str(), &err);
+  if (err != nullptr) {
+    g_error_free(err);
+    if (p != nullptr) gst_object_unref(p);
+    return -1;
+  }
+  double seconds = -1;
+  if (gst_element_set_state(p, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE &&
+      gst_element_get_state(p, nullptr, nullptr, 10 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS) {
+    gint64 d = -1;
+    if (gst_element_query_duration(p, GST_FORMAT_TIME, &d) && d > 0)
+      seconds = static_cast<double>(d) / GST_SECOND;
+  }
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  return seconds;
+}
+
+// A live camera at 30 fps (videotestsrc is-live), written through a gst:
+// sink into a file.
+std::string live_recording(const std::string& file, const std::string& mux) {
+  return "'gst:\"videotestsrc is-live=true pattern=ball ! "
+         "video/x-raw,format=NV12,width=320,height=240,framerate=30/1\" ! "
+         "gst:\"videoconvert ! jpegenc ! " +
+         mux + " ! filesink location=" + file + "\"'";
+}
+
+// Every way a run ends gives the gst: sink its end of stream and waits for
+// the muxer to finish: the file plays, its duration what was recorded
+// (qtmux without it leaves no moov box: "no playable streams").
+TEST(Lifecycle, RecordingsAreFinalizedOnEveryWayARunEnds) {
+  const std::string ready = "expected bytes copied per frame";
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string file = write("signal.mov", "");
+    const CliRun r = run_and_signal("run " + live_recording(file, "qtmux"), ready, sig,
+                                    std::chrono::milliseconds(2000));
+    EXPECT_EQ(r.status, 128 + sig) << r.out;
+    EXPECT_LT(r.seconds_after_signal, 5.0) << r.out;
+    EXPECT_NE(r.out.find("(balanced)"), std::string::npos) << r.out;
+    const double s = playable_seconds(file, "qtdemux");
+    EXPECT_GT(s, 1.0) << "signal " << sig << ": the recording does not play\n" << r.out;
+    std::filesystem::remove(file);
+  }
+  {  // --frames on a live source: exactly 60 frames, 2 s at 30 fps
+    const std::string file = write("frames.mkv", "");
+    const CliRun r = run("run --quiet --frames 60 " + live_recording(file, "matroskamux"));
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("60 source frames, 60 deliveries: 60 consumed"), std::string::npos)
+        << r.out;
+    EXPECT_NEAR(playable_seconds(file, "matroskademux"), 2.0, 0.1) << r.out;
+    std::filesystem::remove(file);
+  }
+  {  // the non-live default source, SIGTERM
+    const std::string file = write("default.mov", "");
+    const CliRun r = run_and_signal(
+        "run 'default frames=100000 ! resize size=320x180 ! gst:\"videoconvert ! jpegenc ! "
+        "qtmux ! filesink location=" +
+            file + "\"'",
+        ready, SIGTERM, std::chrono::milliseconds(1500));
+    EXPECT_EQ(r.status, 128 + SIGTERM) << r.out;
+    EXPECT_GT(playable_seconds(file, "qtdemux"), 0.0) << r.out;
+    std::filesystem::remove(file);
+  }
+}
+
+// kill -9 cannot be caught: the trace holds what was written up to the last
+// second, and the audit reads it, says it was cut short and exits 4.
+TEST(Lifecycle, ASigkilledRunsTraceIsAuditedUpToItsLastSecond) {
+  const std::string trace = write("killed.jsonl", ""), chrome = write("killed.json", "");
+  const CliRun r = run_and_signal(
+      "run --policy trace --trace " + trace + " --chrome " + chrome +
+          " 'gst:\"videotestsrc is-live=true ! "
+          "video/x-raw,format=NV12,width=320,height=240,framerate=30/1\" ! convert format=RGB ! "
+          "appsink'",
+      "expected bytes copied per frame", SIGKILL, std::chrono::milliseconds(3000));
+  EXPECT_EQ(r.status, -SIGKILL) << r.out;
+  for (const std::string& path : {trace, chrome}) {
+    const CliRun a = run("audit " + path);
+    EXPECT_EQ(a.status, 4) << a.out;
+    EXPECT_NE(a.out.find("is cut short"), std::string::npos) << a.out;
+    EXPECT_NE(a.out.find("--allow-cut-short"), std::string::npos) << a.out;
+    const std::size_t at = a.out.find("source->convert");
+    ASSERT_NE(at, std::string::npos) << a.out;
+    // At 30 fps for 3 s and more: at least the frames up to the last second.
+    const CliRun j = run("audit --allow-cut-short --format json " + path);
+    EXPECT_EQ(j.status, 0) << j.out;
+    const std::size_t count = j.out.find("\"count\": ");
+    ASSERT_NE(count, std::string::npos) << j.out;
+    EXPECT_GE(std::stoi(j.out.substr(count + 9)), 45) << j.out;
+  }
+  std::filesystem::remove(trace);
+  std::filesystem::remove(chrome);
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// The Chrome trace streams: a long run's memory stays flat while its trace
+// grows (it used to keep every event until exit: +108 KB/s live). 12 s at
+// full speed record more events than 60 s of a live 30 fps detector.
+TEST(Lifecycle, ALongChromeTracedRunKeepsItsMemoryFlat) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "RSS under ASan measures its quarantine";
+#endif
+  const std::string chrome = write("long.json", ""), out = write("long.out", "");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd =
+        "exec " + std::string(NEAT_CLI_PATH) + " run --quiet --policy trace --chrome " + chrome +
+        " 'default frames=10000000 ! convert format=RGB ! appsink' > " + out + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const long rss0 = rss_kib(pid);
+  const auto size0 = std::filesystem::file_size(chrome);
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  const long rss1 = rss_kib(pid);
+  const auto size1 = std::filesystem::file_size(chrome);
+  ::kill(pid, SIGINT);
+  int rc = 0;
+  ::waitpid(pid, &rc, 0);
+  EXPECT_EQ(WEXITSTATUS(rc), 128 + SIGINT) << read(out);
+  ASSERT_GT(rss0, 0);
+  EXPECT_GT(size1 - size0, 2u << 20) << "the trace grows on disk while the run lasts";
+  EXPECT_LT(rss1 - rss0, 2048) << "RSS " << rss0 << " -> " << rss1 << " KiB while the trace grew "
+                               << (size1 - size0) / 1024 << " KiB";
+  const CliRun a = run("audit " + chrome);  // closed by the signal's clean stop: whole
+  EXPECT_EQ(a.status, 0) << a.out;
+  std::filesystem::remove(chrome);
+  std::filesystem::remove(out);
 }
 
 }  // namespace

@@ -472,13 +472,12 @@ TEST(NeatCliRun, SigtermAndSighupStopARunCleanly) {
   EXPECT_NE(audit.out.find("default->preprocess"), std::string::npos) << audit.out;
   std::filesystem::remove(trace);
 
-  pid_t pid = 0;
+  const neat::cli_test::ScopedTmpdir tmp;
   const CliRun h = run_and_signal("run 'default frames=100000 ! appsink'", ready, SIGHUP,
-                                  std::chrono::milliseconds(1000), &pid);
+                                  std::chrono::milliseconds(1000));
   EXPECT_EQ(h.status, 128 + SIGHUP) << h.out;
   EXPECT_NE(h.out.find("stopped by SIGHUP"), std::string::npos) << h.out;
-  EXPECT_FALSE(std::filesystem::exists("/tmp/neat-run-" + std::to_string(pid) + ".jsonl"))
-      << "the temporary trace was left behind";
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path)) << "the temporary trace was left behind";
 }
 
 TEST(NeatCli, UsageErrorsExit2VersionAndTraceThatIsADirectory) {
@@ -498,6 +497,44 @@ TEST(NeatCli, UsageErrorsExit2VersionAndTraceThatIsADirectory) {
   const CliRun dir = run("audit " + std::filesystem::temp_directory_path().string());
   EXPECT_EQ(dir.status, 2) << dir.out;
   EXPECT_NE(dir.out.find("is a directory; give a trace file"), std::string::npos) << dir.out;
+}
+
+}  // namespace
+
+namespace {
+
+// The small ways `neat run` used to surprise: each is a usage error, or does
+// what it says.
+TEST(NeatCliRun, BlankPipelinesFrameLimitsMetricsPathsAndTemporaryTraces) {
+  for (const char* args : {"run ''", "run '   '", "explain ''"}) {
+    const CliRun r = run(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("the pipeline is empty"), std::string::npos) << r.out;
+  }
+  // --frames is the most any source makes, whatever its own frames= says.
+  const CliRun capped = run("run --quiet --frames 3 'default frames=7 ! appsink'");
+  EXPECT_EQ(capped.status, 0) << capped.out;
+  EXPECT_NE(capped.out.find("3 source frames, 3 deliveries: 3 consumed"), std::string::npos)
+      << capped.out;
+  // A --metrics file that cannot be written fails before the run, not after it.
+  const neat::cli_test::ScopedTmpdir tmp;
+  const CliRun metrics = run("run --metrics /nonexistent-dir/m.prom 'default frames=2 ! appsink'");
+  EXPECT_EQ(metrics.status, 2) << metrics.out;
+  EXPECT_NE(metrics.out.find("--metrics /nonexistent-dir/m.prom: cannot write it"),
+            std::string::npos)
+      << metrics.out;
+  EXPECT_EQ(metrics.out.find("== result"), std::string::npos) << "it ran first:\n" << metrics.out;
+  // A Chrome trace that cannot be created, or a build that fails: the
+  // temporary trace goes too.
+  const CliRun chrome = run("run --chrome /nonexistent-dir/t.json 'default frames=2 ! appsink'");
+  EXPECT_EQ(chrome.status, 2) << chrome.out;
+  const CliRun refused = run("run 'default frames=2 ! convert format=RGB ! yolo ! appsink'");
+  EXPECT_EQ(refused.status, 1) << refused.out;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path)) << "a temporary trace was left behind";
+  // explain takes --frames as run does (it used to blame the pipeline text).
+  const CliRun plan = run("explain --frames 10 'default ! appsink'");
+  EXPECT_EQ(plan.status, 0) << plan.out;
+  EXPECT_NE(plan.out.find("sources end after at most 10 frame(s)"), std::string::npos) << plan.out;
 }
 
 }  // namespace
