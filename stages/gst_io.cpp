@@ -9,7 +9,11 @@
 #include <gst/video/video.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "neat/contract/copy_gate.hpp"
 #include "neat/policy/policy.hpp"
@@ -67,6 +71,75 @@ GstElement* find_element(GstElement* pipeline, Pred pred) {
   return for_each_element(GST_BIN(pipeline), pred);
 }
 
+// Where frames cross between the graph and a GStreamer pipeline.
+enum class Endpoint : std::uint8_t { AppSink, AppSrc };
+
+// Whether `description` (gst-launch syntax) has an element of `type`: the
+// factory of each element's name, the first word of each "!"-separated part
+// outside quotes (caps, "NAME." references and properties are skipped), asked
+// for the type it makes. Never by a substring: a file path or a property may
+// contain "appsink".
+bool description_has(const std::string& description, GType type) {
+  std::vector<std::string> parts(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < description.size(); ++i) {
+    const char c = description[i];
+    if (c == '\\' && i + 1 < description.size()) {
+      parts.back() += description.substr(i, 2);
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+      parts.back() += c;
+    } else if (c == '!' && !quoted) {
+      parts.emplace_back();
+    } else {
+      parts.back() += c;
+    }
+  }
+  for (const std::string& part : parts) {
+    const auto begin = part.find_first_not_of(" \t\r\n(");
+    if (begin == std::string::npos) continue;
+    const auto end = part.find_first_of(" \t\r\n)", begin);
+    const std::string word = part.substr(begin, end == std::string::npos ? end : end - begin);
+    if (word.find_first_of("/.=,") != std::string::npos) continue;  // caps, a reference
+    GstRef<GstElementFactory> factory(gst_element_factory_find(word.c_str()));
+    if (!factory) continue;  // parsing says which element is unknown
+    const GType made = gst_element_factory_get_element_type(factory.get());
+    if (made == 0) {  // not loaded yet: load the plugin to learn it
+      GstRef<GstPluginFeature> loaded(gst_plugin_feature_load(GST_PLUGIN_FEATURE(factory.get())));
+      if (!loaded) continue;
+      if (g_type_is_a(gst_element_factory_get_element_type(GST_ELEMENT_FACTORY(loaded.get())),
+                      type))
+        return true;
+    } else if (g_type_is_a(made, type)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The pipeline of `description` and its appsink (a source's) or appsrc (a
+// sink's), found by type: the one the description has, else one added at its
+// end (appsink) or start (appsrc), linked as gst-launch links it.
+Result<GstRef<GstElement>> pipeline_with(const std::string& description, Endpoint want,
+                                         std::string_view what, GstElement** endpoint) {
+  NEAT_RETURN_IF_ERROR(ensure_gstreamer());
+  const GType type = want == Endpoint::AppSink ? GST_TYPE_APP_SINK : GST_TYPE_APP_SRC;
+  std::string full = description;
+  if (!description_has(description, type))
+    full = want == Endpoint::AppSink ? description + " ! appsink" : "appsrc ! " + description;
+  NEAT_ASSIGN_OR_RETURN(GstRef<GstElement> pipeline, parse(full, what));
+  *endpoint = find_element(
+      pipeline.get(), [type](GstElement* e) { return g_type_is_a(G_OBJECT_TYPE(e), type) != 0; });
+  if (*endpoint == nullptr) {
+    return invalid_argument(std::string(what) + ": \"" + description + "\" has no " +
+                            (want == Endpoint::AppSink ? "appsink" : "appsrc") +
+                            " GStreamer can find (one inside a bin?); end the description with "
+                            "the element whose frames the graph takes");
+  }
+  return pipeline;
+}
+
 Result<FrameSpec> spec_from_caps(GstCaps* caps, std::string_view what) {
   GstVideoInfo info;
   if (caps == nullptr || !gst_video_info_from_caps(&info, caps)) {
@@ -118,6 +191,22 @@ GstRef<GstCaps> pad_caps(GstElement* e, const char* pad_name) {
   return GstRef<GstCaps>(gst_pad_get_current_caps(pad.get()));
 }
 
+// What a pad without caps yet (an encoder's output before its first frame)
+// can carry, as far as it is known: "video/x-vp8 (not negotiated yet)".
+std::string possible_caps_text(GstElement* e, const char* pad_name) {
+  GstRef<GstPad> pad(gst_element_get_static_pad(e, pad_name));
+  if (!pad) return "(no " + std::string(pad_name) + " pad)";
+  const GstRef<GstCaps> caps(gst_pad_query_caps(pad.get(), nullptr));
+  if (!caps || gst_caps_is_empty(caps.get()) || gst_caps_is_any(caps.get()))
+    return "(not negotiated yet)";
+  std::string names;
+  for (guint i = 0; i < gst_caps_get_size(caps.get()) && i < 3; ++i) {
+    const std::string n = gst_structure_get_name(gst_caps_get_structure(caps.get(), i));
+    if (names.find(n) == std::string::npos) names += (names.empty() ? "" : " or ") + n;
+  }
+  return names + " (not negotiated yet)";
+}
+
 TensorDescription spec_of(const GstVideoInfo& info) {
   TensorDescription d;
   auto f = pixel_format_from_gst(GST_VIDEO_INFO_FORMAT(&info));
@@ -128,19 +217,82 @@ TensorDescription spec_of(const GstVideoInfo& info) {
   return d;
 }
 
-// Waits until every transform has negotiated output caps (or `limit`
-// passes): a pipeline fed by an appsrc negotiates when it starts playing.
-void wait_for_negotiation(GstElement* pipeline, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    // The first transform still without output caps, if any.
-    const GstElement* waiting = for_each_element(GST_BIN(pipeline), [](GstElement* e) {
-      return GST_IS_BASE_TRANSFORM(e) && !pad_caps(e, "src");
+// Negotiation of a pipeline fed by an appsrc: when it starts playing, the
+// appsrc's caps travel downstream as a CAPS event and each transform answers
+// with its output caps. The wait follows those events (a probe on each
+// transform's output pad wakes it) instead of guessing with a sleep.
+class NegotiationWatch {
+ public:
+  explicit NegotiationWatch(GstElement* pipeline) {
+    for_each_element(GST_BIN(pipeline), [&](GstElement* e) {
+      // A transform answers the CAPS event with its output caps; an encoder
+      // takes its input caps then (its output's come with its first frame).
+      const char* watched =
+          GST_IS_BASE_TRANSFORM(e) ? "src" : (GST_IS_VIDEO_ENCODER(e) ? "sink" : nullptr);
+      if (watched != nullptr) {
+        GstPad* pad = gst_element_get_static_pad(e, watched);
+        if (pad != nullptr) {
+          auto* keep = new std::shared_ptr<State>(state_);
+          const gulong id = gst_pad_add_probe(
+              pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, &NegotiationWatch::on_event, keep,
+              [](gpointer p) { delete static_cast<std::shared_ptr<State>*>(p); });
+          probes_.emplace_back(pad, id);
+        }
+      }
+      return false;  // every element
     });
-    if (waiting == nullptr) return;
-    g_usleep(5000);
   }
-}
+  ~NegotiationWatch() {
+    for (auto& [pad, id] : probes_) {
+      gst_pad_remove_probe(pad, id);
+      gst_object_unref(pad);
+    }
+  }
+  NegotiationWatch(const NegotiationWatch&) = delete;
+  NegotiationWatch& operator=(const NegotiationWatch&) = delete;
+
+  // The first element still without the caps it waits for, or nullptr once all have them.
+  GstElement* waiting() const {
+    for (const auto& [pad, id] : probes_) {
+      GstRef<GstCaps> caps(gst_pad_get_current_caps(pad));
+      if (!caps) return GST_PAD_PARENT(pad);
+    }
+    return nullptr;
+  }
+
+  // Until every transform has its caps (true), `failed()` says stop, or `limit`.
+  template <class Failed>
+  bool wait(std::chrono::milliseconds limit, Failed failed) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    std::unique_lock lock(state_->mutex);
+    for (;;) {
+      if (waiting() == nullptr) return true;
+      if (failed() || std::chrono::steady_clock::now() >= until) return false;
+      // Woken by a CAPS event; the slice bounds how late an error on the bus is seen.
+      state_->changed.wait_for(lock, std::chrono::milliseconds(50));
+    }
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+  };
+  static GstPadProbeReturn on_event(GstPad*, GstPadProbeInfo* info, gpointer data) {
+    GstEvent* event = GST_PAD_PROBE_INFO_EVENT(info);
+    if (event != nullptr && GST_EVENT_TYPE(event) == GST_EVENT_CAPS) {
+      State& s = **static_cast<std::shared_ptr<State>*>(data);
+      const std::lock_guard lock(s.mutex);
+      s.changed.notify_all();
+    }
+    return GST_PAD_PROBE_OK;
+  }
+
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  std::vector<std::pair<GstPad*, gulong>> probes_;  // each pad referenced
+};
+
+constexpr auto kNegotiationLimit = std::chrono::seconds(5);
 
 // The elements of a negotiated pipeline that transform frames.
 std::vector<InnerConversion> converting_elements(GstElement* pipeline, GstElement* skip,
@@ -164,8 +316,9 @@ std::vector<InnerConversion> converting_elements(GstElement* pipeline, GstElemen
       c.explicit_call = std::find(implicit.begin(), implicit.end(), c.element) == implicit.end();
       GstVideoInfo vi, vo;
       bool raw_in = false, raw_out = false;
-      const std::string a = caps_text(in.get(), &vi, &raw_in),
-                        b = caps_text(out_caps.get(), &vo, &raw_out);
+      const std::string a = in ? caps_text(in.get(), &vi, &raw_in) : possible_caps_text(e, "sink"),
+                        b = out_caps ? caps_text(out_caps.get(), &vo, &raw_out)
+                                     : possible_caps_text(e, "src");
       if (raw_in) c.bytes_read = static_cast<std::int64_t>(GST_VIDEO_INFO_SIZE(&vi));
       if (raw_out) c.bytes_written = static_cast<std::int64_t>(GST_VIDEO_INFO_SIZE(&vo));
       c.what = (decoder ? "decode " : encoder ? "encode " : "") + a + " -> " + b;
@@ -252,9 +405,7 @@ class ElementAccounting {
 class GstSource final : public Source {
  public:
   GstSource(std::string description, GstSourceOptions options)
-      : description_(std::move(description)), options_(options) {
-    if (description_.find("appsink") == std::string::npos) description_ += " ! appsink";
-  }
+      : description_(std::move(description)), options_(options) {}
   ~GstSource() override { close(); }
   std::string_view kind() const noexcept override { return "gst"; }
   std::string describe() const override { return "gst \"" + description_ + "\""; }
@@ -262,11 +413,8 @@ class GstSource final : public Source {
   Result<FrameSpec> prepare() override {
     close();  // prepare() again (after GraphBuilder::plan()) starts afresh
     playing_ = live_ = empty_ = false;
-    NEAT_ASSIGN_OR_RETURN(pipeline_, parse(description_, "gst source"));
-    sink_ = find_element(pipeline_.get(), [](GstElement* e) { return GST_IS_APP_SINK(e) != 0; });
-    if (sink_ == nullptr) {
-      return invalid_argument("gst source: \"" + description_ + "\" has no appsink");
-    }
+    NEAT_ASSIGN_OR_RETURN(pipeline_,
+                          pipeline_with(description_, Endpoint::AppSink, "gst source", &sink_));
     g_object_set(sink_, "sync", FALSE, "max-buffers",
                  static_cast<guint>(std::max(options_.max_buffers, 1)), "drop", FALSE,
                  "emit-signals", FALSE, nullptr);
@@ -437,9 +585,7 @@ class GstAppsrcSink final : public Sink {
 
  public:
   GstAppsrcSink(std::string description, GstSinkOptions options)
-      : description_(std::move(description)), options_(options) {
-    if (description_.rfind("appsrc", 0) != 0) description_ = "appsrc ! " + description_;
-  }
+      : description_(std::move(description)), options_(options) {}
   ~GstAppsrcSink() override {
     if (!pipeline_.get()) return;
     gst_element_set_state(pipeline_.get(), GST_STATE_NULL);  // joins the streaming threads
@@ -470,15 +616,17 @@ class GstAppsrcSink final : public Sink {
   // Parses the description and asks the element after the appsrc whether it
   // takes these frames; nothing changes state, so nothing is opened or written.
   Status check(const FrameSpec& input) const override {
-    NEAT_ASSIGN_OR_RETURN(GstRef<GstElement> pipeline, parse(description_, "gst sink"));
     GstElement* src = nullptr;
-    NEAT_ASSIGN_OR_RETURN(GstRef<GstCaps> caps, appsrc_caps(pipeline.get(), input, &src));
+    NEAT_ASSIGN_OR_RETURN(GstRef<GstElement> pipeline,
+                          pipeline_with(description_, Endpoint::AppSrc, "gst sink", &src));
+    NEAT_ASSIGN_OR_RETURN(GstRef<GstCaps> caps, appsrc_caps(input));
     return check_downstream_accepts(src, caps.get());
   }
 
   Status prepare(const FrameSpec& input) override {
-    NEAT_ASSIGN_OR_RETURN(pipeline_, parse(description_, "gst sink"));
-    NEAT_ASSIGN_OR_RETURN(GstRef<GstCaps> caps, appsrc_caps(pipeline_.get(), input, &src_));
+    NEAT_ASSIGN_OR_RETURN(pipeline_,
+                          pipeline_with(description_, Endpoint::AppSrc, "gst sink", &src_));
+    NEAT_ASSIGN_OR_RETURN(GstRef<GstCaps> caps, appsrc_caps(input));
     NEAT_RETURN_IF_ERROR(check_downstream_accepts(src_, caps.get()));
     g_object_set(src_, "caps", caps.get(), "format", GST_FORMAT_TIME, "block", TRUE, "max-buffers",
                  kAppsrcQueue, nullptr);
@@ -491,15 +639,29 @@ class GstAppsrcSink final : public Sink {
       watch_.pipeline = pipeline_.get();
     }
     gst_bus_set_sync_handler(bus.get(), &GstAppsrcSink::on_bus_message, &watch_, nullptr);
+    NegotiationWatch negotiation(pipeline_.get());  // before PLAYING: no CAPS event is missed
     if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
       return failed_precondition("gst sink \"" + description_ +
                                  "\" cannot start: " + first_error(100 * GST_MSECOND));
     }
     // appsrc negotiates its caps on PLAYING, before the first buffer: wait
-    // (bounded) until every element has its output caps, then see which convert.
-    wait_for_negotiation(pipeline_.get(), std::chrono::seconds(2));
+    // until every transform has its output caps, then see which convert.
+    const bool negotiated = negotiation.wait(kNegotiationLimit, [this] { return failed(); });
     if (failed())
       return failed_precondition("gst sink \"" + description_ + "\" failed: " + first_error(0));
+    if (!negotiated) {
+      GstElement* stuck = negotiation.waiting();
+      GstRef<gchar> name(stuck != nullptr ? gst_object_get_name(GST_OBJECT(stuck)) : nullptr);
+      GstVideoInfo info;
+      bool raw = false;
+      const GstRef<GstCaps> in = stuck != nullptr ? pad_caps(stuck, "sink") : GstRef<GstCaps>();
+      return failed_precondition(
+          "gst sink \"" + description_ + "\": caps negotiation did not complete within " +
+          std::to_string(kNegotiationLimit.count()) + " s: " + (name ? name.get() : "an element") +
+          " did not settle its caps (its input: " +
+          (in ? caps_text(in.get(), &info, &raw) : "none") +
+          "); check that each element of the description takes what the one before gives");
+    }
     return elements_.plan(pipeline_.get(), src_, "gst sink", {}, {});
   }
 
@@ -570,13 +732,8 @@ class GstAppsrcSink final : public Sink {
   }
 
  private:
-  // The caps the appsrc announces for `input`; *src is the pipeline's appsrc.
-  Result<GstRef<GstCaps>> appsrc_caps(GstElement* pipeline, const FrameSpec& input,
-                                      GstElement** src) const {
-    *src = find_element(pipeline, [](GstElement* e) { return GST_IS_APP_SRC(e) != 0; });
-    if (*src == nullptr) {
-      return invalid_argument("gst sink: \"" + description_ + "\" has no appsrc");
-    }
+  // The caps the appsrc announces for `input`.
+  Result<GstRef<GstCaps>> appsrc_caps(const FrameSpec& input) const {
     NEAT_ASSIGN_OR_RETURN(GstCaps * caps,
                           gst_caps_for(ImageSpec{input.format, input.width, input.height,
                                                  Layout::None, input.colorimetry},

@@ -63,6 +63,8 @@ template <>
 struct GstRelease<GstElementFactory> : GstObjectRelease<GstElementFactory> {};
 template <>
 struct GstRelease<GstClock> : GstObjectRelease<GstClock> {};
+template <>
+struct GstRelease<GstPluginFeature> : GstObjectRelease<GstPluginFeature> {};
 
 /// One owned reference; move-only; null when empty.
 template <class T>

@@ -325,3 +325,35 @@ TEST(Lifecycle, ALongChromeTracedRunKeepsItsMemoryFlat) {
 }
 
 }  // namespace
+
+namespace {
+
+// The GStreamer edges find their appsink and appsrc by type, never by the
+// text: a name or a path that says "appsink" is just a name; a description
+// whose caps cannot settle fails with a clear error instead of carrying on;
+// the audit says what each element converts, as far as it is known.
+TEST(Lifecycle, GstEdgesFindTheirElementsByTypeAndFailClearlyWhenCapsDoNotSettle) {
+  const std::string file = write("appsrc-appsink.webm", "");
+  const CliRun r =
+      run("run --quiet 'gst:\"videotestsrc num-buffers=3 name=not_an_appsink ! "
+          "video/x-raw,format=NV12,width=64,height=48\" ! gst:\"videoconvert ! vp8enc deadline=1 ! "
+          "webmmux ! filesink location=" +
+          file + "\"'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("3 consumed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vp8enc0: encode I420 64x48 -> video/x-vp8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("videoconvert0: NV12 64x48 -> I420 64x48"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" ? "), std::string::npos) << r.out;
+  EXPECT_GT(playable_seconds(file, "matroskademux"), 0.0);
+  std::filesystem::remove(file);
+
+  const CliRun stuck =
+      run("run --quiet 'gst:\"videotestsrc num-buffers=3 ! "
+          "video/x-raw,format=NV12,width=64,height=48\" "
+          "! gst:\"videoconvert ! video/x-raw,format=I420,width=10,height=10 ! fakesink\"'");
+  EXPECT_EQ(stuck.status, 1) << stuck.out;
+  EXPECT_NE(stuck.out.find("caps negotiation did not complete within 5 s"), std::string::npos)
+      << stuck.out;
+}
+
+}  // namespace
