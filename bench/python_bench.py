@@ -8,7 +8,7 @@
    (numpy.asarray(memoryview(...)) per plane), the least any binding can cost.
 2. The default graph (the detection demo) driven from Python, every frame
    taken into numpy, against the same graph pulled in C++ as `neat run`
-   does (neat._neat._run_cpp), interleaved rounds in one process.
+   does (_neat_bench.run_cpp, a build-tree module), interleaved rounds in one process.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--rounds N] [--quick]
 """
@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 import neat
+import _neat_bench  # the C++ baseline: a module of the build tree (python/)
 
 
 def pull_into_numpy(frames):
@@ -69,7 +70,7 @@ def python_graph(frames):
 
 
 def cpp_graph(frames):
-    n, seconds = neat._neat._run_cpp(neat.default_pipeline_text(), frames)
+    n, seconds = _neat_bench.run_cpp(neat.default_pipeline_text(), frames)
     return n / seconds
 
 

@@ -24,6 +24,7 @@ constexpr std::pair<std::string_view, std::string_view> kSpellings[] = {
     {"AppSinkOptions::capacity", "neat.AppSink(capacity=N)"},
     {"ConversionOptions::policy", "policy="},
     {"ScopedPolicy", "with neat.policy(...)"},
+    {"to_dlpack_planes()", "frame.plane(\"Y\") / frame.plane(\"UV\")"},
     {"to_dlpack_planes", "frame.plane(\"Y\") / frame.plane(\"UV\")"},
 };
 
@@ -73,7 +74,7 @@ void set_python_error(const neat::Error& e) {
 
 }  // namespace
 
-void bind_errors(py::module_& m) {
+void bind_errors(py::module_& /*m*/) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -83,13 +84,6 @@ void bind_errors(py::module_& m) {
       set_python_error(e.error());
     }
   });
-  m.def(
-      "_raise_for_test",
-      [](const std::string& code, const std::string& message) {
-        if (auto ec = error_code_named(code)) raise(neat::Error(*ec, message));
-        raise(neat::invalid_argument("_raise_for_test: unknown code '" + code + "'"));
-      },
-      "Raises the exception of an error code (tests).");
 }
 
 // ---- the Python call site -----------------------------------------------------

@@ -589,38 +589,6 @@ first appsink. frames: frames of the `default` source.)doc");
   m.def("default_pipeline_text", &neat::default_pipeline_text,
         "The built-in demo pipeline's text.");
 
-  // The C++ baseline of the Python benchmark: the same pipeline, its appsink
-  // pulled in C++ as `neat run` does, in this process.
-  m.def(
-      "_run_cpp",
-      [](const std::string& text, std::int64_t frames) {
-        return unwrap(without_gil([&] {
-          neat::PipelineOptions o;
-          o.default_frames = frames;
-          auto declared = neat::declare_pipeline(text, o);
-          if (!declared.ok())
-            return neat::Result<std::pair<std::uint64_t, double>>(declared.error());
-          auto g = declared->builder.build();
-          if (!g.ok()) return neat::Result<std::pair<std::uint64_t, double>>(g.error());
-          const auto t0 = std::chrono::steady_clock::now();
-          if (auto s = g->start(); !s.ok())
-            return neat::Result<std::pair<std::uint64_t, double>>(s.error());
-          std::uint64_t pulled = 0;
-          for (;;) {
-            if (auto f = declared->appsink->pull(200ms)) {
-              ++pulled;
-            } else if (declared->appsink->at_end() || g->done()) {
-              break;
-            }
-          }
-          auto r = g->wait();
-          if (!r.ok()) return neat::Result<std::pair<std::uint64_t, double>>(r.error());
-          const double s =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          return neat::Result<std::pair<std::uint64_t, double>>(std::make_pair(pulled, s));
-        }));
-      },
-      py::arg("text"), py::arg("frames") = 300);
 
   // At exit: stop and join every graph still running, before the interpreter
   // goes (their Python stages and buffers need it).

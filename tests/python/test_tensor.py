@@ -265,11 +265,19 @@ def test_error_classes_carry_code_message_and_fix():
                       ("resource_exhausted", neat.ResourceExhausted),
                       ("internal", neat.Internal), ("unavailable", neat.Unavailable),
                       ("cancelled", neat.Cancelled)]:
-        with pytest.raises(cls) as err:
-            neat._neat._raise_for_test(code, "what went wrong. Fix: call t.clone().")
-        assert err.value.code == code
-        assert err.value.message == "what went wrong. Fix: call t.clone()."
-        assert err.value.fix == "call t.clone()"
+        assert neat._errors._BY_CODE[code] is cls
+    # Real errors from the library: the code, the message and the fix as data.
+    with pytest.raises(neat.FailedPrecondition) as err:
+        neat.zeros([2, 3], "u8").plane("UV")
+    assert err.value.code == "failed_precondition" and "have planes" in err.value.message
+    with neat.policy("strict"), pytest.raises(neat.FailedPrecondition) as err:
+        neat.pipeline("default frames=1 ! yolo ! appsink").build()
+    assert err.value.code == "failed_precondition" and "yolo" in err.value.message
+    # (a refusal's fix as data: test_graph.py's strict edge test)
+
+
+def test_helpers_of_tests_and_benchmarks_are_not_in_the_installed_module():
+    assert not [n for n in dir(neat._neat) if n.startswith("_r")], dir(neat._neat)
 
 
 def test_a_bf16_tensor_says_how_to_see_its_bits():
