@@ -71,6 +71,8 @@ class PushSource final : public Source {
 
   std::string_view kind() const noexcept override { return "push"; }
   Result<FrameSpec> prepare() override { return spec_; }
+  /// What every pushed frame must be.
+  const FrameSpec& spec() const noexcept { return spec_; }
   Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override;
   void close() override;
   /// prepare() took nothing: frames already pushed stay queued for build().

@@ -26,7 +26,7 @@ using neat::NeatTensor;
 py::dict accounting_dict(const neat::FrameAccounting& a) {
   py::dict d;
   d["source_frames"] = a.source_frames;
-  d["produced"] = a.produced;
+  d["deliveries"] = a.produced;  // the word `neat run` prints (C++: FrameAccounting::produced)
   d["consumed"] = a.consumed;
   d["dropped"] = a.dropped;
   d["balanced"] = a.balanced();
@@ -67,7 +67,36 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
   if (!st.graph) raise(neat::failed_precondition("graph '" + st.name + "': not started"));
   const auto deadline = timeout ? std::chrono::steady_clock::now() + *timeout
                                 : std::chrono::steady_clock::time_point::max();
+  // An appsink Python pulled from, then left full (a `break` out of its loop):
+  // the graph cannot go on, and waiting would never end. Said, with the fix.
+  struct Held {
+    std::uint64_t pulled = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<Held> held(st.appsinks.size(), Held{0, std::chrono::steady_clock::now()});
+  auto check_held = [&] {
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < st.appsinks.size(); ++i) {
+      const auto& e = st.appsinks[i];
+      const auto stats = e.sink->stats();
+      const bool full = e.sink->options().overflow == neat::Overflow::Block &&
+                        stats.queued >= e.sink->options().capacity;
+      if (!e.taken->load() || !full || stats.pulled != held[i].pulled) {
+        held[i] = Held{stats.pulled, now};
+        continue;
+      }
+      if (now - held[i].since >= kHeldLimit) {
+        raise(neat::failed_precondition(
+            "graph '" + st.name + "' is held by appsink '" + e.name + "': its queue is full (" +
+            std::to_string(stats.queued) + " frame(s)) and nothing pulled from it for " +
+            std::to_string(kHeldLimit.count() / 1000) +
+            " s, so the graph cannot go on and wait() would never return. Keep iterating it to "
+            "the end, or call stop() before wait() to end the run early"));
+      }
+    }
+  };
   while (!st.graph->done()) {
+    check_held();
     // Frames of appsinks nobody pulls from Python are taken here.
     bool took = false;
     neat::AppSink* waiting_on = nullptr;
@@ -100,7 +129,8 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
     std::lock_guard lock(st.mutex);
     return st.wait_locked();
   });
-  return unwrap(std::move(r));
+  if (!r.ok()) raise_graph_error(st, std::move(r).error());
+  return std::move(*r);
 }
 
 // ---- the Graph object
@@ -137,6 +167,29 @@ void build_graph(GraphState& st) {
     st.ensure_built_locked();
   });
 }
+
+}  // namespace
+
+void raise_graph_error(GraphState& st, neat::Error error) {
+  for (const auto& raised : st.stage_exceptions) {
+    if (raised->value == nullptr) continue;
+    py::object value = py::reinterpret_borrow<py::object>(raised->value);
+    if (!raised->noted && py::hasattr(value, "add_note"))
+      value.attr("add_note")(python_message(error.message()));
+    raised->noted = true;
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())), value.ptr());
+    throw py::error_already_set();
+  }
+  raise(std::move(error));
+}
+
+void start_if_idle(GraphState& st) {
+  if (st.graph && (st.graph->running() || st.graph->done())) return;
+  build_graph(st);
+  check(st.graph->start());
+}
+
+namespace {
 
 void add_sink_object(GraphState& st, const std::string& name, py::handle sink,
                      const std::shared_ptr<GraphState>& owner) {
@@ -335,7 +388,10 @@ listed with its bytes per frame and the stage that would avoid it.)doc")
                     "add_stage('" + name +
                     "'): output= must be a neat.FrameSpec or a function of the input spec"));
               }
-              b.add_stage(name, python_stage(stage, a, output), so);
+              auto raised = std::make_shared<StageException>();
+              raised->stage = name;
+              st.stage_exceptions.push_back(raised);
+              b.add_stage(name, python_stage(stage, a, output, raised), so);
             } else {
               raise(neat::invalid_argument(
                   "add_stage('" + name +
@@ -521,10 +577,15 @@ the input).)doc")
           "appsink",
           [](PyGraph& g) -> py::object {
             auto& st = state(g);
-            if (st.appsinks.empty()) return py::none();
+            if (st.appsinks.empty()) {
+              raise(neat::failed_precondition(
+                  "graph '" + st.name +
+                  "' has no appsink: end a branch in `appsink` (pipeline text) or add one with "
+                  "add_sink(name, neat.AppSink()); graph.appsinks lists them by name"));
+            }
             return py::cast(appsink_object(g.st, st.appsinks.front()));
           },
-          "The first appsink (None when the graph has none).")
+          "The first appsink (neat.FailedPrecondition when the graph has none; appsinks: all).")
       .def_property_readonly(
           "appsinks",
           [](PyGraph& g) {
@@ -560,19 +621,25 @@ the input).)doc")
   m.def(
       "pipeline",
       [](const std::string& text, std::optional<std::string> policy, const std::string& name,
-         std::int64_t frames, double first_frame_timeout) {
+         std::optional<std::int64_t> frames, double first_frame_timeout) {
         PyGraph g{new_state(name)};
         neat::PipelineOptions o;
         o.graph_name = name;
         o.policy = parse_optional_policy(policy);
         if (!o.policy) o.policy = neat::scoped_policy();
-        o.default_frames = frames;
+        if (frames && *frames < 1) {
+          raise(neat::invalid_argument("pipeline: frames=" + std::to_string(*frames) +
+                                       ": give 1 or more, or None for each source's own count"));
+        }
+        if (frames) o.default_frames = *frames;
         if (!(first_frame_timeout > 0))
           raise(neat::invalid_argument("pipeline: first_frame_timeout must be > 0 seconds"));
         o.first_frame_timeout =
             std::chrono::milliseconds(static_cast<std::int64_t>(first_frame_timeout * 1000));
         o.timeout_setting = "first_frame_timeout=";
         auto declared = unwrap(without_gil([&] { return neat::declare_pipeline(text, o); }));
+        // As `neat run --frames`: every source ends after that many frames.
+        if (frames) declared.builder.set_max_source_frames(*frames);
         g.st->builder.emplace(std::move(declared.builder));
         for (auto& [name, sink] : declared.appsinks)
           g.st->appsinks.push_back({name, sink, std::make_shared<std::atomic<bool>>(false)});
@@ -581,14 +648,15 @@ the input).)doc")
         return g;
       },
       py::arg("text") = neat::default_pipeline_text(), py::kw_only(),
-      py::arg("policy") = py::none(), py::arg("name") = "pipeline", py::arg("frames") = 300,
+      py::arg("policy") = py::none(), py::arg("name") = "pipeline", py::arg("frames") = py::none(),
       py::arg("first_frame_timeout") = 20.0,
       R"doc(A graph from the pipeline text of `neat run` (default: the built-in detection
 demo), declared, not built: explain(), start(), run(); graph.appsink is its
-first appsink. frames: frames of the `default` source.)doc");
+first appsink. frames: as `neat run --frames`, every source (a camera, a
+file, `default`) ends after at most that many frames; None: each source's
+own count (300 for `default`).)doc");
   m.def("default_pipeline_text", &neat::default_pipeline_text,
         "The built-in demo pipeline's text.");
-
 
   // At exit: stop and join every graph still running, before the interpreter
   // goes (their Python stages and buffers need it).

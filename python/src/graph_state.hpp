@@ -20,9 +20,25 @@ namespace neatpy {
 
 /// Waits release the GIL in slices this long (Ctrl-C gets through between them).
 inline constexpr std::chrono::milliseconds kSlice{100};
+/// wait() raises when an appsink Python pulled from stays full and unpulled this long.
+inline constexpr std::chrono::milliseconds kHeldLimit{2000};
+
+/// What a Python stage raised (the exception object; set and read with the
+/// GIL): the graph's error reaches Python as that exception, its class kept.
+struct StageException {
+  PyObject* value = nullptr;  // a reference owned here; set with the GIL
+  bool noted = false;         // the graph's message was added as a note
+  std::string stage;
+  StageException() = default;
+  StageException(const StageException&) = delete;
+  StageException& operator=(const StageException&) = delete;
+  ~StageException() { release_object(value); }  // takes the GIL (graphs end without it)
+};
 
 struct GraphState {
   std::string name;
+  /// The Python stages' exceptions (a stage keeps the first it raised).
+  std::vector<std::shared_ptr<StageException>> stage_exceptions;
   neat::PipelineOptions options;
   std::mutex mutex;  // build / wait; taken only with the GIL released
   std::optional<neat::GraphBuilder> builder;
@@ -100,6 +116,9 @@ struct PyGraph {
   }
 };
 
+/// Builds and starts the graph unless it was started already (the first
+/// iteration of one of its appsinks starts it).
+void start_if_idle(GraphState& st);
 /// Seconds from Python (None: no limit) as a duration; negative is refused.
 std::optional<std::chrono::nanoseconds> to_duration(std::optional<double> seconds,
                                                     std::string_view what);
@@ -110,7 +129,11 @@ PyElement make_element(const std::string& name, const py::kwargs& props);
 neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
                                  const neat::PipelineOptions& options);
 /// A Python callable as a stage (accounted like any stage).
-std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, py::object output);
+std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, py::object output,
+                                          std::shared_ptr<StageException> raised);
+/// Raises a graph's error: as the exception a Python stage raised when one
+/// did (its class kept, the graph's message added as a note), else as a neat error.
+[[noreturn]] void raise_graph_error(GraphState& st, neat::Error error);
 /// Binds FrameSpec, Accepts, Element, AppSink and PushSource.
 void bind_nodes(py::module_& m);
 /// Binds MetricsServer and serve_metrics (metrics.cpp).

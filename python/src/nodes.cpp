@@ -99,6 +99,15 @@ namespace {
 // any) and, unless `raise_on_timeout`, on timeout.
 std::optional<NeatTensor> next_frame(PyAppSink& s, std::optional<std::chrono::nanoseconds> timeout,
                                      bool raise_on_timeout) {
+  // Iterating an appsink of a graph not started yet starts it (it used to
+  // wait forever); one in no graph cannot get a frame.
+  if (!s.graph) {
+    raise(neat::failed_precondition(
+        "appsink '" + s.name +
+        "' is in no graph, so no frame can come: add it with graph.add_sink(name, sink) "
+        "and connect a node to it"));
+  }
+  start_if_idle(*s.graph);
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = timeout ? start + *timeout : std::chrono::steady_clock::time_point::max();
   s.taken->store(true);
@@ -123,7 +132,7 @@ std::optional<NeatTensor> next_frame(PyAppSink& s, std::optional<std::chrono::na
             std::lock_guard lock(st.mutex);
             return st.wait_locked();
           });
-          if (!r.ok()) raise(std::move(r).error());
+          if (!r.ok()) raise_graph_error(st, std::move(r).error());
         }
       }
       return std::nullopt;
@@ -145,8 +154,12 @@ std::optional<NeatTensor> next_frame(PyAppSink& s, std::optional<std::chrono::na
 /// numpy array (wrapped, no copy) or None (the frame is dropped: filtered).
 class PythonStage final : public neat::Stage {
  public:
-  PythonStage(py::object fn, neat::Accepts accepts, py::object output)
-      : fn_(fn.release().ptr()), output_(output.release().ptr()), accepts_(std::move(accepts)) {
+  PythonStage(py::object fn, neat::Accepts accepts, py::object output,
+              std::shared_ptr<StageException> raised)
+      : fn_(fn.release().ptr()),
+        output_(output.release().ptr()),
+        accepts_(std::move(accepts)),
+        raised_(std::move(raised)) {
     py::gil_scoped_acquire gil;
     name_ = py::str(py::getattr(py::handle(fn_), "__qualname__",
                                 py::getattr(py::handle(fn_), "__name__", py::str("callable"))));
@@ -227,12 +240,16 @@ class PythonStage final : public neat::Stage {
     if (e.value() && py::hasattr(e.value(), "code")) {
       if (auto c = error_code_named(std::string(py::str(e.value().attr("code"))))) code = *c;
     }
+    // A Python exception (not a neat error) reaches Python again as itself.
+    if (raised_ && raised_->value == nullptr && e.value() && !py::hasattr(e.value(), "code"))
+      raised_->value = e.value().inc_ref().ptr();
     return neat::Error(code, "python stage " + name_ + " raised " + e.what());
   }
 
   PyObject* fn_;
   PyObject* output_;
   neat::Accepts accepts_;
+  std::shared_ptr<StageException> raised_;  // its value is touched with the GIL only
   std::string name_;
   mutable std::optional<FrameSpec> declared_;
 };
@@ -259,8 +276,10 @@ neat::Accepts accepts_from(std::optional<std::vector<std::string>> dtypes,
 
 }  // namespace
 
-std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, py::object output) {
-  return std::make_unique<PythonStage>(std::move(fn), std::move(accepts), std::move(output));
+std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, py::object output,
+                                          std::shared_ptr<StageException> raised) {
+  return std::make_unique<PythonStage>(std::move(fn), std::move(accepts), std::move(output),
+                                       std::move(raised));
 }
 
 void bind_nodes(py::module_& m) {
@@ -354,11 +373,12 @@ failed.)doc")
              o.capacity = capacity;
              if (overflow == "block") {
                o.overflow = neat::Overflow::Block;
-             } else if (overflow == "drop_oldest") {
+             } else if (overflow == "drop_oldest" || overflow == "drop-oldest") {
                o.overflow = neat::Overflow::DropOldest;
              } else {
                raise(neat::invalid_argument("AppSink: overflow '" + overflow +
-                                            "' is not one of: block, drop_oldest"));
+                                            "' is not one of: block, drop_oldest (or drop-oldest, "
+                                            "as the pipeline text spells it)"));
              }
              auto s = std::make_shared<PyAppSink>();
              s->sink = neat::AppSink::create(o);
@@ -455,6 +475,26 @@ wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
             if (!(timeout >= 0))
               raise(neat::invalid_argument("PushSource.push: timeout must be >= 0 seconds"));
             NeatTensor t = as_tensor(frame, "PushSource.push");
+            // A numpy array stands for the declared interleaved image (its
+            // pixels, H x W x C), as a Python stage's result does: a view.
+            const FrameSpec& want = s.source->spec();
+            if (!py::isinstance<PyTensor>(frame) && !t.is_image() &&
+                neat::is_interleaved(want.format)) {
+              auto image = t.as_image(neat::ImageSpec{.format = want.format,
+                                                      .width = want.width,
+                                                      .height = want.height,
+                                                      .layout = want.layout});
+              if (!image.ok()) {
+                raise(neat::invalid_argument(
+                    "PushSource.push: the array is " + FrameSpec::of(t).to_string() +
+                    ", the source takes " + want.to_string() + " (" + std::to_string(want.height) +
+                    " x " + std::to_string(want.width) + " x channels of " +
+                    std::string(neat::to_string(want.dtype)) +
+                    "); give an array of that shape, or a tensor: neat.from_numpy(a, format=\"" +
+                    std::string(neat::to_string(want.format)) + "\")"));
+              }
+              t = std::move(*image);
+            }
             const auto ms = std::chrono::milliseconds(static_cast<std::int64_t>(timeout * 1000));
             check(without_gil([&] { return s.source->push(std::move(t), ms); }));
           },

@@ -285,3 +285,10 @@ def test_a_bf16_tensor_says_how_to_see_its_bits():
     with pytest.raises(BufferError, match='reinterpret\\("u16"\\)'):
         memoryview(t)
     assert np.asarray(t.reinterpret("u16")).dtype == np.uint16
+
+
+def test_numpy_from_dlpack_of_a_planar_frame_names_the_planes(nv12_frame):
+    with pytest.raises(neat.FailedPrecondition) as err:
+        np.from_dlpack(nv12_frame)
+    assert 'frame.plane("Y") / frame.plane("UV") (one' in str(err.value), str(err.value)
+    assert 'plane("UV")()' not in str(err.value)
