@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "neat/stages/builtin.hpp"
 #include "neat/stages/gst_io.hpp"
@@ -99,18 +100,38 @@ const PropertySpec kInterp =
     prop("interp", T::Choice, "bilinear", "interpolation", {"bilinear", "nearest", "area"});
 
 // "models:NAME" names a model generated with the build (models/make_models.py):
-// NEAT_MODEL_DIR if set, else the build tree's, else the installed one.
-std::string resolve_model_path(const std::string& path) {
+// NEAT_MODEL_DIR if set, else the build tree's, else the installed one. A
+// name in none of them is an error listing the models there are, and where.
+Result<std::string> resolve_model_path(const std::string& path) {
   constexpr std::string_view kPrefix = "models:";
   if (path.rfind(kPrefix, 0) != 0) return path;
   const std::string name = path.substr(kPrefix.size()) + ".onnx";
+  std::vector<std::string> dirs;
   if (const char* dir = std::getenv("NEAT_MODEL_DIR"); dir != nullptr && *dir != '\0') {
-    return std::string(dir) + "/" + name;
+    dirs = {dir};
+  } else {
+    dirs = {NEAT_BUILD_MODEL_DIR, NEAT_INSTALL_MODEL_DIR};
   }
   std::error_code ec;
-  const std::string built = std::string(NEAT_BUILD_MODEL_DIR) + "/" + name;
-  if (std::filesystem::exists(built, ec)) return built;
-  return std::string(NEAT_INSTALL_MODEL_DIR) + "/" + name;
+  for (const std::string& dir : dirs) {
+    if (std::filesystem::exists(dir + "/" + name, ec)) return dir + "/" + name;
+  }
+  std::set<std::string> names;
+  for (const std::string& dir : dirs) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".onnx") names.insert("models:" + entry.path().stem().string());
+    }
+  }
+  std::string there, where;
+  for (const std::string& n : names)
+    there += (there.empty() ? "" : ", ") + n;
+  for (const std::string& d : dirs)
+    where += (where.empty() ? "" : ", ") + d;
+  return invalid_argument("model '" + path + "': no " + name + " in " + where + " (" +
+                          (there.empty() ? "no models there: build them with the project, or set "
+                                           "NEAT_MODEL_DIR"
+                                         : "models there: " + there) +
+                          "; or give the path of an ONNX file)");
 }
 
 BuiltElement source(std::unique_ptr<Source> s) {
@@ -362,7 +383,9 @@ std::vector<ElementSpec> make_registry() {
         prop("backend", T::Choice, "opencv", "OpenCV DNN backend", {"opencv", "default"})},
        [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
          InferOptions o;
-         o.model.path = resolve_model_path(a.take("model").value_or(""));
+         auto model = resolve_model_path(a.take("model").value_or(""));
+         if (!model.ok()) return a.fail(model.error().message());
+         o.model.path = std::move(*model);
          o.output = a.take("output").value_or("");
          NEAT_ASSIGN_OR_RETURN(std::int64_t threads, a.integer("threads", 0));
          if (threads < 0 || threads > 1024) return a.fail("threads must be from 0 to 1024");

@@ -1,6 +1,7 @@
 // GraphBuilder::build(): checks the whole graph and plans it, as named steps.
 #include "neat/stages/graph.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -76,9 +77,27 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
       }
     }
     if (target == PixelFormat::None) {
-      return unimplemented("'" + std::string(consumer) + "' takes " + a.to_string() +
-                           ", but receives " + in.to_string() +
-                           " and no pixel-format conversion leads there");
+      const bool dense_only = std::all_of(a.formats.begin(), a.formats.end(),
+                                          [](PixelFormat f) { return f == PixelFormat::None; });
+      if (dense_only && out.is_image()) {  // a tensor stage (yolo, softmax...) given a frame
+        return unimplemented("'" + std::string(consumer) + "' takes tensors, not images (" +
+                             a.to_string() + "), but receives the frame " + in.to_string() +
+                             "; put the stages that make its input before it (a detector's "
+                             "decode: `preprocess ! infer model=... ! " +
+                             std::string(consumer) + "`)");
+      }
+      std::string reachable;
+      for (int f = 1; f <= static_cast<int>(PixelFormat::YV12); ++f) {
+        const auto to = static_cast<PixelFormat>(f);
+        if (to != out.format && out.dtype == DType::U8 && color_conversion_supported(out.format, to))
+          reachable += (reachable.empty() ? "" : ", ") + std::string(to_string(to));
+      }
+      return unimplemented(
+          "'" + std::string(consumer) + "' takes " + a.to_string() + ", but receives " +
+          in.to_string() + " and no pixel-format conversion leads there: " +
+          (reachable.empty() ? std::string(to_string(out.format)) + " converts to no other format"
+                             : std::string(to_string(out.format)) + " converts to " + reachable) +
+          " (`convert format=...`)");
     }
     std::string what = std::string(to_string(out.format)) + " -> " + std::string(to_string(target));
     if (is_planar(out.format) && target != PixelFormat::GRAY8) {

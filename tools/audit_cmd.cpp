@@ -122,8 +122,10 @@ int run_audit(const AuditOptions& o) {
     if (c.regressed()) {
       for (const AuditChange& ch : c.changes) {
         if (ch.change != AuditChangeKind::Started && ch.change != AuditChangeKind::More) continue;
-        std::fprintf(stderr, "neat audit: edge '%s', stage '%s': %s %s conversions (%s)%s\n",
-                     ch.edge.c_str(), ch.stage.c_str(),
+        // Named as the tables name them: "(none)" where the conversion had none.
+        std::fprintf(stderr, "neat audit: edge %s, stage %s: %s %s conversions (%s)%s\n",
+                     ch.edge.empty() ? "(none)" : ("'" + ch.edge + "'").c_str(),
+                     ch.stage.empty() ? "(none)" : ("'" + ch.stage + "'").c_str(),
                      ch.change == AuditChangeKind::Started ? "started" : "more",
                      std::string(to_string(ch.kind)).c_str(),
                      std::string(to_string(ch.reason)).c_str(),
@@ -141,11 +143,12 @@ int run_audit(const AuditOptions& o) {
       for (ConversionKind k : failing) {
         if (r.kind == k && r.count > 0) {
           std::fprintf(stderr,
-                       "neat audit: --fail-on %s: %llu %s conversion(s) (%s) on edge '%s', stage "
-                       "'%s'\n",
+                       "neat audit: --fail-on %s: %llu %s conversion(s) (%s) on edge %s, stage "
+                       "%s\n",
                        std::string(to_string(k)).c_str(), static_cast<unsigned long long>(r.count),
                        std::string(to_string(k)).c_str(), std::string(to_string(r.reason)).c_str(),
-                       r.edge.c_str(), r.stage.c_str());
+                       r.edge.empty() ? "(none)" : ("'" + r.edge + "'").c_str(),
+                       r.stage.empty() ? "(none)" : ("'" + r.stage + "'").c_str());
           status = kFailOn;
         }
       }

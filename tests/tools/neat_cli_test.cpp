@@ -538,3 +538,47 @@ TEST(NeatCliRun, BlankPipelinesFrameLimitsMetricsPathsAndTemporaryTraces) {
 }
 
 }  // namespace
+
+namespace {
+
+// Messages that speak the user's language: what a conversion could reach,
+// what to put before a tensor stage, which models there are, and "(none)"
+// as the tables say it.
+TEST(NeatCliRun, MessagesSayWhatThereIsAndTheFix) {
+  const CliRun i420 = run("run --quiet 'default frames=2 ! convert format=I420 ! appsink'");
+  EXPECT_EQ(i420.status, 1) << i420.out;
+  EXPECT_NE(i420.out.find("NV12 converts to GRAY8, RGB, BGR"), std::string::npos) << i420.out;
+  const CliRun yolo = run("run --quiet 'default frames=2 ! yolo ! appsink'");
+  EXPECT_EQ(yolo.status, 1) << yolo.out;
+  EXPECT_NE(yolo.out.find("'yolo' takes tensors, not images"), std::string::npos) << yolo.out;
+  EXPECT_NE(yolo.out.find("`preprocess ! infer model=... ! yolo`"), std::string::npos) << yolo.out;
+  const CliRun model =
+      run("run --quiet 'default frames=2 ! preprocess ! infer model=models:nosuch "
+          "! appsink'");
+  EXPECT_EQ(model.status, 2) << model.out;
+  EXPECT_NE(model.out.find("model 'models:nosuch': no nosuch.onnx in"), std::string::npos)
+      << model.out;
+  EXPECT_NE(model.out.find("models:detector"), std::string::npos) << model.out;
+
+  // A conversion outside any edge or stage: "(none)" in the table and on stderr.
+  const std::string before = write("before.jsonl", "");
+  const std::string after = write(
+      "after.jsonl",
+      R"({"kind":"pack","reason":"stride_mismatch","bytes":100,"frame":1,"file":"x.cpp","line":3})"
+      "\n");
+  const CliRun cmp = run("audit " + after + " --baseline " + before);
+  EXPECT_EQ(cmp.status, 1) << cmp.out;  // an empty baseline: no events
+  std::ofstream(before)
+      << R"({"kind":"convert","reason":"dtype","bytes":1,"edge":"a->b","frame":1})"
+      << "\n";
+  const CliRun cmp2 = run("audit " + after + " --baseline " + before);
+  EXPECT_EQ(cmp2.status, 3) << cmp2.out;
+  EXPECT_NE(cmp2.out.find("edge (none), stage (none): started pack"), std::string::npos)
+      << cmp2.out;
+  const CliRun fail = run("audit --fail-on pack " + after);
+  EXPECT_NE(fail.out.find("on edge (none), stage (none)"), std::string::npos) << fail.out;
+  std::filesystem::remove(before);
+  std::filesystem::remove(after);
+}
+
+}  // namespace
