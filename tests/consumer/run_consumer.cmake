@@ -1,5 +1,5 @@
 # Installs the build tree into a scratch prefix, then configures, builds and
-# runs tests/consumer against it; with PYTHON_DIR (where the Python package
+# runs tests/consumer against it, and the installed `neat` from there; with PYTHON_DIR (where the Python package
 # installs, relative to the prefix), imports the installed package from a
 # clean environment and views a tensor in numpy.
 # Args: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR, PYTHON_DIR (optional).
@@ -20,6 +20,11 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -G ${G
     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+# The installed programs find their library in the prefix they were installed
+# to (an $ORIGIN-relative RPATH), from a clean environment.
+run(${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${WORK_DIR}/prefix/bin/neat --version)
+run(${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${WORK_DIR}/prefix/bin/neat run --quiet
+    --frames 2 "default ! appsink")
 if(PYTHON_DIR)
   set(pkg ${WORK_DIR}/prefix/${PYTHON_DIR})
   if(NOT EXISTS ${pkg}/neat/__init__.pyi OR NOT EXISTS ${pkg}/neat/py.typed)
