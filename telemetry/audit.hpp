@@ -11,12 +11,15 @@
 // frames are a bitmap). Several files (a rotated set, several runs) go into
 // one aggregator; a filter keeps events by time, graph, stage and edge.
 //
-// Malformed traces (truncated, wrong types, numbers out of range, unknown
-// kinds or reasons) give an InvalidArgument error naming the file and line
-// (JSON Lines) or the event index and byte offset (Chrome traces); never a
-// crash. A trace's header line ({"neat_trace": 1, ...}, written by
-// JsonlSink) is not an event: it tells a traced run with no conversions
-// apart from an empty or foreign file.
+// Malformed traces (wrong types, numbers out of range, unknown kinds or
+// reasons) give an InvalidArgument error naming the file and line (JSON
+// Lines) or the event index and byte offset (Chrome traces); never a crash.
+// A trace's header ({"neat_trace": 2, ...}, written by JsonlSink and
+// ChromeTraceSink) is not an event: it tells a traced run with no
+// conversions apart from an empty or foreign file. A version-2 trace ends
+// with a closing record; one without it was cut short (a crash, kill -9):
+// it is read up to the cut (a last record cut in the middle included) and
+// the report says how far it got (AuditReport::cut_short).
 //
 // Threading: pure functions; an AuditAggregator is used by one thread.
 #pragma once
@@ -70,8 +73,7 @@ Result<std::int64_t> parse_audit_time(std::string_view text);
 /// Reads a whole trace into memory (small traces, the timeline); the format
 /// is detected from its first byte ('{' with "traceEvents" or '[': Chrome
 /// trace; otherwise JSON Lines). `name` is used in errors. Large traces:
-/// AuditAggregator. the format is detected from its first byte ('{' with
-/// "traceEvents": Chrome trace; otherwise JSON Lines). `name` is used in errors.
+/// AuditAggregator.
 Result<std::vector<AuditRecord>> read_trace(std::istream& in, std::string_view name);
 Result<std::vector<AuditRecord>> read_trace_file(const std::string& path);
 
