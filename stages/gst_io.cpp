@@ -225,22 +225,27 @@ class NegotiationWatch {
  public:
   explicit NegotiationWatch(GstElement* pipeline) {
     for_each_element(GST_BIN(pipeline), [&](GstElement* e) {
-      // A transform answers the CAPS event with its output caps; an encoder
-      // takes its input caps then (its output's come with its first frame).
-      const char* watched =
-          GST_IS_BASE_TRANSFORM(e) ? "src" : (GST_IS_VIDEO_ENCODER(e) ? "sink" : nullptr);
-      if (watched != nullptr) {
-        GstPad* pad = gst_element_get_static_pad(e, watched);
-        if (pad != nullptr) {
-          auto* keep = new std::shared_ptr<State>(state_);
-          const gulong id = gst_pad_add_probe(
-              pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, &NegotiationWatch::on_event, keep,
-              [](gpointer p) { delete static_cast<std::shared_ptr<State>*>(p); });
-          probes_.emplace_back(pad, id);
-        }
+      // A transform takes the CAPS event on its input and answers with its
+      // output caps (its input's are stored once it returns: both are
+      // watched); an encoder takes its input caps then (its output's come
+      // with its first frame).
+      if (GST_IS_BASE_TRANSFORM(e)) {
+        watch(e, "sink");
+        watch(e, "src");
+      } else if (GST_IS_VIDEO_ENCODER(e)) {
+        watch(e, "sink");
       }
       return false;  // every element
     });
+  }
+  void watch(GstElement* e, const char* pad_name) {
+    GstPad* pad = gst_element_get_static_pad(e, pad_name);
+    if (pad == nullptr) return;
+    auto* keep = new std::shared_ptr<State>(state_);
+    const gulong id =
+        gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, &NegotiationWatch::on_event,
+                          keep, [](gpointer p) { delete static_cast<std::shared_ptr<State>*>(p); });
+    probes_.emplace_back(pad, id);
   }
   ~NegotiationWatch() {
     for (auto& [pad, id] : probes_) {
