@@ -364,6 +364,27 @@ str(report) is neat audit's table; report.json() its --json output.)doc")
             return out;
           },
           "Capture-to-sink latency per sink (seconds): graph, sink, count, p50, p95, p99, max.")
+      .def_property_readonly(
+          "cut_short",
+          [](const neat::AuditReport& r) {
+            py::list out;
+            for (const auto& c : r.cut_short) {
+              py::dict d;
+              d["run"] = c.run;
+              d["file"] = c.file;
+              d["started_ns"] = c.started_ns;
+              d["last_ns"] = c.last_ns;
+              d["last_frame"] = c.last_frame;
+              d["events"] = c.events;
+              d["frames"] = c.frames;
+              d["cut_line"] = c.cut_line;
+              d["message"] = c.to_string();
+              out.append(d);
+            }
+            return out;
+          },
+          "Traced runs whose trace has no closing record (a crash, kill -9): how far each got "
+          "(`neat audit` exits 4 for them). Empty for a whole trace.")
       .def("table", &neat::format_audit_table, "neat audit's table.")
       .def("json", &neat::format_audit_json, "neat audit --json.")
       .def("__str__", &neat::format_audit_table)

@@ -169,3 +169,18 @@ def test_an_explicit_copy_inside_record_names_this_line():
     (event,) = rec.events
     assert event["file"].endswith("test_policy_audit.py") and event["line"] == line
     assert event["function"] == "test_an_explicit_copy_inside_record_names_this_line"
+
+
+def test_a_trace_cut_short_is_audited_up_to_its_cut(tmp_path):
+    path = tmp_path / "cut.jsonl"
+    with neat.trace_jsonl(str(path)):
+        strided().contiguous()
+    whole = path.read_text().splitlines()
+    assert json.loads(whole[-1])["type"] == "end"
+    assert neat.audit(str(path)).cut_short == []
+    path.write_text("\n".join(whole[:-1]) + "\n")  # as kill -9 leaves it
+    report = neat.audit(str(path))
+    assert report.conversions == 1
+    (cut,) = report.cut_short
+    assert cut["events"] == 1 and "is cut short" in cut["message"]
+    assert "is cut short" in str(report)
