@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -672,6 +673,20 @@ class GstAppsrcSink final : public Sink {
 
   std::vector<InnerConversion> inner_conversions() const override {
     return elements_.conversions();
+  }
+
+  // Room in the appsrc's queue before the graph hands over a frame, so that
+  // consume()'s push never blocks: a stop() then always reaches finish() (EOS,
+  // bounded by eos_timeout), even when the downstream pipeline has stalled.
+  // Polled in 2 ms steps only while the queue is full (a slower downstream).
+  bool wait_for_room(std::chrono::nanoseconds timeout) override {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (failed() || aborted_.load()) return true;  // consume() says why
+      if (gst_app_src_get_current_level_buffers(GST_APP_SRC(src_)) < kAppsrcQueue) return true;
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
 
   Status health() override {

@@ -360,3 +360,20 @@ TEST(Lifecycle, GstEdgesFindTheirElementsByTypeAndFailClearlyWhenCapsDoNotSettle
 }
 
 }  // namespace
+
+namespace {
+
+// A downstream slower than the graph (0.2 s a frame): the sink waits for room
+// in its appsrc queue before it takes a frame, so a stop never blocks in a
+// push; the frames already queued are written, then EOS, within seconds.
+TEST(Lifecycle, AStopReachesASlowDownstreamsEndOfStreamWithinSeconds) {
+  const CliRun r = run_and_signal(
+      "run 'default frames=100000 ! resize size=64x36 ! gst:\"videoconvert ! identity "
+      "sleep-time=200000 ! fakesink\"'",
+      "expected bytes copied per frame", SIGTERM, std::chrono::milliseconds(1500));
+  EXPECT_EQ(r.status, 128 + SIGTERM) << r.out;
+  EXPECT_LT(r.seconds_after_signal, 5.0) << r.out;
+  EXPECT_NE(r.out.find("(balanced)"), std::string::npos) << r.out;
+}
+
+}  // namespace
