@@ -38,8 +38,9 @@ TEST(TraceFileThreads, EventsFromManyThreadsWhileFlushingAndRotatingAreAllWritte
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([t] {
         auto x = NeatTensor::allocate(DType::U8, {4, 4});
+        const std::string stage = "s" + std::to_string(t);  // the context views it
         for (int i = 0; i < kPerThread; ++i) {
-          ScopedContext ctx({.graph = "g", .stage = "s" + std::to_string(t), .frame = i});
+          ScopedContext ctx({.graph = "g", .stage = stage, .frame = i});
           (void)x->clone();
           if (i % 50 == 0) std::this_thread::sleep_for(1ms);  // let the flusher in
         }
