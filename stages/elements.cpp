@@ -119,7 +119,8 @@ Result<std::string> resolve_model_path(const std::string& path) {
   std::set<std::string> names;
   for (const std::string& dir : dirs) {
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (entry.path().extension() == ".onnx") names.insert("models:" + entry.path().stem().string());
+      if (entry.path().extension() == ".onnx")
+        names.insert("models:" + entry.path().stem().string());
     }
   }
   std::string there, where;

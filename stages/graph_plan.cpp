@@ -89,7 +89,8 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
       std::string reachable;
       for (int f = 1; f <= static_cast<int>(PixelFormat::YV12); ++f) {
         const auto to = static_cast<PixelFormat>(f);
-        if (to != out.format && out.dtype == DType::U8 && color_conversion_supported(out.format, to))
+        if (to != out.format && out.dtype == DType::U8 &&
+            color_conversion_supported(out.format, to))
           reachable += (reachable.empty() ? "" : ", ") + std::string(to_string(to));
       }
       return unimplemented(
