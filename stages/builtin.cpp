@@ -80,8 +80,11 @@ class ConvertStage final : public Stage {
       return unimplemented("convert: converting into " + std::string(to_string(to_)) +
                            " is not supported (targets: GRAY8, RGB, BGR, RGBA, BGRA)");
     }
-    if (is_planar(in.format) && to_ != PixelFormat::GRAY8) standard_ = standard_text(in, assume_);
     return FrameSpec::image(to_, in.width, in.height);
+  }
+  Status prepare(const FrameSpec& in, const FrameSpec&) override {
+    standard_ = is_planar(in.format) && to_ != PixelFormat::GRAY8 ? standard_text(in, assume_) : "";
+    return {};
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     if (frame.pixel_format() == to_) return frame;
@@ -96,7 +99,7 @@ class ConvertStage final : public Stage {
  private:
   PixelFormat to_;
   Colorimetry assume_;
-  mutable std::string standard_;  // set by output_spec() at build(), for explain
+  std::string standard_;  // set by prepare(), for explain
 };
 
 class ResizeStage final : public Stage {
@@ -173,8 +176,7 @@ class NormalizeStage final : public Stage {
     return a;
   }
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {
-    const bool chw_in = in.layout == Layout::CHW ||
-                        (!in.is_image() && p_.in_layout == Layout::CHW && in.shape.size() == 3);
+    const bool chw_in = chw_input(in);
     std::int64_t c = 1, h = 0, w = 0;
     if (in.shape.size() == 3) {
       c = chw_in ? in.shape[0] : in.shape[2];
@@ -188,15 +190,20 @@ class NormalizeStage final : public Stage {
                               in.shape.to_string());
     }
     if (c > 4) return invalid_argument("normalize: at most 4 channels, not " + std::to_string(c));
-    // Dense tensors carry no layout at run time: process() reads them the way
-    // the plan says they are (e.g. CHW out of preprocess).
-    if (!in.is_image() && in.shape.size() == 3) run_.in_layout = chw_in ? Layout::CHW : Layout::HWC;
     FrameSpec out;
     out.dtype = p_.out_dtype;
     out.layout = p_.out_layout;
     out.shape = p_.out_layout == Layout::CHW ? Dims{c, h, w} : Dims{h, w, c};
     out.device = in.device;
     return out;
+  }
+  // Dense tensors carry no layout at run time: process() reads them the way
+  // the plan says they are (e.g. CHW out of preprocess).
+  Status prepare(const FrameSpec& in, const FrameSpec&) override {
+    run_ = p_;
+    if (!in.is_image() && in.shape.size() == 3)
+      run_.in_layout = chw_input(in) ? Layout::CHW : Layout::HWC;
+    return {};
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     return normalize(std::move(frame), run_, options_for(ctx));
@@ -209,10 +216,13 @@ class NormalizeStage final : public Stage {
   }
 
  private:
+  bool chw_input(const FrameSpec& in) const {
+    return in.layout == Layout::CHW ||
+           (!in.is_image() && p_.in_layout == Layout::CHW && in.shape.size() == 3);
+  }
+
   NormalizeParams p_;
-  // p_ with the input layout the plan found; set by output_spec() at build(),
-  // before the stage's thread starts.
-  mutable NormalizeParams run_;
+  NormalizeParams run_;  // p_ with the input layout the plan found: set by prepare()
 };
 
 class CastStage final : public Stage {
@@ -309,8 +319,11 @@ class PreprocessStage final : public Stage {
     out.layout = Layout::CHW;
     out.shape = p_.batch_dim ? Dims{1, 3, p_.height, p_.width} : Dims{3, p_.height, p_.width};
     out.device = in.device;
-    standard_ = standard_text(in, p_.colorimetry);
     return out;
+  }
+  Status prepare(const FrameSpec& in, const FrameSpec&) override {
+    standard_ = standard_text(in, p_.colorimetry);
+    return {};
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     return preprocess(frame, p_, options_for(ctx));
@@ -330,7 +343,7 @@ class PreprocessStage final : public Stage {
 
  private:
   PreprocessParams p_;
-  mutable std::string standard_;  // set by output_spec() at build(), for explain
+  std::string standard_;  // set by prepare(), for explain
 };
 
 class PackStage final : public Stage {

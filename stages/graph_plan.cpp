@@ -38,6 +38,7 @@ Result<std::vector<PlannedConversion>> plan_conversions(const FrameSpec& in, con
     PlannedConversion c;
     c.fix = "insert `" + stage->describe() + "` " + before;  // its pipeline syntax, as planned
     NEAT_ASSIGN_OR_RETURN(FrameSpec next, stage->output_spec(out));
+    NEAT_RETURN_IF_ERROR(stage->prepare(out, next));
     keep_rate(next, out);
     c.kind = kind;
     c.reason = reason;
@@ -448,8 +449,10 @@ class Planner {
       if (plan_edge(d, edge, producer, ep)) {  // the consumer's own output follows
         if (d.kind == NodeKind::Stage) {
           auto out = d.stage->output_spec(ep.consumed);
-          if (!out.ok()) {
-            problems_.push_back("stage '" + d.name + "': " + out.error().message());
+          Status prepared = out.ok() ? d.stage->prepare(ep.consumed, *out) : Status{};
+          if (!out.ok() || !prepared.ok()) {
+            problems_.push_back("stage '" + d.name +
+                                "': " + (out.ok() ? prepared.error() : out.error()).message());
           } else {
             spec_[i] = *out;
             keep_rate(spec_[i], ep.consumed);
@@ -464,7 +467,7 @@ class Planner {
       edge_index_[static_cast<std::size_t>(in_edge_[i])] = static_cast<int>(plan_.edges.size());
       plan_.edges.push_back(std::move(ep));
     }
-    // After output_spec() / prepare(): stages may name what they decided (e.g. a
+    // After prepare(): stages may name what they decided (e.g. a
     // colour standard), sinks what their pipeline negotiated.
     np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
     np.inside =

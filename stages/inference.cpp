@@ -23,11 +23,7 @@ class InferStage final : public Stage {
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {
     const ModelTensorInfo& want = model_->input();
     const std::string what = "infer (model '" + model_->path() + "')";
-    // A [3, H, W] frame feeds a [1, 3, H, W] model through a view.
-    add_batch_ = static_cast<std::size_t>(in.shape.size()) + 1 == want.shape.size() &&
-                 !want.shape.empty() && (want.shape[0] == 1 || want.shape[0] < 0);
-    std::vector<std::int64_t> got(in.shape.begin(), in.shape.end());
-    if (add_batch_) got.insert(got.begin(), 1);
+    const std::vector<std::int64_t> got = model_input_shape(in);
     bool fits = got.size() == want.shape.size();
     for (std::size_t i = 0; fits && i < got.size(); ++i) {
       fits = want.shape[i] < 0 || want.shape[i] == got[i];
@@ -47,6 +43,14 @@ class InferStage final : public Stage {
     for (std::int64_t d : o.shape)
       out.shape.push_back(d);
     out.device = kCpu;
+    return out;
+  }
+  // The model boundary's copies for frames of `in` (explain lists them; the
+  // model records them as they happen), and the batch axis a view adds.
+  Status prepare(const FrameSpec& in, const FrameSpec&) override {
+    const ModelTensorInfo& want = model_->input();
+    const std::vector<std::int64_t> got = model_input_shape(in);
+    add_batch_ = got.size() == in.shape.size() + 1;
     std::int64_t input_bytes = 4;
     for (std::int64_t d : got)
       input_bytes *= d;
@@ -70,7 +74,7 @@ class InferStage final : public Stage {
       c.bytes_read = c.bytes_written = b;
       inner_.push_back(c);
     }
-    return out;
+    return {};
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     if (add_batch_) {
@@ -90,11 +94,22 @@ class InferStage final : public Stage {
   }
 
  private:
+  // The shape the model gets from frames of `in`: a [3, H, W] frame feeds a
+  // [1, 3, H, W] model through a view that adds the batch axis.
+  std::vector<std::int64_t> model_input_shape(const FrameSpec& in) const {
+    const ModelTensorInfo& want = model_->input();
+    std::vector<std::int64_t> got(in.shape.begin(), in.shape.end());
+    if (got.size() + 1 == want.shape.size() && !want.shape.empty() &&
+        (want.shape[0] == 1 || want.shape[0] < 0))
+      got.insert(got.begin(), 1);
+    return got;
+  }
+
   std::unique_ptr<Model> model_;
   std::size_t output_;
   std::vector<NeatTensor> outputs_;
-  mutable bool add_batch_ = false;              // set by output_spec() at build()
-  mutable std::vector<InnerConversion> inner_;  // set by output_spec() at build()
+  bool add_batch_ = false;              // set by prepare()
+  std::vector<InnerConversion> inner_;  // set by prepare()
 };
 
 class YoloStage final : public Stage {
@@ -107,13 +122,17 @@ class YoloStage final : public Stage {
     return a;
   }
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {
-    NEAT_ASSIGN_OR_RETURN(shape_, yolo_shape(in.shape, decoder_.params()));
+    if (auto shape = yolo_shape(in.shape, decoder_.params()); !shape.ok()) return shape.error();
     FrameSpec out;
     out.dtype = DType::F32;
     out.shape = Dims{decoder_.params().max_detections, 6};  // at most; N rows per frame
     out.device = kCpu;
     out.contiguous = true;
     return out;
+  }
+  Status prepare(const FrameSpec& in, const FrameSpec&) override {
+    NEAT_ASSIGN_OR_RETURN(shape_, yolo_shape(in.shape, decoder_.params()));
+    return {};
   }
   Result<NeatTensor> process(NeatTensor frame, StageContext& ctx) override {
     return decoder_.decode(frame, ctx.conversion_options());
@@ -134,7 +153,7 @@ class YoloStage final : public Stage {
 
  private:
   YoloDecoder decoder_;
-  mutable YoloShape shape_;  // set by output_spec() at build()
+  YoloShape shape_;  // set by prepare(), for explain
 };
 
 }  // namespace

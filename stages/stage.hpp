@@ -85,8 +85,19 @@ class Stage {
   /// What the stage takes.
   virtual Accepts accepts() const = 0;
   /// What it produces from frames of `input` (already converted to what it
-  /// accepts). An error says why the stage cannot take such frames.
+  /// accepts). An error says why the stage cannot take such frames. Pure: it
+  /// decides, prepare() keeps (build() and plan() may ask it more than once).
   virtual Result<FrameSpec> output_spec(const FrameSpec& input) const = 0;
+  /// Called by build() and plan() once output_spec(input) gave `output`,
+  /// before the stage's thread starts: the stage keeps what it decided from
+  /// the frames it will receive (a colour standard, a kernel's parameters, a
+  /// model's batch axis), for process() and describe(). The lifecycle of
+  /// sources and sinks, for stages (MediaPipe's GetContract / Open split).
+  virtual Status prepare(const FrameSpec& input, const FrameSpec& output) {
+    (void)input;
+    (void)output;
+    return {};
+  }
   /// Processes one frame. Returns the output frame or an error value.
   virtual Result<NeatTensor> process(NeatTensor frame, StageContext& context) = 0;
   /// Parameters for explain(), e.g. "resize 640x640 bilinear".
@@ -102,7 +113,7 @@ class Stage {
   }
   /// Copies the stage makes on every frame besides producing its output (a
   /// model runtime's own copy of its input, outputs moved out of the
-  /// runtime's buffers), known after output_spec(): explain() lists them. The
+  /// runtime's buffers), known after prepare(): explain() lists them. The
   /// stage records them itself, as they happen.
   virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
 };

@@ -173,10 +173,7 @@ class PythonStage final : public neat::Stage {
   std::string describe() const override { return "python " + name_; }
 
   neat::Result<FrameSpec> output_spec(const FrameSpec& input) const override {
-    if (output_ == Py_None) {
-      declared_ = input;
-      return input;
-    }
+    if (output_ == Py_None) return input;
     py::gil_scoped_acquire gil;
     try {
       py::handle out(output_);
@@ -187,11 +184,15 @@ class PythonStage final : public neat::Stage {
                                       ": output= must be a neat.FrameSpec or a callable "
                                       "returning one");
       }
-      declared_ = spec.cast<FrameSpec>();
-      return *declared_;
+      return spec.cast<FrameSpec>();
     } catch (py::error_already_set& e) {
       return neat::invalid_argument("python stage " + name_ + ": output= raised " + e.what());
     }
+  }
+
+  neat::Status prepare(const FrameSpec&, const FrameSpec& output) override {
+    declared_ = output;  // what a numpy result stands for, and what results are checked against
+    return {};
   }
 
   neat::Result<NeatTensor> process(NeatTensor frame, neat::StageContext&) override {
@@ -251,7 +252,7 @@ class PythonStage final : public neat::Stage {
   neat::Accepts accepts_;
   std::shared_ptr<StageException> raised_;  // its value is touched with the GIL only
   std::string name_;
-  mutable std::optional<FrameSpec> declared_;
+  std::optional<FrameSpec> declared_;  // set by prepare()
 };
 
 neat::Accepts accepts_from(std::optional<std::vector<std::string>> dtypes,

@@ -184,6 +184,8 @@ TEST(Model, SeveralOutputsAndTheStagesChoice) {
   auto ok = (*det)->output_spec(FrameSpec{.dtype = DType::F32, .shape = Dims{3, 640, 640}});
   NEAT_ASSERT_OK(ok);  // [3, H, W] takes a batch view
   EXPECT_EQ(ok->shape, (Dims{1, 84, 8400}));
+  EXPECT_TRUE((*det)->inner_conversions().empty()) << "output_spec() decides, prepare() keeps";
+  NEAT_ASSERT_OK((*det)->prepare(FrameSpec{.dtype = DType::F32, .shape = Dims{3, 640, 640}}, *ok));
   EXPECT_EQ((*det)->inner_conversions().size(), 2u);
 }
 

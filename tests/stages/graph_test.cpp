@@ -852,7 +852,10 @@ TEST_F(GraphTest, LiveStatsShowAFullQueueWhileTheConsumerIsBlocked) {
   do {
     std::this_thread::sleep_for(5ms);
     s = g->stats();
-  } while (s.edges[0].queue_depth < 4 && std::chrono::steady_clock::now() < deadline);
+    // Both settle: the stage has taken its frame and the edge refilled (the
+    // edge can be full a moment before the stage's first pop on a busy machine).
+  } while ((s.edges[0].queue_depth < 4 || s.nodes[1].frames_in < 1) &&
+           std::chrono::steady_clock::now() < deadline);
   EXPECT_TRUE(s.running);
   EXPECT_EQ(s.edges[0].queue_depth, 4u);
   EXPECT_EQ(s.nodes[1].frames_in, 1u);
