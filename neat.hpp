@@ -66,3 +66,4 @@
 #include "neat/telemetry/metrics.hpp"
 #include "neat/telemetry/metrics_server.hpp"
 #include "neat/telemetry/prometheus.hpp"
+#include "neat/telemetry/units.hpp"

@@ -7,7 +7,7 @@ std::string dims_to_string(DimsRef v) {
   bool first = true;
   for (std::int64_t x : v) {
     if (!first) out += ", ";
-    out += std::to_string(x);
+    out += x < 0 ? "?" : std::to_string(x);  // a model's dynamic dimension
     first = false;
   }
   out += "]";

@@ -75,9 +75,10 @@ struct ImageAllocOptions {
 };
 
 /// Who asks for a copy or conversion, under which policy, explicit or
-/// implicit, into which allocator: the one options struct of every operation
-/// that copies (clone(), contiguous(), cpu(), the conversion kernels, and the
-/// stages that run them on a graph's edges).
+/// implicit, into which allocator: what every operation that copies takes
+/// (clone(), contiguous(), cpu(), the conversion kernels, and the stages that
+/// run them on a graph's edges), beside its own parameters (PreprocessParams,
+/// NormalizeParams, ...).
 struct ConversionOptions {
   std::optional<ConversionPolicy> policy;  ///< per-call override
   StorageAllocator* allocator = nullptr;   ///< nullptr: default_allocator()

@@ -67,15 +67,6 @@ ModelTensorInfo info_of(const onnx::ValueInfoProto& v, std::string* unsupported)
   return info;
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) s += ", ";
-    s += shape[i] < 0 ? "?" : std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 std::string cv_message(const cv::Exception& e) {
   return e.err.empty() ? std::string(e.what()) : e.err;
 }
@@ -90,7 +81,7 @@ bool ModelTensorInfo::is_static() const noexcept {
 }
 
 std::string ModelTensorInfo::to_string() const {
-  return name + " " + std::string(neat::to_string(dtype)) + " " + shape_text(shape);
+  return name + " " + std::string(neat::to_string(dtype)) + " " + dims_to_string(shape);
 }
 
 struct Model::Impl {
@@ -150,7 +141,7 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
     return invalid_argument(what + ": threads=" + std::to_string(options.threads) +
                             " must be 0 (OpenCV's setting) or more");
   }
-  // The declared inputs and outputs, from the file (OpenCV 4.6 keeps them private).
+  // The declared inputs, from the file (OpenCV 4.6 keeps them private).
   onnx::ModelProto proto;
   {
     std::ifstream in(path, std::ios::binary);
@@ -185,11 +176,6 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
     impl->input_details.push_back("model '" + file + "' input '" + i.name + "'");
   }
   impl->input_dims.resize(impl->inputs.size());
-  std::vector<ModelTensorInfo> declared;
-  for (const auto& v : proto.graph().output()) {
-    std::string ignored;
-    declared.push_back(info_of(v, &ignored));
-  }
 
   try {
     impl->net = cv::dnn::readNetFromONNX(path);
@@ -224,15 +210,14 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
   }
   for (std::size_t i = 0; i < impl->forward_out.size(); ++i) {
     const cv::Mat& m = impl->forward_out[i];
+    // Name, dtype and shape as OpenCV produces them for the input it ran on
+    // (the file's dynamic dims filled in).
     ModelTensorInfo o;
     o.name = i < impl->output_names.size() ? impl->output_names[i] : "output" + std::to_string(i);
-    for (const auto& d : declared) {
-      if (d.name == o.name) o = d;  // the file's dtype and (dynamic) shape
-    }
     const auto dt = dtype_from_cv_depth(m.depth());
     if (!dt.ok()) return unimplemented(what + ": output '" + o.name + "': " + dt.error().message());
     o.dtype = *dt;
-    o.shape.assign(m.size.p, m.size.p + m.dims);  // what this input gives (fills dynamic dims)
+    o.shape.assign(m.size.p, m.size.p + m.dims);
     impl->outputs.push_back(o);
     impl->output_details.push_back("model '" + file + "' output '" + o.name + "'");
   }

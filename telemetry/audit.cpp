@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "neat/telemetry/internal/trace_reader.hpp"
+#include "neat/telemetry/units.hpp"
 
 namespace neat {
 
@@ -65,20 +66,6 @@ class FrameSet {
   std::int64_t last_ = -2;
   std::int64_t count_ = 0;
 };
-
-std::string human_bytes(double b) {
-  char buf[32];
-  if (b >= 1024.0 * 1024.0 * 1024.0) {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
-  } else if (b >= 1024.0 * 1024.0) {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024.0));
-  } else if (b >= 1024.0) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f B", b);
-  }
-  return buf;
-}
 
 std::string human_ns(std::int64_t ns) {
   char buf[32];
@@ -503,7 +490,7 @@ std::string format_audit_comparison(const AuditComparison& comparison) {
   for (const AuditChange& c : comparison.changes) {
     const std::string unit = c.per_frame ? "/frame" : "/conv";
     auto side = [&](double v, std::uint64_t count) {
-      return count == 0 ? std::string("-") : human_bytes(v) + unit;
+      return count == 0 ? std::string("-") : bytes_text(v) + unit;
     };
     std::snprintf(buf, sizeof buf, "%-8s %-24s %-16s %-9s %-17s %14s %14s\n",
                   std::string(to_string(c.change)).c_str(),
@@ -556,19 +543,19 @@ std::string format_audit_table(const AuditReport& report) {
         buf, sizeof buf, "%-24s %-16s %-9s %-17s %7llu %11s %12s %10s\n", edge.c_str(),
         stage.c_str(), std::string(to_string(r.kind)).c_str(),
         std::string(to_string(r.reason)).c_str(), static_cast<unsigned long long>(r.count),
-        human_bytes(static_cast<double>(r.bytes)).c_str(),
-        r.frames ? human_bytes(r.bytes_per_frame).c_str() : "-", human_ns(r.duration_ns).c_str());
+        bytes_text(static_cast<double>(r.bytes)).c_str(),
+        r.frames ? bytes_text(r.bytes_per_frame).c_str() : "-", human_ns(r.duration_ns).c_str());
     out += buf;
     for (const AuditCallSite& s : r.top_sites) {
       std::snprintf(buf, sizeof buf, "    %6llux %10s  %s\n",
                     static_cast<unsigned long long>(s.count),
-                    human_bytes(static_cast<double>(s.bytes)).c_str(), s.where.c_str());
+                    bytes_text(static_cast<double>(s.bytes)).c_str(), s.where.c_str());
       out += buf;
     }
   }
   std::snprintf(buf, sizeof buf, "total: %llu conversions, %s, %s\n",
                 static_cast<unsigned long long>(report.conversions),
-                human_bytes(static_cast<double>(report.bytes)).c_str(),
+                bytes_text(static_cast<double>(report.bytes)).c_str(),
                 human_ns(report.duration_ns).c_str());
   out += buf;
   if (!report.latency.empty()) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "neat/telemetry/prometheus.hpp"
+#include "neat/telemetry/units.hpp"
 
 namespace neat {
 
@@ -181,19 +182,6 @@ std::uint64_t MetricsSnapshot::bytes() const noexcept {
 }
 
 std::string format_metrics_table(const MetricsSnapshot& snapshot) {
-  auto human = [](double b) {
-    char buf[32];
-    if (b >= 1024.0 * 1024 * 1024) {
-      std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-    } else if (b >= 1024.0 * 1024) {
-      std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
-    } else if (b >= 1024) {
-      std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
-    } else {
-      std::snprintf(buf, sizeof buf, "%.0f B", b);
-    }
-    return std::string(buf);
-  };
   std::string out;
   char buf[512];
   std::snprintf(buf, sizeof buf, "%-24s %-16s %-8s %-9s %-17s %-16s %7s %11s %11s\n", "EDGE",
@@ -203,21 +191,22 @@ std::string format_metrics_table(const MetricsSnapshot& snapshot) {
     const std::string edge = r.edge.empty() ? "(none)" : r.edge;
     const std::string stage = r.stage.empty() ? "(none)" : r.stage;
     const bool refused = r.refused > 0;
-    std::snprintf(buf, sizeof buf, "%-24s %-16s %-8s %-9s %-17s %-16s %7llu %11s %11s\n",
-                  edge.c_str(), stage.c_str(), r.explicit_call ? "explicit" : "implicit",
-                  std::string(to_string(r.kind)).c_str(), std::string(to_string(r.reason)).c_str(),
-                  refused ? "REFUSED" : std::string(to_string(r.policy)).c_str(),
-                  static_cast<unsigned long long>(refused ? r.refused : r.count),
-                  refused ? "-" : human(static_cast<double>(r.bytes)).c_str(),
-                  refused || r.count == 0
-                      ? "-"
-                      : human(static_cast<double>(r.bytes) / static_cast<double>(r.count)).c_str());
+    std::snprintf(
+        buf, sizeof buf, "%-24s %-16s %-8s %-9s %-17s %-16s %7llu %11s %11s\n", edge.c_str(),
+        stage.c_str(), r.explicit_call ? "explicit" : "implicit",
+        std::string(to_string(r.kind)).c_str(), std::string(to_string(r.reason)).c_str(),
+        refused ? "REFUSED" : std::string(to_string(r.policy)).c_str(),
+        static_cast<unsigned long long>(refused ? r.refused : r.count),
+        refused ? "-" : bytes_text(static_cast<double>(r.bytes)).c_str(),
+        refused || r.count == 0
+            ? "-"
+            : bytes_text(static_cast<double>(r.bytes) / static_cast<double>(r.count)).c_str());
     out += buf;
   }
   std::snprintf(buf, sizeof buf, "total: %llu conversions, %llu bytes (%s)\n",
                 static_cast<unsigned long long>(snapshot.conversions()),
                 static_cast<unsigned long long>(snapshot.bytes()),
-                human(static_cast<double>(snapshot.bytes())).c_str());
+                bytes_text(static_cast<double>(snapshot.bytes())).c_str());
   out += buf;
   return out;
 }

@@ -1,7 +1,10 @@
 // What the parts of the Python extension (neat._neat) share: raising a
-// neat::Error as the Python exception of its code, the Python caller's call
-// site for the copy gate, the Python-side tensor object, and the binders of
-// each part (tensor.cpp, telemetry.cpp, graph.cpp).
+// neat::Error as the Python exception of its code (errors.cpp), the Python
+// caller's call site for the copy gate, the Python-side tensor object, and
+// the binders of each part: tensor.cpp and buffers.cpp (tensors, the buffer
+// protocol, DLPack), telemetry.cpp (policies, traces, audits), graph.cpp and
+// nodes.cpp (graphs, elements, appsinks, push sources, Python stages;
+// graph_state.hpp is what those two share), metrics.cpp (the live endpoint).
 //
 // Threading: functions that touch Python objects need the GIL; the ones
 // marked "any thread" take it themselves.

@@ -19,20 +19,9 @@
 #include "neat/stages/queue.hpp"
 #include "neat/storage/heap.hpp"
 #include "neat/telemetry/duration_histogram.hpp"
+#include "neat/telemetry/units.hpp"
 
 namespace neat::detail {
-
-inline std::string bytes_text(std::int64_t b) {
-  char buf[48];
-  if (b >= (std::int64_t{1} << 20)) {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
-  } else if (b >= 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(b) / 1024);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  }
-  return buf;
-}
 
 inline std::string_view node_kind_text(NodeKind k) {
   switch (k) {
