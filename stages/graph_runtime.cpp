@@ -150,6 +150,16 @@ struct Graph::Impl {
     return t;
   }
 
+  // The item's frame through its input edge's conversions, for a stage or a
+  // sink; a conversion's failure drops the frame and fails the node (nullopt).
+  std::optional<NeatTensor> take_input(NodeRt& node, EdgeRt& in, Item& item) {
+    auto input = convert(in, std::move(item.tensor), item.frame);
+    if (input.ok()) return std::move(*input);
+    drop(node, kStageError);
+    fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
+    return std::nullopt;
+  }
+
   void run_source(NodeRt& node) {
     ConversionContext cx;
     cx.graph = plan.graph;
@@ -235,12 +245,8 @@ struct Graph::Impl {
       const auto busy_from = std::chrono::steady_clock::now();
       scope.set_frame(item.frame);
       sc.frame = item.frame;
-      auto input = convert(in, std::move(item.tensor), item.frame);
-      if (!input.ok()) {
-        drop(node, kStageError);
-        fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
-        break;
-      }
+      auto input = take_input(node, in, item);
+      if (!input) break;
       const FrameMeta meta = input->meta();
       auto out = guarded([&] { return node.stage->process(std::move(*input), sc); }, "process()");
       counters.add_busy(std::chrono::steady_clock::now() - busy_from);
@@ -298,10 +304,8 @@ struct Graph::Impl {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
       scope.set_frame(item.frame);
-      auto input = convert(in, std::move(item.tensor), item.frame);
-      if (!input.ok()) {
-        drop(node, kStageError);
-        fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
+      auto input = take_input(node, in, item);
+      if (!input) {
         ended = false;
         break;
       }
