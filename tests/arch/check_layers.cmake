@@ -39,9 +39,10 @@ foreach(layer contract storage telemetry policy kernels stages)
       # Platform headers: only in the .cpp files of their own backend (public
       # headers name the platform's types without including it).
       if(line MATCHES "<gst/")
-        # storage/internal/gst_ref.hpp is the one header: internal, never installed.
-        if(NOT rel MATCHES "^(storage|stages)/gst[a-z_]*\\.cpp$" AND NOT rel MATCHES "^storage/internal/gst[a-z_]*\\.hpp$")
-          string(APPEND problems "  ${rel}: GStreamer headers belong in storage/gst*.cpp, stages/gst*.cpp and storage/internal/gst*.hpp only\n")
+        # Headers: storage/internal/gst_ref.hpp and stages/internal/gst_caps.hpp,
+        # internal, never installed.
+        if(NOT rel MATCHES "^(storage|stages)/gst[a-z_]*\\.cpp$" AND NOT rel MATCHES "^(storage|stages)/internal/gst[a-z_]*\\.hpp$")
+          string(APPEND problems "  ${rel}: GStreamer headers belong in storage/gst*.cpp, stages/gst*.cpp and (storage|stages)/internal/gst*.hpp only\n")
         endif()
       endif()
       if(line MATCHES "<EGL/|<GLES")
