@@ -56,6 +56,7 @@ struct CopyRequest {
   std::optional<ConversionPolicy> policy;  ///< per-call override
   std::string_view operation;              ///< the API that converts, e.g. "make_writable"
   std::string_view fix;                    ///< for refusals: the explicit call that makes it legal
+  std::string_view fix_python;  ///< the same fix in the Python API's words, when they differ
   /// What else the trace should say (a colour standard, a GStreamer element);
   /// must outlive the conversion's record() call.
   std::string_view detail;

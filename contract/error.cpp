@@ -27,6 +27,79 @@ std::string_view to_string(ErrorCode code) noexcept {
   return "unknown";
 }
 
+struct Error::Parts {
+  std::string where;
+  std::string what;
+  std::vector<Fix> fixes;
+  std::vector<Error> causes;  // a collecting error: what is its headline
+
+  std::string compose(Spelling spelling) const {
+    const bool python = spelling == Spelling::Python;
+    std::string out;
+    if (!where.empty()) {
+      out += where;
+      out += ": ";
+    }
+    out += what;
+    // A problem told over several lines (a list) gets its fixes on lines of their own.
+    const bool lines = what.find('\n') != std::string::npos;
+    for (std::size_t i = 0; i < fixes.size(); ++i) {
+      if (i == 0 && !lines && !out.empty() && out.back() != '.' && out.back() != ':') out += '.';
+      if (lines) out += "\n   ";
+      out += i == 0 ? " Fix: " : " Or ";
+      out += fixes[i].in(python);
+      out += '.';
+    }
+    for (const Error& cause : causes) {
+      out += "\n  - ";
+      out += cause.message(spelling);
+    }
+    return out;
+  }
+};
+
+Error::Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+Error::Error(ErrorCode code, std::string where, std::string what, std::vector<Fix> fixes)
+    : Error(code, std::make_shared<const Parts>(
+                      Parts{std::move(where), std::move(what), std::move(fixes), {}})) {}
+
+Error::Error(ErrorCode code, std::shared_ptr<const Parts> parts)
+    : code_(code), message_(parts->compose(Spelling::Cpp)), parts_(std::move(parts)) {}
+
+Error Error::collect(ErrorCode code, std::string headline, std::vector<Error> causes) {
+  return Error(
+      code, std::make_shared<const Parts>(Parts{{}, std::move(headline), {}, std::move(causes)}));
+}
+
+std::string Error::message(Spelling spelling) const {
+  return parts_ != nullptr && spelling != Spelling::Cpp ? parts_->compose(spelling) : message_;
+}
+
+std::string_view Error::what() const noexcept {
+  return parts_ != nullptr ? std::string_view(parts_->what) : std::string_view(message_);
+}
+
+std::string_view Error::where() const noexcept {
+  return parts_ != nullptr ? std::string_view(parts_->where) : std::string_view();
+}
+
+std::span<const Fix> Error::fixes() const noexcept {
+  return parts_ != nullptr ? std::span<const Fix>(parts_->fixes) : std::span<const Fix>();
+}
+
+std::span<const Error> Error::causes() const noexcept {
+  return parts_ != nullptr ? std::span<const Error>(parts_->causes) : std::span<const Error>();
+}
+
+const Fix* Error::first_fix() const noexcept {
+  if (!fixes().empty()) return &fixes().front();
+  for (const Error& cause : causes()) {
+    if (const Fix* f = cause.first_fix(); f != nullptr) return f;
+  }
+  return nullptr;
+}
+
 std::string Error::to_string() const {
   std::string out(neat::to_string(code_));
   out += ": ";
@@ -35,10 +108,25 @@ std::string Error::to_string() const {
 }
 
 Error Error::with_context(std::string_view context) const {
-  std::string m(context);
-  m += ": ";
-  m += message_;
-  return Error(code_, std::move(m));
+  if (parts_ == nullptr) {
+    std::string m(context);
+    m += ": ";
+    m += message_;
+    return Error(code_, std::move(m));
+  }
+  Parts p = *parts_;
+  if (p.where.empty()) {
+    p.where = context;
+  } else {
+    p.where = std::string(context) + ": " + p.where;
+  }
+  return Error(code_, std::make_shared<const Parts>(std::move(p)));
+}
+
+Error Error::with_fix(Fix fix) const {
+  Parts p = parts_ != nullptr ? *parts_ : Parts{{}, message_, {}, {}};
+  p.fixes.push_back(std::move(fix));
+  return Error(code_, std::make_shared<const Parts>(std::move(p)));
 }
 
 BadResultAccess::BadResultAccess(Error error)

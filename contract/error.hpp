@@ -1,6 +1,9 @@
 // Errors as typed values: one error type with a stable code and a message that
 // names what was wrong and where, and Result<T>, the return type of every
 // fallible NeatTensor operation (std::expected in spirit; C++20 has none).
+// An error may carry its parts as data (the place, what was wrong, the fixes
+// in the C++ and the Python API's words, the problems it collects); its
+// message is composed from them, and the bindings read them, never the prose.
 //
 // Ownership: Error and Result are plain values. Threading: no shared state.
 #pragma once
@@ -8,11 +11,13 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace neat {
 
@@ -31,23 +36,66 @@ enum class ErrorCode : std::uint8_t {
 /// Stable lowercase name of a code, e.g. "invalid_argument".
 std::string_view to_string(ErrorCode code) noexcept;
 
+/// What would fix an error, as data: one step in the C++ API's words and, where
+/// Python spells it differently, in the Python API's words.
+struct Fix {
+  std::string cpp;     ///< e.g. "call std::move(t).make_writable() first"
+  std::string python;  ///< e.g. "call t.make_writable() first"; empty: the same words
+
+  std::string_view in(bool python_words) const noexcept {
+    return python_words && !python.empty() ? std::string_view(python) : std::string_view(cpp);
+  }
+};
+
+/// Whose words an error's text is rendered in.
+enum class Spelling : std::uint8_t { Cpp, Python };
+
 /// A typed error. The message says what was wrong, where, and when it helps,
 /// what would fix it.
 class Error {
  public:
-  Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  /// An error whose whole text is `message` (no place or fix as data).
+  Error(ErrorCode code, std::string message);
+  /// An error from its parts: `where` (a stage, an edge, a call; empty when
+  /// `what` says it), `what` was wrong, and the `fixes`, best first. The
+  /// message reads "<where>: <what> Fix: <first>. Or <second>."
+  Error(ErrorCode code, std::string where, std::string what, std::vector<Fix> fixes);
+  /// An error that collects several problems (a graph's build): `headline`,
+  /// then one line per cause.
+  static Error collect(ErrorCode code, std::string headline, std::vector<Error> causes);
 
   ErrorCode code() const noexcept { return code_; }
+  /// The whole text, in the C++ API's words.
   const std::string& message() const noexcept { return message_; }
+  /// The whole text in `spelling`'s words (the fixes as that API calls them).
+  std::string message(Spelling spelling) const;
+  /// The problem alone, without place or fixes (the message when it has no parts).
+  std::string_view what() const noexcept;
+  /// The place ("stage 'pre'", "edge 'src->pre'"), or empty.
+  std::string_view where() const noexcept;
+  /// This error's own fixes, best first.
+  std::span<const Fix> fixes() const noexcept;
+  /// The problems a collecting error holds (empty for others).
+  std::span<const Error> causes() const noexcept;
+  /// The first fix of this error or, failing that, of its first cause that has one.
+  const Fix* first_fix() const noexcept;
+
   /// "<code>: <message>", for logs.
   std::string to_string() const;
 
-  /// Returns a copy with `context` prepended ("context: message").
+  /// Returns a copy placed inside `context` ("context: message"); the context
+  /// joins the place of an error built from parts.
   Error with_context(std::string_view context) const;
+  /// Returns a copy with `fix` added after the fixes already there.
+  Error with_fix(Fix fix) const;
 
  private:
+  struct Parts;
+  Error(ErrorCode code, std::shared_ptr<const Parts> parts);
+
   ErrorCode code_;
   std::string message_;
+  std::shared_ptr<const Parts> parts_;  // null: the message is the whole error
 };
 
 /// Thrown only by Result::value() on a Result that holds an error (a caller bug

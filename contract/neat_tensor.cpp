@@ -445,9 +445,11 @@ Result<Mapping> NeatTensor::map_impl(MapMode mode, bool allow_write) const {
       } else {
         why = "its storage is shared with another tensor, view or mapping";
       }
-      return failed_precondition(
-          "map(" + std::string(neat::to_string(mode)) + ") of " + to_string() + " refused: " + why +
-          "; call std::move(t).make_writable() first (it copies only when it must)");
+      return Error(
+          ErrorCode::FailedPrecondition, {},
+          "map(" + std::string(neat::to_string(mode)) + ") of " + to_string() + " refused: " + why,
+          {Fix{"call std::move(t).make_writable() first (it copies only when it must)",
+               "call t = t.make_writable() first (it copies only when it must)"}});
     }
   }
   std::array<std::byte*, kMaxPlanes> bases{};
@@ -493,6 +495,9 @@ Result<NeatTensor> NeatTensor::make_writable(WritableOptions options,
     request.fix =
         "drop the other references (views, copies, mappings) before make_writable, or ask for "
         "Donation::ReuseIfUnique";
+    request.fix_python =
+        "drop the other references (views, arrays, mappings) before make_writable, or ask for "
+        "make_writable(donation=\"reuse_if_unique\")";
   }
   NEAT_ASSIGN_OR_RETURN(NeatTensor out, copy_packed(request, options.allocator));
   *this = NeatTensor();  // the handle is consumed either way

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "neat/policy/policy.hpp"
 #include "neat/policy/rules.hpp"
@@ -44,15 +45,19 @@ Result<ConversionPolicy> PolicyGate::admit(const CopyRequest& request) {
   conversion_counters().add_refused(request.kind, request.reason);
   const ConversionContext& c = current_context();
   labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge);
-  std::string msg = "Strict policy refused an implicit " + std::string(to_string(request.kind)) +
-                    " (" + std::string(to_string(request.reason)) + ") in " + place(request, c) +
-                    ": it would copy " + std::to_string(request.bytes) + " bytes from " +
-                    request.source.to_string() + " to " + request.destination.to_string() + ".";
-  if (!request.fix.empty()) msg += " Fix: " + std::string(request.fix) + ".";
-  msg +=
-      " Or allow it and have it traced: NEAT_POLICY=trace, neat::ScopedPolicy, or a per-call "
-      "policy.";
-  return failed_precondition(std::move(msg));
+  std::string what = "Strict policy refused an implicit " + std::string(to_string(request.kind)) +
+                     " (" + std::string(to_string(request.reason)) + ") in " + place(request, c) +
+                     ": it would copy " + std::to_string(request.bytes) + " bytes from " +
+                     request.source.to_string() + " to " + request.destination.to_string() + ".";
+  std::vector<Fix> fixes;
+  if (!request.fix.empty())
+    fixes.push_back(Fix{std::string(request.fix), std::string(request.fix_python)});
+  fixes.push_back(
+      Fix{"allow it and have it traced: NEAT_POLICY=trace, neat::ScopedPolicy, or a per-call "
+          "policy",
+          "allow it and have it traced: NEAT_POLICY=trace, with neat.policy(\"trace\"), or "
+          "policy=\"trace\" on the call"});
+  return Error(ErrorCode::FailedPrecondition, {}, std::move(what), std::move(fixes));
 }
 
 void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,

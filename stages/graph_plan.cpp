@@ -269,7 +269,7 @@ class Planner {
         spec_(n_),
         spec_ok_(n_, false),
         edge_index_(b.edges.size(), -1),
-        problems_(b.problems) {}
+        problems_(declared_problems(b)) {}
 
   Result<Graph> run() {
     NEAT_RETURN_IF_ERROR(make_plan());
@@ -340,24 +340,31 @@ class Planner {
     }
     const std::int64_t need = plan_.frame_memory_bytes();
     if (need <= budget) return;
-    std::string m = "frame memory: its frames need " + bytes_text(need) + " at most, " +
+    std::string m = "its frames need " + bytes_text(need) + " at most, " +
                     bytes_text(need - budget) + " more than the frame-memory budget of " +
                     bytes_text(budget) + ":";
     for (const FramePool& p : plan_.memory)
       m += "\n      " + pool_text(p);
-    m += "\n    fix: raise the budget to at least " + bytes_text(need) +
-         ", lower an appsink's capacity (capacity=) or an edge's queue (EdgeOptions::capacity), or "
-         "make the frames smaller";
     bool at_minimum = true;
     for (const EdgePlan& e : plan_.edges)
       at_minimum = at_minimum && e.capacity <= 1;
-    if (at_minimum) m += " (every queue is at its minimum of 1 already)";
-    problems_.push_back(std::move(m));
+    const std::string queues = at_minimum ? " (every queue is at its minimum of 1 already)" : "";
+    const std::string raise = "raise the budget to at least " + bytes_text(need);
+    problem("frame memory", std::move(m),
+            {Fix{raise + " (GraphBuilder::set_max_frame_memory)",
+                 raise + " (Graph.set_max_frame_memory)"},
+             Fix{"lower an appsink's capacity (AppSinkOptions::capacity) or an edge's queue "
+                 "(EdgeOptions::capacity)" +
+                     queues,
+                 "lower an appsink's capacity (capacity=N) or an edge's queue "
+                 "(connect(..., capacity=N))" +
+                     queues},
+             Fix{"make the frames smaller", {}}});
   }
 
   // Every stage and sink has one input, every source and stage an output.
   void check_connections() {
-    if (n_ == 0) problems_.push_back("the graph has no nodes");
+    if (n_ == 0) problem({}, "the graph has no nodes");
     for (std::size_t i = 0; i < b_.edges.size(); ++i) {
       const int f = b_.find(b_.edges[i].from), t = b_.find(b_.edges[i].to);
       if (f < 0 || t < 0) continue;  // reported by connect()
@@ -367,11 +374,12 @@ class Planner {
     for (std::size_t i = 0; i < n_; ++i) {
       const NodeDecl& d = b_.nodes[i];
       if (d.kind != NodeKind::Source && in_edge_[i] < 0) {
-        problems_.push_back(std::string(node_kind_text(d.kind)) + " '" + d.name + "' has no input");
+        problem(node_place(d.kind, d.name), "it has no input",
+                {Fix{"connect a source or a stage to it", {}}});
       }
       if (d.kind != NodeKind::Sink && outs_[i].empty()) {
-        problems_.push_back(std::string(node_kind_text(d.kind)) + " '" + d.name +
-                            "' has no output; connect it to a stage or a sink");
+        problem(node_place(d.kind, d.name), "it has no output",
+                {Fix{"connect it to a stage or a sink", {}}});
       }
     }
   }
@@ -396,8 +404,8 @@ class Planner {
     }
     for (std::size_t i = 0; i < n_; ++i) {
       if (!seen[i] && in_edge_[i] >= 0) {
-        problems_.push_back(std::string(node_kind_text(b_.nodes[i].kind)) + " '" +
-                            b_.nodes[i].name + "' is not reachable from any source (a cycle?)");
+        problem(node_place(b_.nodes[i].kind, b_.nodes[i].name),
+                "it is not reachable from any source (a cycle?)");
       }
     }
   }
@@ -430,7 +438,7 @@ class Planner {
       return;
     }
     if (!s.ok()) {
-      problems_.push_back("source '" + d.name + "': " + s.error().message());
+      problems_.push_back(s.error().with_context("source '" + d.name + "'"));
       return;
     }
     np.inside = d.source->inner_conversions();
@@ -451,8 +459,8 @@ class Planner {
           auto out = d.stage->output_spec(ep.consumed);
           Status prepared = out.ok() ? d.stage->prepare(ep.consumed, *out) : Status{};
           if (!out.ok() || !prepared.ok()) {
-            problems_.push_back("stage '" + d.name +
-                                "': " + (out.ok() ? prepared.error() : out.error()).message());
+            problems_.push_back(
+                (out.ok() ? prepared.error() : out.error()).with_context("stage '" + d.name + "'"));
           } else {
             spec_[i] = *out;
             keep_rate(spec_[i], ep.consumed);
@@ -461,7 +469,7 @@ class Planner {
         } else if (Status st =
                        open_sinks_ ? d.sink->prepare(ep.consumed) : d.sink->check(ep.consumed);
                    !st.ok()) {
-          problems_.push_back("sink '" + d.name + "': " + st.error().message());
+          problems_.push_back(st.error().with_context("sink '" + d.name + "'"));
         }
       }
       edge_index_[static_cast<std::size_t>(in_edge_[i])] = static_cast<int>(plan_.edges.size());
@@ -490,17 +498,19 @@ class Planner {
     ep.copy_on_write = accepts.writes && ep.consumers_sharing > 1;
     auto conv = plan_conversions(ep.produced, accepts, d.name, ep.consumed);
     if (!conv.ok()) {
-      problems_.push_back("edge '" + ep.name + "': " + conv.error().message());
+      problems_.push_back(conv.error().with_context("edge '" + ep.name + "'"));
       return false;
     }
     ep.conversions = std::move(*conv);
     if (ep.policy == ConversionPolicy::Strict) {
       for (const auto& c : ep.conversions) {
-        problems_.push_back(
-            "edge '" + ep.name + "' needs an implicit " + std::string(to_string(c.kind)) + " (" +
-            std::string(to_string(c.reason)) + ") " + c.what + ", " +
-            bytes_text(c.bytes_per_frame) + " per frame; Strict refuses it: " + c.fix +
-            ", or allow it with policy trace on this edge");
+        problem("edge '" + ep.name + "'",
+                "it needs an implicit " + std::string(to_string(c.kind)) + " (" +
+                    std::string(to_string(c.reason)) + ") " + c.what + ", " +
+                    bytes_text(c.bytes_per_frame) + " per frame, and Strict refuses it",
+                {Fix{c.fix, {}},
+                 Fix{"allow it with policy trace on this edge (EdgeOptions::policy)",
+                     "allow it with policy trace on this edge (connect(..., policy=\"trace\"))"}});
       }
     }
     return true;
@@ -551,11 +561,28 @@ class Planner {
   }
 
   Error fail() const {
-    std::string m = "graph '" + b_.name + "' cannot be built (" + std::to_string(problems_.size()) +
-                    (problems_.size() == 1 ? " problem" : " problems") + "):";
-    for (const auto& p : problems_)
-      m += "\n  - " + p;
-    return failed_precondition(std::move(m));
+    return Error::collect(ErrorCode::FailedPrecondition,
+                          "graph '" + b_.name + "' cannot be built (" +
+                              std::to_string(problems_.size()) +
+                              (problems_.size() == 1 ? " problem" : " problems") + "):",
+                          problems_);
+  }
+
+  // What the builder's setters found wrong, before any planning.
+  static std::vector<Error> declared_problems(const GraphBuilder::Impl& b) {
+    std::vector<Error> out;
+    for (const std::string& p : b.problems)
+      out.emplace_back(ErrorCode::FailedPrecondition, p);
+    return out;
+  }
+
+  void problem(std::string where, std::string what, std::vector<Fix> fixes = {}) {
+    problems_.emplace_back(ErrorCode::FailedPrecondition, std::move(where), std::move(what),
+                           std::move(fixes));
+  }
+
+  static std::string node_place(NodeKind kind, const std::string& name) {
+    return std::string(node_kind_text(kind)) + " '" + name + "'";
   }
 
   GraphBuilder::Impl& b_;
@@ -567,7 +594,7 @@ class Planner {
   std::vector<FrameSpec> spec_;
   std::vector<bool> spec_ok_;
   std::vector<int> edge_index_;
-  std::vector<std::string> problems_;
+  std::vector<Error> problems_;
   std::optional<Error> cancelled_;  // a source gave up on request (GstSourceOptions::cancelled)
   GraphPlan plan_;
 };

@@ -162,20 +162,22 @@ Result<DLManagedTensor*> export_dlpack(const NeatTensor& tensor, DlpackExportOpt
                                        std::source_location where) {
   if (!tensor.defined()) return failed_precondition("export_dlpack: the tensor is undefined");
   if (tensor.is_composite()) {
-    return failed_precondition("export_dlpack: " + tensor.to_string() +
-                               " is a planar frame; export it plane by plane with "
-                               "to_dlpack_planes() (one DLPack tensor per plane)");
+    return Error(ErrorCode::FailedPrecondition, "export_dlpack",
+                 tensor.to_string() + " is a planar frame (DLPack holds one dense tensor)",
+                 {Fix{"export it plane by plane with export_dlpack_planes()",
+                      "export it plane by plane: frame.plane(\"Y\"), frame.plane(\"UV\")"}});
   }
   return export_dense(tensor, options, "export_dlpack", where);
 }
 
-Result<std::vector<DLManagedTensor*>> to_dlpack_planes(const NeatTensor& image,
-                                                       DlpackExportOptions options,
-                                                       std::source_location where) {
-  if (!image.defined()) return failed_precondition("to_dlpack_planes: the tensor is undefined");
+Result<std::vector<DLManagedTensor*>> export_dlpack_planes(const NeatTensor& image,
+                                                           DlpackExportOptions options,
+                                                           std::source_location where) {
+  if (!image.defined()) return failed_precondition("export_dlpack_planes: the tensor is undefined");
   if (!image.is_composite()) {
-    return invalid_argument("to_dlpack_planes: " + image.to_string() +
-                            " is not a planar frame; use export_dlpack()");
+    return Error(ErrorCode::InvalidArgument, "export_dlpack_planes",
+                 image.to_string() + " is not a planar frame",
+                 {Fix{"export it whole with export_dlpack()", "pass it whole to the consumer"}});
   }
   std::vector<DLManagedTensor*> out;
   out.reserve(static_cast<std::size_t>(image.plane_count()));
@@ -189,7 +191,7 @@ Result<std::vector<DLManagedTensor*>> to_dlpack_planes(const NeatTensor& image,
       release();
       return std::move(plane).error();
     }
-    auto m = export_dense(*plane, options, "to_dlpack_planes", where);
+    auto m = export_dense(*plane, options, "export_dlpack_planes", where);
     if (!m.ok()) {
       release();
       return std::move(m).error().with_context("plane " + std::to_string(i));

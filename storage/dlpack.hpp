@@ -52,13 +52,13 @@ struct DlpackImportOptions {
 
 /// A dense tensor as a DLManagedTensor (device kDLCPU). Images export their
 /// pixels ([H, W, C] / [C, H, W] / [H, W]); composites are refused here with
-/// the fix (to_dlpack_planes). Bool has no DLPack 0.6 type: reinterpret as U8.
+/// the fix (export_dlpack_planes). Bool has no DLPack 0.6 type: reinterpret as U8.
 Result<DLManagedTensor*> export_dlpack(
     const NeatTensor& tensor, DlpackExportOptions options = {},
     std::source_location where = std::source_location::current());
 /// A composite image as one DLPack tensor per plane, in the format's plane
 /// order (NV12: Y [H, W], UV [H/2, W/2, 2]; I420: Y, U, V).
-Result<std::vector<DLManagedTensor*>> to_dlpack_planes(
+Result<std::vector<DLManagedTensor*>> export_dlpack_planes(
     const NeatTensor& image, DlpackExportOptions options = {},
     std::source_location where = std::source_location::current());
 

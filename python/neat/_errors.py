@@ -1,19 +1,25 @@
 """The exceptions of the neat package: one class per error code of the C++
 library (docs/contract.md, "Errors"), each carrying the same message, the
-code's stable name and, when the message names one, the fix."""
+code's stable name, the place and the fixes the library gave it as data."""
 
 
 class Error(Exception):
     """A neat error. ``code`` is the stable name of the C++ ErrorCode
     ("invalid_argument", ...), ``message`` the whole message, ``fix`` the
-    call or stage that avoids the error when the message names one."""
+    best step that avoids the error (None when it names none), ``fixes``
+    every such step, best first (a graph's build lists one or more per
+    problem), and ``where`` the place (a stage, an edge, a call) or None.
+    The fixes are data the library set where it made the error, in Python's
+    words."""
 
     code = "error"
 
-    def __init__(self, message, fix=None):
+    def __init__(self, message, fix=None, where=None, fixes=None):
         super().__init__(message)
         self.message = message
         self.fix = fix
+        self.where = where
+        self.fixes = list(fixes) if fixes is not None else ([fix] if fix else [])
 
 
 class InvalidArgument(Error, ValueError):

@@ -87,7 +87,7 @@ PyTensor& self_of(PyObject* obj) {
 // ---- the buffer protocol -----------------------------------------------------------
 
 int buffer_error(const std::string& message) {
-  PyErr_SetString(PyExc_BufferError, python_message(message).c_str());
+  PyErr_SetString(PyExc_BufferError, message.c_str());
   return -1;
 }
 
@@ -125,7 +125,7 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     if (self.exports == 0) {
       const bool writable = t.is_writable();
       auto m = t.map(writable ? neat::MapMode::Write : neat::MapMode::Read);
-      if (!m.ok()) return buffer_error(m.error().message());
+      if (!m.ok()) return buffer_error(m.error().message(neat::Spelling::Python));
       self.export_map.emplace(std::move(*m));
       for (int i = 0; i < t.rank(); ++i) {
         self.shape[i] = static_cast<Py_ssize_t>(t.shape()[i]);

@@ -33,9 +33,6 @@ struct NeatException {
 
 /// Throws the error as a NeatException (the registered translator raises it).
 [[noreturn]] void raise(neat::Error error);
-/// The message as a Python user reads it: C++ spellings of the calls a fix
-/// names are replaced by the Python ones.
-std::string python_message(std::string_view message);
 
 template <class T>
 T unwrap(neat::Result<T>&& r) {

@@ -11,40 +11,19 @@
 
 namespace neatpy {
 
-namespace {
-
-// C++ spellings a message may name, and what a Python user calls instead.
-constexpr std::pair<std::string_view, std::string_view> kSpellings[] = {
-    {"std::move(t).make_writable()", "t.make_writable()"},
-    {"std::move(frame).make_writable()", "frame.make_writable()"},
-    {"make_writable(Donation::AlwaysCopy)", "make_writable(donation=\"always_copy\")"},
-    {"GraphBuilder::set_max_frame_memory", "Graph.set_max_frame_memory"},
-    {"PipelineOptions::first_frame_timeout", "first_frame_timeout="},
-    {"EdgeOptions::capacity", "connect(..., capacity=N)"},
-    {"AppSinkOptions::capacity", "neat.AppSink(capacity=N)"},
-    {"ConversionOptions::policy", "policy="},
-    {"ScopedPolicy", "with neat.policy(...)"},
-    {"to_dlpack_planes()", "frame.plane(\"Y\") / frame.plane(\"UV\")"},
-    {"to_dlpack_planes", "frame.plane(\"Y\") / frame.plane(\"UV\")"},
-};
-
-}  // namespace
-
-std::string python_message(std::string_view message) {
-  std::string out(message);
-  for (const auto& [cpp, python] : kSpellings) {
-    for (std::size_t at = out.find(cpp); at != std::string::npos;
-         at = out.find(cpp, at + python.size()))
-      out.replace(at, cpp.size(), python);
-  }
-  return out;
-}
-
 void raise(neat::Error error) {
   throw NeatException{std::move(error)};
 }
 
 namespace {
+
+// Every fix of an error and of the problems it collects, in Python's words.
+void add_fixes(const neat::Error& e, py::list& out) {
+  for (const neat::Fix& f : e.fixes())
+    out.append(py::str(std::string(f.in(true))));
+  for (const neat::Error& cause : e.causes())
+    add_fixes(cause, out);
+}
 
 void set_python_error(const neat::Error& e) {
   py::module_ errors = py::module_::import("neat._errors");
@@ -52,23 +31,12 @@ void set_python_error(const neat::Error& e) {
   const std::string code(neat::to_string(e.code()));
   py::object cls =
       by_code.contains(code) ? py::object(by_code[code.c_str()]) : py::object(errors.attr("Error"));
-  const std::string message = python_message(e.message());
+  py::list fixes;
+  add_fixes(e, fixes);
   py::object fix = py::none();
-  // The fix: after " Fix: " (the copy gate's refusals), or after "refuses it: "
-  // (a graph's build problems), up to the end of its line.
-  std::size_t start = std::string::npos;
-  if (auto at = message.rfind(" Fix: "); at != std::string::npos) {
-    start = at + 6;
-  } else if (auto at2 = message.find("refuses it: "); at2 != std::string::npos) {
-    start = at2 + 12;
-  }
-  if (start != std::string::npos) {
-    std::string f = message.substr(start);
-    if (auto nl = f.find('\n'); nl != std::string::npos) f.resize(nl);
-    if (!f.empty() && f.back() == '.') f.pop_back();
-    fix = py::str(f);
-  }
-  py::object exc = cls(py::str(message), fix);
+  if (const neat::Fix* f = e.first_fix(); f != nullptr) fix = py::str(std::string(f->in(true)));
+  py::object where = e.where().empty() ? py::object(py::none()) : py::str(std::string(e.where()));
+  py::object exc = cls(py::str(e.message(neat::Spelling::Python)), fix, where, fixes);
   PyErr_SetObject(cls.ptr(), exc.ptr());
 }
 

@@ -175,7 +175,7 @@ void raise_graph_error(GraphState& st, neat::Error error) {
     if (raised->value == nullptr) continue;
     py::object value = py::reinterpret_borrow<py::object>(raised->value);
     if (!raised->noted && py::hasattr(value, "add_note"))
-      value.attr("add_note")(python_message(error.message()));
+      value.attr("add_note")(error.message(neat::Spelling::Python));
     raised->noted = true;
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())), value.ptr());
     throw py::error_already_set();

@@ -45,5 +45,56 @@ TEST(Error, WithContextPrefixes) {
   EXPECT_EQ(e.code(), ErrorCode::OutOfRange);
 }
 
+TEST(Error, PartsComposeTheMessageInEachApisWords) {
+  Error e(ErrorCode::FailedPrecondition, "map(write)", "the tensor is shared",
+          {Fix{"call std::move(t).make_writable() first", "call t = t.make_writable() first"},
+           Fix{"map it for reading", {}}});
+  EXPECT_EQ(e.message(),
+            "map(write): the tensor is shared. Fix: call std::move(t).make_writable() first. Or "
+            "map it for reading.");
+  EXPECT_EQ(e.message(Spelling::Python),
+            "map(write): the tensor is shared. Fix: call t = t.make_writable() first. Or map it "
+            "for reading.");
+  EXPECT_EQ(e.what(), "the tensor is shared");
+  EXPECT_EQ(e.where(), "map(write)");
+  ASSERT_EQ(e.fixes().size(), 2u);
+  EXPECT_EQ(e.fixes()[1].in(true), "map it for reading");  // no Python words: the same
+  EXPECT_EQ(e.first_fix(), &e.fixes()[0]);
+
+  // Context joins the place; the fixes stay data.
+  Error placed = e.with_context("stage 'pre'");
+  EXPECT_EQ(placed.where(), "stage 'pre': map(write)");
+  EXPECT_EQ(placed.fixes().size(), 2u);
+  EXPECT_EQ(placed.message().rfind("stage 'pre': map(write): the tensor is shared.", 0), 0u);
+
+  // A plain error gains parts when a fix is added; its text becomes the problem.
+  Error plain = invalid_argument("size 0x0").with_fix(Fix{"give a size", {}});
+  EXPECT_EQ(plain.message(), "size 0x0. Fix: give a size.");
+  EXPECT_EQ(plain.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(invalid_argument("x").first_fix(), nullptr);
+  EXPECT_TRUE(invalid_argument("x").fixes().empty());
+  EXPECT_TRUE(invalid_argument("x").where().empty());
+}
+
+TEST(Error, ACollectingErrorListsItsCausesAndFindsTheirFixes) {
+  Error list =
+      Error::collect(ErrorCode::FailedPrecondition, "graph 'g' cannot be built (2 problems):",
+                     {failed_precondition("the graph has no sinks"),
+                      Error(ErrorCode::FailedPrecondition, "edge 'a->b'", "it needs a convert",
+                            {Fix{"insert `convert`", {}}})});
+  EXPECT_EQ(list.message(),
+            "graph 'g' cannot be built (2 problems):\n  - the graph has no sinks\n  - edge "
+            "'a->b': it needs a convert. Fix: insert `convert`.");
+  ASSERT_EQ(list.causes().size(), 2u);
+  ASSERT_NE(list.first_fix(), nullptr);
+  EXPECT_EQ(list.first_fix()->cpp, "insert `convert`");
+  EXPECT_TRUE(list.fixes().empty());  // its own: none
+
+  // A problem told over several lines gets its fixes on lines of their own.
+  Error multi(ErrorCode::FailedPrecondition, "frame memory", "pools:\n  a\n  b",
+              {Fix{"raise it", {}}});
+  EXPECT_EQ(multi.message(), "frame memory: pools:\n  a\n  b\n    Fix: raise it.");
+}
+
 }  // namespace
 }  // namespace neat

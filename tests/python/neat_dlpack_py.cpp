@@ -63,7 +63,7 @@ PyObject* make(PyObject*, PyObject* args) {
     auto f =
         neat::NeatTensor::allocate_image(neat::PixelFormat::NV12, 10, 6, {.row_alignment = 16});
     if (!f.ok()) return error(f.error());
-    auto planes = neat::to_dlpack_planes(*f);
+    auto planes = neat::export_dlpack_planes(*f);
     if (!planes.ok()) return error(planes.error());
     auto map = f->map();
     PyObject* caps = PyList_New(0);

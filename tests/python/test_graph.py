@@ -107,6 +107,10 @@ def test_a_python_stage_that_accepts_rgb_gets_a_planned_conversion_or_a_refusal(
     with pytest.raises(neat.FailedPrecondition) as err:
         make("strict").build()
     assert "src->mine" in str(err.value) and "convert format=RGB" in err.value.fix
+    # The fixes are data, best first, in Python's words (never the C++ spelling).
+    assert err.value.fixes[0] == err.value.fix
+    assert 'connect(..., policy="trace")' in err.value.fixes[1]
+    assert "EdgeOptions" not in str(err.value)
     g = make("trace")
     plan = g.plan()
     (edge,) = [e for e in plan["edges"] if e["name"] == "src->mine"]

@@ -90,12 +90,24 @@ TEST_F(GraphTest, StrictBuildListsEveryOffendingEdgeWithKindBytesAndFix) {
   const std::string& m = g.error().message();
   EXPECT_EQ(g.error().code(), ErrorCode::FailedPrecondition);
   EXPECT_NE(m.find("2 problems"), std::string::npos) << m;
-  EXPECT_NE(m.find("edge 'cam->det_a' needs an implicit convert (pixel_format) NV12 -> RGB (yuv "
-                   "bt601 limited, assumed: GStreamer's default for the size), 9.0 KiB per frame"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find("edge 'cam->det_a': it needs an implicit convert (pixel_format) NV12 -> RGB (yuv "
+             "bt601 limited, assumed: GStreamer's default for the size), 9.0 KiB per frame"),
+      std::string::npos)
       << m;
   EXPECT_NE(m.find("edge 'cam->det_b'"), std::string::npos) << m;
-  EXPECT_NE(m.find("insert `convert format=RGB` before 'det_a'"), std::string::npos) << m;
+  EXPECT_NE(m.find("Fix: insert `convert format=RGB` before 'det_a'"), std::string::npos) << m;
+  // The same, as data: one cause per edge, its place and its fixes (best first).
+  ASSERT_EQ(g.error().causes().size(), 2u);
+  const Error& first = g.error().causes()[0];
+  EXPECT_EQ(first.where(), "edge 'cam->det_a'");
+  ASSERT_EQ(first.fixes().size(), 2u);
+  EXPECT_EQ(first.fixes()[0].cpp, "insert `convert format=RGB` before 'det_a'");
+  EXPECT_NE(first.fixes()[1].python.find("connect(..., policy=\"trace\")"), std::string::npos);
+  ASSERT_NE(g.error().first_fix(), nullptr);
+  EXPECT_EQ(g.error().first_fix(), &first.fixes()[0]);
+  EXPECT_NE(g.error().message(Spelling::Python).find("connect(..., policy=\"trace\")"),
+            std::string::npos);
 }
 
 TEST_F(GraphTest, TracedConversionsEnterThePlanAndRunWithTheirContext) {
@@ -639,9 +651,9 @@ TEST_F(GraphTest, BadGraphsAreRefusedWithEveryProblemListed) {
   auto g = b.build();
   ASSERT_FALSE(g.ok());
   const std::string& m = g.error().message();
-  for (const char* want :
-       {"two nodes are named 'cam'", "empty name", "stage 'null' is null",
-        "stage 'orphan' has no input", "sink 'out2' has no input", "no node is named 'nowhere'"}) {
+  for (const char* want : {"two nodes are named 'cam'", "empty name", "stage 'null' is null",
+                           "stage 'orphan': it has no input", "sink 'out2': it has no input",
+                           "no node is named 'nowhere'"}) {
     EXPECT_NE(m.find(want), std::string::npos) << "missing \"" << want << "\" in:\n" << m;
   }
   NEAT_EXPECT_ERROR(GraphBuilder("empty").build(), ErrorCode::FailedPrecondition, "no nodes");

@@ -252,7 +252,7 @@ TEST(FrameMemory, ABudgetTooSmallFailsTheBuildSayingWhatHoldsTheBytes) {
   EXPECT_NE(m.find("more than the frame-memory budget of 9.8 KiB"), std::string::npos) << m;
   EXPECT_NE(m.find("stage 'pre': 3 x 12.0 KiB"), std::string::npos) << m;
   EXPECT_NE(m.find("source 'cam': 2 x 4.5 KiB"), std::string::npos) << m;
-  EXPECT_NE(m.find("fix: raise the budget to at least"), std::string::npos) << m;
+  EXPECT_NE(m.find("Fix: raise the budget to at least"), std::string::npos) << m;
   EXPECT_NE(m.find("every queue is at its minimum of 1 already"), std::string::npos) << m;
 
   GraphBuilder negative = camera(1, 1);

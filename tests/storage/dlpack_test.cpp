@@ -108,8 +108,8 @@ TEST(DlpackExport, ReadOnlyStorageNeedsTheCallersConsent) {
 TEST(DlpackExport, PlanarFramesExportOneTensorPerPlane) {
   auto f = NeatTensor::allocate_image(PixelFormat::NV12, 6, 4, {.row_alignment = 16});
   NEAT_ASSERT_OK(f);
-  NEAT_EXPECT_ERROR(export_dlpack(*f), ErrorCode::FailedPrecondition, "to_dlpack_planes()");
-  auto planes = to_dlpack_planes(*f);
+  NEAT_EXPECT_ERROR(export_dlpack(*f), ErrorCode::FailedPrecondition, "export_dlpack_planes()");
+  auto planes = export_dlpack_planes(*f);
   NEAT_ASSERT_OK(planes);
   ASSERT_EQ(planes->size(), 2u);
   const DLTensor& y = (*planes)[0]->dl_tensor;
@@ -123,7 +123,7 @@ TEST(DlpackExport, PlanarFramesExportOneTensorPerPlane) {
   for (DLManagedTensor* p : *planes)
     p->deleter(p);
   auto dense = NeatTensor::allocate(DType::U8, Dims{3});
-  NEAT_EXPECT_ERROR(to_dlpack_planes(*dense), ErrorCode::InvalidArgument, "export_dlpack()");
+  NEAT_EXPECT_ERROR(export_dlpack_planes(*dense), ErrorCode::InvalidArgument, "export_dlpack()");
 }
 
 TEST(DlpackImport, NullStridesAreRowMajorAndTheDeleterRunsOnceAtTheEnd) {

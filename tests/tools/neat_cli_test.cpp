@@ -359,9 +359,10 @@ TEST(NeatCliRun, StrictRefusalsAndGstreamerErrorsExitWithOne) {
   const CliRun strict =
       run("run 'synthetic size=64x48 frames=2 ! layout to=chw ! appsink' --policy strict");
   EXPECT_EQ(strict.status, 1) << strict.out;
-  EXPECT_NE(strict.out.find(
-                "edge 'synthetic->layout' needs an implicit convert (pixel_format) NV12 -> RGB"),
-            std::string::npos)
+  EXPECT_NE(
+      strict.out.find(
+          "edge 'synthetic->layout': it needs an implicit convert (pixel_format) NV12 -> RGB"),
+      std::string::npos)
       << strict.out;
   const CliRun traced =
       run("run 'synthetic size=64x48 frames=2 ! layout to=chw ! appsink' --policy trace --quiet");
@@ -392,7 +393,7 @@ TEST(NeatCliRun, RunReportsLatencyAndFrameMemoryAndHonoursABudget) {
   EXPECT_EQ(tight.status, 1) << tight.out;
   EXPECT_NE(tight.out.find("more than the frame-memory budget of 64.0 KiB"), std::string::npos)
       << tight.out;
-  EXPECT_NE(tight.out.find("fix: raise the budget to at least"), std::string::npos) << tight.out;
+  EXPECT_NE(tight.out.find("Fix: raise the budget to at least"), std::string::npos) << tight.out;
   const CliRun roomy = run("run " + p + " --quiet --max-frame-memory 16M");
   EXPECT_EQ(roomy.status, 0) << roomy.out;
   EXPECT_NE(roomy.out.find("(budget 16"), std::string::npos) << roomy.out;
