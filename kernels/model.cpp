@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
 #include <set>
@@ -71,6 +72,42 @@ std::string cv_message(const cv::Exception& e) {
   return e.err.empty() ? std::string(e.what()) : e.err;
 }
 
+// OpenCV has one thread pool per process. A model that sets its size holds
+// it while it lives; the size the process had comes back when the last such
+// model goes, and a model asking for another size meanwhile is refused.
+class OpenCvThreads {
+ public:
+  static Status acquire(int threads, const std::string& what) {
+    if (threads == 0) return {};
+    std::lock_guard lock(mutex_);
+    if (holders_ > 0 && threads != threads_) {
+      return Error(ErrorCode::FailedPrecondition, what,
+                   "threads=" + std::to_string(threads) +
+                       ", but a loaded OpenCV DNN model set OpenCV's process-wide pool to " +
+                       std::to_string(threads_) + " threads",
+                   {Fix{"give every OpenCV DNN model the same threads=", {}},
+                    Fix{"leave threads=0 and set the pool once (cv::setNumThreads)", {}}});
+    }
+    if (holders_++ == 0) {
+      before_ = cv::getNumThreads();
+      threads_ = threads;
+      cv::setNumThreads(threads);
+    }
+    return {};
+  }
+  static void release(int threads) noexcept {
+    if (threads == 0) return;
+    std::lock_guard lock(mutex_);
+    if (--holders_ == 0) cv::setNumThreads(before_);
+  }
+
+ private:
+  static inline std::mutex mutex_;
+  static inline int holders_ = 0;
+  static inline int threads_ = 0;
+  static inline int before_ = 0;
+};
+
 }  // namespace
 
 bool ModelTensorInfo::is_static() const noexcept {
@@ -87,17 +124,35 @@ std::string ModelTensorInfo::to_string() const {
 struct Model::Impl {
   std::string path;
   cv::dnn::Net net;
+  int threads = 0;  // OpenCV's pool size this model holds (0: none)
   std::vector<ModelTensorInfo> inputs;
   std::vector<cv::String> input_names;  // for setInput(blob, name)
   std::vector<ModelTensorInfo> outputs;
   std::vector<cv::String> output_names;      // OpenCV's names, in outputs' order
-  std::vector<cv::Mat> forward_out;          // headers over the net's buffers (reused)
+  std::vector<cv::Mat> forward_out;          // headers over the result buffers (reused)
   std::vector<std::vector<int>> input_dims;  // per input, per run, reused
-  // Per input, a header over the frame's bytes for setInput, rebound each run:
-  // a header of more than 2 dimensions allocates its size and step arrays.
-  std::vector<cv::Mat> input_blobs;
-  std::vector<std::string> input_details;  // for the trace
-  std::vector<std::string> output_details;
+  std::vector<ModelCopy> copies;             // one per input, then one per output
+
+  ~Impl() { OpenCvThreads::release(threads); }
+
+  std::string what() const { return "model '" + path + "'"; }
+  const ModelCopy& input_copy(std::size_t k) const { return copies[k]; }
+  const ModelCopy& output_copy(std::size_t i) const { return copies[inputs.size() + i]; }
+
+  // ---- load(), step by step ----
+  Status read_declared_inputs();
+  Status open_net(const ModelOptions& options);
+  Status first_run();
+  void declare_copies();
+  // ---- run(), step by step ----
+  Status check_inputs(std::span<const NeatTensor> given);
+  Status set_inputs(std::span<const NeatTensor> given, const ConversionOptions& options,
+                    std::source_location where);
+  Status forward(std::vector<NeatTensor>& results, const ConversionOptions& options,
+                 std::vector<Mapping>& writes, cv::Mat& single_out);
+  Status copy_outputs(std::vector<NeatTensor>& results, std::vector<Mapping>& writes,
+                      const cv::Mat& single_out, const NeatTensor& first_input,
+                      const ConversionOptions& options, std::source_location where);
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -115,15 +170,157 @@ const std::vector<ModelTensorInfo>& Model::inputs() const noexcept {
 const std::vector<ModelTensorInfo>& Model::outputs() const noexcept {
   return impl_->outputs;
 }
+std::string_view Model::engine() const noexcept {
+  return "opencv-dnn";
+}
+int Model::threads() const noexcept {
+  return impl_->threads;
+}
+
+namespace {
+
+std::int64_t bytes_of(DType dtype, std::span<const std::int64_t> shape) {
+  std::int64_t n = static_cast<std::int64_t>(item_size(dtype));
+  for (std::int64_t d : shape)
+    n *= d < 0 ? 1 : d;
+  return n;
+}
+
+}  // namespace
+
 std::int64_t Model::input_bytes() const noexcept {
   std::int64_t total = 0;
-  for (const ModelTensorInfo& i : impl_->inputs) {
-    std::int64_t n = item_size(i.dtype);
-    for (std::int64_t d : i.shape)
-      n *= d < 0 ? 1 : d;
-    total += n;
-  }
+  for (const ModelTensorInfo& i : impl_->inputs)
+    total += bytes_of(i.dtype, i.shape);
   return total;
+}
+
+std::vector<ModelCopy> Model::copies(std::span<const std::int64_t> input_shape) const {
+  std::vector<ModelCopy> out = impl_->copies;
+  out[0].bytes = bytes_of(impl_->inputs[0].dtype, input_shape);
+  out[0].what = "setInput copies " + impl_->inputs[0].name + " " +
+                dims_to_string(std::vector<std::int64_t>(input_shape.begin(), input_shape.end())) +
+                " into the net";
+  return out;
+}
+
+// The declared inputs, from the file: OpenCV 4.6 keeps them private.
+Status Model::Impl::read_declared_inputs() {
+  onnx::ModelProto proto;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return invalid_argument(what() + ": cannot be read (permissions?)");
+    if (!proto.ParseFromIstream(&in) || !proto.has_graph()) {
+      return invalid_argument(what() +
+                              ": not an ONNX model (the file does not parse as ModelProto)");
+    }
+  }
+  std::set<std::string> weights;
+  for (const auto& init : proto.graph().initializer())
+    weights.insert(init.name());
+  std::string unsupported;
+  for (const auto& v : proto.graph().input()) {
+    if (weights.count(v.name()) == 0) inputs.push_back(info_of(v, &unsupported));
+  }
+  if (inputs.empty()) {
+    return unimplemented(what() + ": declares no input (every graph input is a weight)");
+  }
+  for (const ModelTensorInfo& i : inputs) {
+    if (!unsupported.empty() || i.dtype != DType::F32) {
+      return unimplemented(what() + ": input " +
+                           (unsupported.empty() ? i.to_string() : unsupported) +
+                           " is not f32; OpenCV DNN takes f32 input (preprocess to f32)");
+    }
+  }
+  for (const ModelTensorInfo& i : inputs)
+    input_names.push_back(i.name);
+  input_dims.resize(inputs.size());
+  return {};
+}
+
+Status Model::Impl::open_net(const ModelOptions& options) {
+  try {
+    net = cv::dnn::readNetFromONNX(path);
+  } catch (const cv::Exception& e) {
+    return invalid_argument(what() + ": OpenCV DNN cannot load it: " + cv_message(e));
+  }
+  if (net.empty()) return invalid_argument(what() + ": OpenCV DNN loaded an empty network");
+  net.setPreferableBackend(options.backend == ModelBackend::OpenCv ? cv::dnn::DNN_BACKEND_OPENCV
+                                                                   : cv::dnn::DNN_BACKEND_DEFAULT);
+  net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+  NEAT_RETURN_IF_ERROR(OpenCvThreads::acquire(options.threads, what()));
+  threads = options.threads;
+  output_names = net.getUnconnectedOutLayersNames();
+  return {};
+}
+
+// One run on zeros: OpenCV reports unsupported layers at the first forward;
+// this finds them at load (a graph's build()) and learns the outputs' shapes.
+Status Model::Impl::first_run() {
+  std::string shapes;
+  try {
+    if (inputs.size() > 1) net.setInputsNames(input_names);
+    for (const ModelTensorInfo& i : inputs) {
+      std::vector<int> dims;
+      for (std::int64_t d : i.shape)
+        dims.push_back(d < 0 ? 1 : static_cast<int>(d));
+      shapes += (shapes.empty() ? "" : ", ") + i.to_string();
+      cv::Mat zeros(static_cast<int>(dims.size()), dims.data(), CV_32F, cv::Scalar(0));
+      net.setInput(zeros, inputs.size() > 1 ? i.name : cv::String());
+    }
+    net.forward(forward_out, output_names);
+  } catch (const cv::Exception& e) {
+    return invalid_argument(what() + ": OpenCV DNN cannot run it on input " + shapes + ": " +
+                            cv_message(e));
+  }
+  for (std::size_t i = 0; i < forward_out.size(); ++i) {
+    const cv::Mat& m = forward_out[i];
+    // Name, dtype and shape as OpenCV produces them for the input it ran on
+    // (the file's dynamic dims filled in).
+    ModelTensorInfo o;
+    o.name = i < output_names.size() ? output_names[i] : "output" + std::to_string(i);
+    const auto dt = dtype_from_cv_depth(m.depth());
+    if (!dt.ok())
+      return unimplemented(what() + ": output '" + o.name + "': " + dt.error().message());
+    o.dtype = *dt;
+    o.shape.assign(m.size.p, m.size.p + m.dims);
+    outputs.push_back(o);
+  }
+  return {};
+}
+
+// setInput copies each input into the net (a transfer into the model's own
+// memory); each output is copied out of the net's buffer into one of ours.
+void Model::Impl::declare_copies() {
+  const std::string file = std::filesystem::path(path).filename().string();
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    ModelCopy c;
+    c.kind = ConversionKind::Transfer;
+    c.reason = ConversionReason::ModelInput;
+    c.input = true;
+    c.index = k;
+    c.engine = "opencv-dnn";
+    c.what = "setInput copies " + inputs[k].name + " " + dims_to_string(inputs[k].shape) +
+             " into the net";
+    c.detail = "model '" + file + "' input '" + inputs[k].name + "'";
+    c.operation = "Model::run (setInput)";
+    c.bytes = bytes_of(inputs[k].dtype, inputs[k].shape);
+    copies.push_back(std::move(c));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    ModelCopy c;
+    c.kind = ConversionKind::Pack;
+    c.reason = ConversionReason::ModelOutput;
+    c.input = false;
+    c.index = i;
+    c.engine = "opencv-dnn";
+    c.what = "output " + outputs[i].name + " " + dims_to_string(outputs[i].shape) +
+             " out of the net's buffer";
+    c.detail = "model '" + file + "' output '" + outputs[i].name + "'";
+    c.operation = "Model::run (output)";
+    c.bytes = bytes_of(outputs[i].dtype, outputs[i].shape);
+    copies.push_back(std::move(c));
+  }
 }
 
 Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
@@ -131,9 +328,7 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
   const std::string what = "model '" + path + "'";
   if (path.empty()) return invalid_argument("model: no file given (model=PATH)");
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return invalid_argument(what + ": no such file");
-  }
+  if (!std::filesystem::exists(path, ec)) return invalid_argument(what + ": no such file");
   if (std::filesystem::is_directory(path, ec)) {
     return invalid_argument(what + ": is a directory, not an ONNX file");
   }
@@ -141,86 +336,12 @@ Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
     return invalid_argument(what + ": threads=" + std::to_string(options.threads) +
                             " must be 0 (OpenCV's setting) or more");
   }
-  // The declared inputs, from the file (OpenCV 4.6 keeps them private).
-  onnx::ModelProto proto;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return invalid_argument(what + ": cannot be read (permissions?)");
-    if (!proto.ParseFromIstream(&in) || !proto.has_graph()) {
-      return invalid_argument(what + ": not an ONNX model (the file does not parse as ModelProto)");
-    }
-  }
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  std::set<std::string> weights;
-  for (const auto& init : proto.graph().initializer())
-    weights.insert(init.name());
-  std::vector<ModelTensorInfo> inputs;
-  std::string unsupported;
-  for (const auto& v : proto.graph().input()) {
-    if (weights.count(v.name()) == 0) inputs.push_back(info_of(v, &unsupported));
-  }
-  if (inputs.empty()) {
-    return unimplemented(what + ": declares no input (every graph input is a weight)");
-  }
-  for (const ModelTensorInfo& i : inputs) {
-    if (!unsupported.empty() || i.dtype != DType::F32) {
-      return unimplemented(what + ": input " + (unsupported.empty() ? i.to_string() : unsupported) +
-                           " is not f32; OpenCV DNN takes f32 input (preprocess to f32)");
-    }
-  }
-  impl->inputs = std::move(inputs);
-  const std::string file = std::filesystem::path(path).filename().string();
-  for (const ModelTensorInfo& i : impl->inputs) {
-    impl->input_names.push_back(i.name);
-    impl->input_details.push_back("model '" + file + "' input '" + i.name + "'");
-  }
-  impl->input_dims.resize(impl->inputs.size());
-
-  try {
-    impl->net = cv::dnn::readNetFromONNX(path);
-  } catch (const cv::Exception& e) {
-    return invalid_argument(what + ": OpenCV DNN cannot load it: " + cv_message(e));
-  }
-  if (impl->net.empty()) return invalid_argument(what + ": OpenCV DNN loaded an empty network");
-  impl->net.setPreferableBackend(options.backend == ModelBackend::OpenCv
-                                     ? cv::dnn::DNN_BACKEND_OPENCV
-                                     : cv::dnn::DNN_BACKEND_DEFAULT);
-  impl->net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-  if (options.threads > 0) cv::setNumThreads(options.threads);
-  impl->output_names = impl->net.getUnconnectedOutLayersNames();
-
-  // One run on zeros: OpenCV reports unsupported layers at the first forward;
-  // this finds them now (at build()) and learns the outputs' shapes.
-  std::string shapes;
-  try {
-    if (impl->inputs.size() > 1) impl->net.setInputsNames(impl->input_names);
-    for (const ModelTensorInfo& i : impl->inputs) {
-      std::vector<int> dims;
-      for (std::int64_t d : i.shape)
-        dims.push_back(d < 0 ? 1 : static_cast<int>(d));
-      shapes += (shapes.empty() ? "" : ", ") + i.to_string();
-      cv::Mat zeros(static_cast<int>(dims.size()), dims.data(), CV_32F, cv::Scalar(0));
-      impl->net.setInput(zeros, impl->inputs.size() > 1 ? i.name : cv::String());
-    }
-    impl->net.forward(impl->forward_out, impl->output_names);
-  } catch (const cv::Exception& e) {
-    return invalid_argument(what + ": OpenCV DNN cannot run it on input " + shapes + ": " +
-                            cv_message(e));
-  }
-  for (std::size_t i = 0; i < impl->forward_out.size(); ++i) {
-    const cv::Mat& m = impl->forward_out[i];
-    // Name, dtype and shape as OpenCV produces them for the input it ran on
-    // (the file's dynamic dims filled in).
-    ModelTensorInfo o;
-    o.name = i < impl->output_names.size() ? impl->output_names[i] : "output" + std::to_string(i);
-    const auto dt = dtype_from_cv_depth(m.depth());
-    if (!dt.ok()) return unimplemented(what + ": output '" + o.name + "': " + dt.error().message());
-    o.dtype = *dt;
-    o.shape.assign(m.size.p, m.size.p + m.dims);
-    impl->outputs.push_back(o);
-    impl->output_details.push_back("model '" + file + "' output '" + o.name + "'");
-  }
+  NEAT_RETURN_IF_ERROR(impl->read_declared_inputs());
+  NEAT_RETURN_IF_ERROR(impl->open_net(options));
+  NEAT_RETURN_IF_ERROR(impl->first_run());
+  impl->declare_copies();
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 
@@ -229,95 +350,118 @@ Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
   return run(std::span<const NeatTensor>(&input, 1), results, options, where);
 }
 
+namespace {
+
+// The copy gate's request for one of the model's declared copies of `t`.
+CopyRequest request_for(const ModelCopy& c, const NeatTensor& t, const ConversionOptions& options,
+                        std::source_location where) {
+  CopyRequest req;
+  req.kind = c.kind;
+  req.reason = c.reason;
+  req.explicit_call = !options.implicit;
+  req.bytes = t.nbytes();
+  req.source = t.description();
+  req.destination = t.description();
+  (c.input ? req.destination : req.source).storage = StorageKind::Other;  // the net's buffer
+  req.where = where;
+  req.policy = options.policy;
+  req.operation =
+      options.requested_by.empty() ? std::string_view(c.operation) : options.requested_by;
+  req.detail = c.detail;
+  return req;
+}
+
+}  // namespace
+
 Status Model::run(std::span<const NeatTensor> inputs, std::vector<NeatTensor>& results,
                   const ConversionOptions& options, std::source_location where) {
   Impl& m = *impl_;
   results.clear();
-  if (inputs.size() != m.inputs.size()) {
-    return invalid_argument("model '" + m.path + "': given " + std::to_string(inputs.size()) +
-                            " input(s), it takes " + std::to_string(m.inputs.size()));
+  // Every input is checked before the first copy: a refused run moves nothing.
+  NEAT_RETURN_IF_ERROR(m.check_inputs(inputs));
+  NEAT_RETURN_IF_ERROR(m.set_inputs(inputs, options, where));
+  std::vector<Mapping> writes;
+  cv::Mat single_out;
+  NEAT_RETURN_IF_ERROR(m.forward(results, options, writes, single_out));
+  return m.copy_outputs(results, writes, single_out, inputs[0], options, where);
+}
+
+Status Model::Impl::check_inputs(std::span<const NeatTensor> given) {
+  if (given.size() != inputs.size()) {
+    return invalid_argument(what() + ": given " + std::to_string(given.size()) +
+                            " input(s), it takes " + std::to_string(inputs.size()));
   }
-  // Check every input before the first copy: a refused run moves nothing.
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const NeatTensor& input = inputs[k];
-    const ModelTensorInfo& want = m.inputs[k];
-    auto what = [&] {
-      return "model '" + m.path + "' input '" + want.name + "' on " + input.to_string();
-    };
-    if (!input.defined()) return failed_precondition(what() + ": undefined tensor");
+  for (std::size_t k = 0; k < given.size(); ++k) {
+    const NeatTensor& input = given[k];
+    const ModelTensorInfo& want = inputs[k];
+    auto where = [&] { return what() + " input '" + want.name + "' on " + input.to_string(); };
+    if (!input.defined()) return failed_precondition(where() + ": undefined tensor");
     if (input.device().type != DeviceType::Cpu) {
-      return failed_precondition(what() + ": not in CPU memory; transfer it with cpu() first");
+      return Error(ErrorCode::FailedPrecondition, where(), "not in CPU memory",
+                   {Fix{"transfer it with cpu() first", {}}});
     }
     if (input.dtype() != DType::F32 || input.is_composite()) {
-      return invalid_argument(what() + ": the model takes " + want.to_string() +
-                              "; convert the frame first (preprocess)");
+      return Error(ErrorCode::InvalidArgument, where(), "the model takes " + want.to_string(),
+                   {Fix{"convert the frame first (preprocess)", {}}});
     }
     if (input.rank() != static_cast<int>(want.shape.size())) {
-      return invalid_argument(what() + ": rank " + std::to_string(input.rank()) +
+      return invalid_argument(where() + ": rank " + std::to_string(input.rank()) +
                               ", the model takes " + want.to_string());
     }
-    std::vector<int>& dims = m.input_dims[k];
+    std::vector<int>& dims = input_dims[k];
     dims.resize(want.shape.size());
     for (int i = 0; i < input.rank(); ++i) {
       const std::int64_t w = want.shape[static_cast<std::size_t>(i)];
       if (w >= 0 && input.shape()[i] != w) {
-        return invalid_argument(what() + ": dimension " + std::to_string(i) + " is " +
+        return invalid_argument(where() + ": dimension " + std::to_string(i) + " is " +
                                 std::to_string(input.shape()[i]) + ", the model takes " +
                                 want.to_string());
       }
-      if (input.shape()[i] > INT32_MAX) return invalid_argument(what() + ": too large for OpenCV");
+      if (input.shape()[i] > INT32_MAX) return invalid_argument(where() + ": too large for OpenCV");
       dims[static_cast<std::size_t>(i)] = static_cast<int>(input.shape()[i]);
     }
     if (!input.is_contiguous()) {
-      return failed_precondition(what() +
-                                 ": strided; OpenCV DNN reads packed tensors (call contiguous() "
-                                 "first, or add a `pack` stage)");
+      return Error(ErrorCode::FailedPrecondition, where(),
+                   "strided; OpenCV DNN reads packed tensors",
+                   {Fix{"call contiguous() first, or add a `pack` stage", {}}});
     }
   }
-  auto what = [&] { return "model '" + m.path + "' on " + inputs[0].to_string(); };
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const NeatTensor& input = inputs[k];
-    NEAT_ASSIGN_OR_RETURN(Mapping in, input.map(MapMode::Read));
-    // setInput copies the blob into the net: an explicit transfer into the model.
-    CopyRequest req;
-    req.kind = ConversionKind::Transfer;
-    req.reason = ConversionReason::ModelInput;
-    req.explicit_call = !options.implicit;
-    req.bytes = input.nbytes();
-    req.source = input.description();
-    req.destination = input.description();
-    req.destination.storage = StorageKind::Other;  // the net's own buffer
-    req.where = where;
-    req.policy = options.policy;
-    req.operation = options.requested_by.empty() ? std::string_view("Model::run (setInput)")
-                                                 : options.requested_by;
-    req.detail = m.input_details[k];
+  return {};
+}
+
+// setInput copies each input into the net: the model's declared input copy.
+// OpenCV is handed a header over the frame's mapped bytes.
+Status Model::Impl::set_inputs(std::span<const NeatTensor> given, const ConversionOptions& options,
+                               std::source_location where) {
+  for (std::size_t k = 0; k < given.size(); ++k) {
+    NEAT_ASSIGN_OR_RETURN(Mapping in, given[k].map(MapMode::Read));
+    const CopyRequest req = request_for(input_copy(k), given[k], options, where);
     NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
       try {
-        const std::vector<int>& dims = m.input_dims[k];
-        auto* bytes = reinterpret_cast<uchar*>(const_cast<std::byte*>(in.data()));
-        if (m.input_blobs.size() < inputs.size()) m.input_blobs.resize(inputs.size());
-        cv::Mat& blob = m.input_blobs[k];
-        const bool same_shape = blob.dims == static_cast<int>(dims.size()) &&
-                                std::equal(dims.begin(), dims.end(), blob.size.p);
-        if (same_shape) {  // the same header over this frame's bytes (no refcount: external)
-          blob.data = bytes;
-          blob.datastart = bytes;
-          blob.dataend = blob.datalimit = bytes + blob.total() * blob.elemSize();
-        } else {
-          blob = cv::Mat(static_cast<int>(dims.size()), dims.data(), CV_32F, bytes);
-        }
-        m.net.setInput(blob, m.inputs.size() > 1 ? m.input_names[k] : cv::String());
+        const std::vector<int>& dims = input_dims[k];
+        // A header over the frame (OpenCV reads it; the const_cast is its API's).
+        const cv::Mat blob(static_cast<int>(dims.size()), dims.data(), CV_32F,
+                           const_cast<std::byte*>(in.data()));
+        net.setInput(blob, inputs.size() > 1 ? input_names[k] : cv::String());
       } catch (const cv::Exception& e) {
-        return invalid_argument("model '" + m.path + "' input '" + m.inputs[k].name +
+        return invalid_argument(what() + " input '" + inputs[k].name +
                                 "': OpenCV setInput: " + cv_message(e));
       }
       return {};
     }));
   }
-  // Each output gets a buffer of its own (from the pool), for the copy out
-  // of the net.
-  for (const ModelTensorInfo& o : m.outputs) {
+  return {};
+}
+
+// Each output gets a buffer of its own (from the pool), for the copy out of
+// the net. One output: forward(name) returns a header over the net's buffer
+// (which the next run overwrites) and the copy out is ours, timed. Several:
+// forward(vector, names) copies each into the Mat it is given (OpenCV's
+// _OutputArray::assign), so it is given headers over our buffers and OpenCV's
+// copy is the only one (its time is inside forward()'s).
+Status Model::Impl::forward(std::vector<NeatTensor>& results, const ConversionOptions& options,
+                            std::vector<Mapping>& writes, cv::Mat& single_out) {
+  for (const ModelTensorInfo& o : outputs) {
     Dims shape;
     for (std::int64_t d : o.shape)
       shape.push_back(d);
@@ -327,67 +471,55 @@ Status Model::run(std::span<const NeatTensor> inputs, std::vector<NeatTensor>& r
     NEAT_ASSIGN_OR_RETURN(out, std::move(out).make_writable());
     results.push_back(std::move(out));
   }
-  // One output: forward(name) returns a header over the net's buffer (which
-  // the next run overwrites) and the copy out is ours, timed. Several:
-  // forward(vector, names) copies each into the Mat it is given (OpenCV's
-  // _OutputArray::assign), so it is given headers over our buffers and
-  // OpenCV's copy is the only one (its time is inside forward()'s).
-  const bool single = m.outputs.size() == 1;
-  std::vector<Mapping> writes;
-  cv::Mat single_out;
   try {
-    if (single) {
-      single_out = m.net.forward(m.output_names[0]);
-    } else {
-      m.forward_out.resize(results.size());
-      writes.reserve(results.size());
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        NEAT_ASSIGN_OR_RETURN(Mapping w, results[i].map(MapMode::Write));
-        NEAT_ASSIGN_OR_RETURN(int depth, cv_depth_from_dtype(results[i].dtype()));
-        std::vector<int> dims(results[i].shape().begin(), results[i].shape().end());
-        m.forward_out[i] =
-            cv::Mat(static_cast<int>(dims.size()), dims.data(), depth, w.mutable_data());
-        writes.push_back(std::move(w));
-      }
-      m.net.forward(m.forward_out, m.output_names);
+    if (outputs.size() == 1) {
+      single_out = net.forward(output_names[0]);
+      return {};
     }
+    forward_out.resize(results.size());
+    writes.reserve(results.size());
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      NEAT_ASSIGN_OR_RETURN(Mapping w, results[i].map(MapMode::Write));
+      NEAT_ASSIGN_OR_RETURN(int depth, cv_depth_from_dtype(results[i].dtype()));
+      std::vector<int> dims(results[i].shape().begin(), results[i].shape().end());
+      forward_out[i] = cv::Mat(static_cast<int>(dims.size()), dims.data(), depth, w.mutable_data());
+      writes.push_back(std::move(w));
+    }
+    net.forward(forward_out, output_names);
   } catch (const cv::Exception& e) {
     return invalid_argument(what() + ": OpenCV forward: " + cv_message(e));
   }
+  return {};
+}
 
+// The model's declared output copies: made here (one output) or already made
+// by OpenCV inside forward() (several) and recorded here.
+Status Model::Impl::copy_outputs(std::vector<NeatTensor>& results, std::vector<Mapping>& writes,
+                                 const cv::Mat& single_out, const NeatTensor& first_input,
+                                 const ConversionOptions& options, std::source_location where) {
+  const bool single = outputs.size() == 1;
   for (std::size_t i = 0; i < results.size(); ++i) {
     NeatTensor& out = results[i];
-    const cv::Mat& src = single ? single_out : m.forward_out[i];
+    const cv::Mat& src = single ? single_out : forward_out[i];
     std::int64_t got = static_cast<std::int64_t>(src.total() * src.elemSize());
     if (!src.isContinuous() || got != out.nbytes() ||
         (!single && reinterpret_cast<const std::byte*>(src.data) != writes[i].data())) {
-      return internal_error(what() + ": output '" + m.outputs[i].name + "' came back as " +
-                            std::to_string(got) + " bytes, " + std::to_string(out.nbytes()) +
+      return internal_error(what() + " on " + first_input.to_string() + ": output '" +
+                            outputs[i].name + "' came back as " + std::to_string(got) + " bytes, " +
+                            std::to_string(out.nbytes()) +
                             " expected (a shape that changed with the input?)");
     }
-    CopyRequest oreq;
-    oreq.kind = ConversionKind::Pack;
-    oreq.reason = ConversionReason::ModelOutput;
-    oreq.explicit_call = !options.implicit;
-    oreq.bytes = out.nbytes();
-    oreq.source = out.description();
-    oreq.source.storage = StorageKind::Other;
-    oreq.destination = out.description();
-    oreq.where = where;
-    oreq.policy = options.policy;
-    oreq.operation = options.requested_by.empty() ? std::string_view("Model::run (output)")
-                                                  : options.requested_by;
-    oreq.detail = m.output_details[i];
+    const CopyRequest req = request_for(output_copy(i), out, options, where);
     if (single) {
       NEAT_ASSIGN_OR_RETURN(Mapping w, out.map(MapMode::Write));
-      NEAT_RETURN_IF_ERROR(run_through_gate(oreq, [&]() -> Status {
+      NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
         std::memcpy(w.mutable_data(), src.data, static_cast<std::size_t>(out.nbytes()));
         return {};
       }));
-    } else {  // already copied by OpenCV inside forward(): recorded here
-      NEAT_RETURN_IF_ERROR(run_through_gate(oreq, [] { return Status{}; }));
+    } else {
+      NEAT_RETURN_IF_ERROR(run_through_gate(req, [] { return Status{}; }));
     }
-    out.set_meta(inputs[0].meta());
+    out.set_meta(first_input.meta());
   }
   return {};
 }

@@ -13,9 +13,14 @@
 //    allocator, so a graph's pool: no allocation in the steady state): one
 //    explicit pack per output, reason model_output, recorded.
 //
+// The copies at the boundary are declared once, at load (copies()): the
+// infer stage's explain lists them and run() records each with the same words.
+//
 // Threading: a Model is not re-entrant (the net holds per-run state): one
 // run() at a time; the infer stage owns one Model. OpenCV parallelises
-// inside forward() on its process-wide thread pool.
+// inside forward() on its process-wide thread pool; ModelOptions::threads
+// sets that pool's size only while the model lives, and never to a size
+// another live model chose.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +42,10 @@ enum class ModelBackend : std::uint8_t {
 struct ModelOptions {
   std::string path;  ///< an ONNX file
   ModelBackend backend = ModelBackend::OpenCv;
-  /// OpenCV's thread pool size (cv::setNumThreads, process-wide: OpenCV has
-  /// one pool); 0 leaves it as it is.
+  /// OpenCV's thread pool size. OpenCV has one pool per process, so this is
+  /// process-wide: set while the model lives, restored when the last model
+  /// that set it goes, and refused when a live model set another size. 0
+  /// leaves it as it is (cv::setNumThreads, the user's own setting).
   int threads = 0;
 };
 
@@ -51,6 +58,21 @@ struct ModelTensorInfo {
   bool is_static() const noexcept;
   /// "images f32 [1, 3, 640, 640]".
   std::string to_string() const;
+};
+
+/// A copy the model makes at its boundary on every run, declared once when
+/// it loads: the infer stage's explain lists these, and run() records each
+/// through the copy gate with the same kind, reason and words.
+struct ModelCopy {
+  ConversionKind kind = ConversionKind::Transfer;
+  ConversionReason reason = ConversionReason::ModelInput;
+  bool input = true;       ///< into the model (an input) or out of it (an output)
+  std::size_t index = 0;   ///< which input or output
+  std::string engine;      ///< "opencv-dnn"
+  std::string what;        ///< "setInput copies images f32 [1, 3, 64, 64] into the net"
+  std::string detail;      ///< for the trace: "model 'det.onnx' input 'images'"
+  std::string operation;   ///< "Model::run (setInput)"
+  std::int64_t bytes = 0;  ///< per run, for the shapes asked about
 };
 
 class Model {
@@ -74,6 +96,14 @@ class Model {
   const std::vector<ModelTensorInfo>& outputs() const noexcept;
   /// The bytes setInput copies per run (all inputs; dynamic dimensions as 1).
   std::int64_t input_bytes() const noexcept;
+  /// The copies one run makes at the boundary when the first input has
+  /// `input_shape` (the others their declared shapes; dynamic dimensions as
+  /// 1): one per input, then one per output, bytes filled in.
+  std::vector<ModelCopy> copies(std::span<const std::int64_t> input_shape) const;
+  /// The engine that runs the model ("opencv-dnn") and, when the model set
+  /// it, the thread pool size (else 0).
+  std::string_view engine() const noexcept;
+  int threads() const noexcept;
 
   /// Runs the model on `input` (F32, the input's shape; dynamic dimensions
   /// take any extent; a strided tensor is refused: pack it explicitly).

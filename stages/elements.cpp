@@ -380,7 +380,9 @@ std::vector<ElementSpec> make_registry() {
                  "the ONNX file (models:NAME is a model generated with the build, e.g. "
                  "models:detector)"),
         prop("output", T::Text, "", "the output to hand on (default: the first)"),
-        prop("threads", T::Integer, "0", "OpenCV's thread pool size (process-wide; 0: leave it)"),
+        prop("threads", T::Integer, "0",
+             "OpenCV's thread pool size (process-wide: held while the model lives, restored after; "
+             "0: leave it)"),
         prop("backend", T::Choice, "opencv", "OpenCV DNN backend", {"opencv", "default"})},
        [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
          InferOptions o;

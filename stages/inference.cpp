@@ -45,34 +45,21 @@ class InferStage final : public Stage {
     out.device = kCpu;
     return out;
   }
-  // The model boundary's copies for frames of `in` (explain lists them; the
-  // model records them as they happen), and the batch axis a view adds.
+  // The model boundary's copies for frames of `in`, as the model declares
+  // them (explain lists them; the model records them as they happen), and
+  // the batch axis a view adds.
   Status prepare(const FrameSpec& in, const FrameSpec&) override {
-    const ModelTensorInfo& want = model_->input();
     const std::vector<std::int64_t> got = model_input_shape(in);
     add_batch_ = got.size() == in.shape.size() + 1;
-    std::int64_t input_bytes = 4;
-    for (std::int64_t d : got)
-      input_bytes *= d;
     inner_.clear();
-    InnerConversion in_copy;
-    in_copy.element = "opencv-dnn";
-    in_copy.what = "setInput copies " + want.name + " " + dims_to_string(got) + " into the net";
-    in_copy.kind = ConversionKind::Transfer;
-    in_copy.reason = ConversionReason::ModelInput;
-    in_copy.bytes_read = in_copy.bytes_written = input_bytes;
-    inner_.push_back(in_copy);
-    for (const ModelTensorInfo& oi : model_->outputs()) {
-      InnerConversion c;
-      c.element = "opencv-dnn";
-      c.what = "output " + oi.name + " " + dims_to_string(oi.shape) + " out of the net's buffer";
-      c.kind = ConversionKind::Pack;
-      c.reason = ConversionReason::ModelOutput;
-      std::int64_t b = static_cast<std::int64_t>(item_size(oi.dtype));
-      for (std::int64_t d : oi.shape)
-        b *= d;
-      c.bytes_read = c.bytes_written = b;
-      inner_.push_back(c);
+    for (const ModelCopy& c : model_->copies(got)) {
+      InnerConversion ic;
+      ic.element = c.engine;
+      ic.what = c.what;
+      ic.kind = c.kind;
+      ic.reason = c.reason;
+      ic.bytes_read = ic.bytes_written = c.bytes;
+      inner_.push_back(std::move(ic));
     }
     return {};
   }
@@ -90,7 +77,11 @@ class InferStage final : public Stage {
   std::string describe() const override {
     return "infer model=" + std::filesystem::path(model_->path()).filename().string() + " " +
            model_->input().to_string() + " -> " + model_->outputs()[output_].to_string() +
-           " (OpenCV DNN)";
+           " (OpenCV DNN" +
+           (model_->threads() > 0 ? ", OpenCV's process-wide pool held at " +
+                                        std::to_string(model_->threads()) + " threads"
+                                  : std::string()) +
+           ")";
   }
 
  private:

@@ -101,6 +101,46 @@ TEST(Model, ReadsItsInputFromTheFileAndRecordsBothCopies) {
   EXPECT_EQ(events[1].event.reason, ConversionReason::ModelOutput);
   EXPECT_EQ(events[1].event.bytes_written, 768);
   EXPECT_NE(events[1].detail.find("output 'y'"), std::string::npos) << events[1].detail;
+  // What the run recorded is what the model declared (and explain lists).
+  const std::vector<std::int64_t> shape{1, 3, 8, 8};
+  const auto declared = (*model)->copies(shape);
+  ASSERT_EQ(declared.size(), events.size());
+  for (std::size_t i = 0; i < declared.size(); ++i) {
+    EXPECT_EQ(declared[i].kind, events[i].event.kind) << i;
+    EXPECT_EQ(declared[i].reason, events[i].event.reason) << i;
+    EXPECT_EQ(declared[i].bytes, events[i].event.bytes_written) << i;
+    EXPECT_EQ(declared[i].detail, events[i].detail) << i;
+    EXPECT_EQ(declared[i].operation, events[i].operation) << i;
+  }
+  EXPECT_EQ(declared[0].what, "setInput copies x [1, 3, 8, 8] into the net");
+}
+
+// OpenCV has one pool: a model holds the size it set while it lives, the
+// process's own size comes back after, and another size meanwhile is refused.
+TEST(Model, ThreadsHoldOpenCvsPoolOnlyWhileTheModelLives) {
+  const int before = cv::getNumThreads();
+  const int asked = before == 1 ? 2 : 1;
+  {
+    auto a = Model::load({.path = model_path("scale.onnx"), .threads = asked});
+    NEAT_ASSERT_OK(a);
+    EXPECT_EQ(cv::getNumThreads(), asked);
+    EXPECT_EQ((*a)->threads(), asked);
+    auto same = Model::load({.path = model_path("scale.onnx"), .threads = asked});
+    NEAT_ASSERT_OK(same);
+    auto other = Model::load({.path = model_path("scale.onnx"), .threads = asked + 1});
+    ASSERT_FALSE(other.ok());
+    EXPECT_EQ(other.error().code(), ErrorCode::FailedPrecondition);
+    EXPECT_NE(other.error().message().find("process-wide pool to " + std::to_string(asked)),
+              std::string::npos)
+        << other.error().message();
+    ASSERT_FALSE(other.error().fixes().empty());
+    auto leaves = Model::load({.path = model_path("scale.onnx")});  // threads=0: no claim
+    NEAT_ASSERT_OK(leaves);
+    EXPECT_EQ((*leaves)->threads(), 0);
+    a->reset();
+    EXPECT_EQ(cv::getNumThreads(), asked);  // `same` still holds it
+  }
+  EXPECT_EQ(cv::getNumThreads(), before);
 }
 
 // What the accounting rests on (OpenCV 4.6): setInput copies the blob (a
