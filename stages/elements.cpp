@@ -146,9 +146,8 @@ BuiltElement stage(std::unique_ptr<Stage> s) {
   return b;
 }
 
-std::vector<ElementSpec> make_registry() {
-  std::vector<ElementSpec> r;
-  // ---- sources
+// Sources: the built-in input, files, generated frames, GStreamer descriptions.
+void add_sources(std::vector<ElementSpec>& r) {
   r.push_back({"default",
                {R::Source},
                "the built-in input: videotestsrc, 1920x1080 NV12",
@@ -232,7 +231,10 @@ std::vector<ElementSpec> make_registry() {
                  b.sink = gst_appsrc_sink(a.element().gst);
                  return b;
                }});
-  // ---- stages
+}
+
+// Stages that convert, resize, crop, normalise, cast, lay out, pack or move frames.
+void add_image_stages(std::vector<ElementSpec>& r) {
   r.push_back(
       {"convert",
        {R::Stage},
@@ -323,6 +325,10 @@ std::vector<ElementSpec> make_registry() {
                  (void)d;  // only the CPU is a target today
                  return stage(transfer_stage(kCpu));
                }});
+}
+
+// The fused preprocess: camera frames to a model's input in one pass.
+void add_preprocess_stage(std::vector<ElementSpec>& r) {
   r.push_back(
       {"preprocess",
        {R::Stage},
@@ -371,6 +377,10 @@ std::vector<ElementSpec> make_registry() {
          NEAT_ASSIGN_OR_RETURN(pp.colorimetry, a.colorimetry());
          return stage(preprocess_stage(pp));
        }});
+}
+
+// The model and the detections decoded from its output.
+void add_inference_stages(std::vector<ElementSpec>& r) {
   r.push_back(
       {"infer",
        {R::Stage},
@@ -450,6 +460,10 @@ std::vector<ElementSpec> make_registry() {
          if (!st.ok()) return a.fail(st.error().message());
          return stage(std::move(*st));
        }});
+}
+
+// Stages that shape the graph: an observer and the branch point.
+void add_graph_stages(std::vector<ElementSpec>& r) {
   r.push_back(
       {"inspect",
        {R::Stage},
@@ -465,7 +479,10 @@ std::vector<ElementSpec> make_registry() {
                [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
                  return a.fail("a tee is a branch point, not a node (declare_pipeline handles it)");
                }});
-  // ---- sinks
+}
+
+// Sinks: frames handed to the application.
+void add_sinks(std::vector<ElementSpec>& r) {
   r.push_back({"appsink",
                {R::Sink},
                "hands frames to the application (neat run pulls them)",
@@ -491,7 +508,10 @@ std::vector<ElementSpec> make_registry() {
                  b.sink = b.appsink;
                  return b;
                }});
-  // Properties every element takes.
+}
+
+// Properties every element takes.
+void add_common_properties(std::vector<ElementSpec>& r) {
   for (ElementSpec& e : r) {
     e.properties.push_back(prop("name", T::Text, "",
                                 "the node's name (default: the element's "
@@ -501,6 +521,17 @@ std::vector<ElementSpec> make_registry() {
                                   {"strict", "trace", "silent"}));
     }
   }
+}
+
+std::vector<ElementSpec> make_registry() {
+  std::vector<ElementSpec> r;
+  add_sources(r);
+  add_image_stages(r);
+  add_preprocess_stage(r);
+  add_inference_stages(r);
+  add_graph_stages(r);
+  add_sinks(r);
+  add_common_properties(r);
   return r;
 }
 
