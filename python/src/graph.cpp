@@ -316,30 +316,24 @@ py::dict plan_dict(const neat::GraphPlan& p) {
   return d;
 }
 
-}  // namespace
+using GraphClass = py::class_<PyGraph>;
 
-void bind_graph(py::module_& m) {
-  // ---- Graph
-  // --------------------------------------------------------------------------------------------
-  py::class_<PyGraph>(m, "Graph", R"doc(
-A stage graph: declare nodes (sources, stages, sinks) and edges, then
-explain(), run(), or start() / stop() / wait(). build() (implicit in run and
-start) checks every edge; under Strict every implicit conversion fails it,
-listed with its bytes per frame and the stage that would avoid it.)doc")
-      .def(py::init([](const std::string& name, std::optional<std::string> policy,
-                       std::optional<std::int64_t> max_frame_memory) {
-             PyGraph g{new_state(name)};
-             g.st->builder.emplace(name);
-             if (policy) {
-               g.st->builder->set_policy(parse_policy(*policy));
-               g.st->policy_set = true;
-             }
-             if (max_frame_memory) g.st->builder->set_max_frame_memory(*max_frame_memory);
-             g.st->options.graph_name = name;
-             return g;
-           }),
-           py::arg("name") = "graph", py::kw_only(), py::arg("policy") = py::none(),
-           py::arg("max_frame_memory") = py::none())
+// Declaring a graph: its nodes, edges, budgets and rules.
+void def_declaring(GraphClass& c) {
+  c.def(py::init([](const std::string& name, std::optional<std::string> policy,
+                    std::optional<std::int64_t> max_frame_memory) {
+          PyGraph g{new_state(name)};
+          g.st->builder.emplace(name);
+          if (policy) {
+            g.st->builder->set_policy(parse_policy(*policy));
+            g.st->policy_set = true;
+          }
+          if (max_frame_memory) g.st->builder->set_max_frame_memory(*max_frame_memory);
+          g.st->options.graph_name = name;
+          return g;
+        }),
+        py::arg("name") = "graph", py::kw_only(), py::arg("policy") = py::none(),
+        py::arg("max_frame_memory") = py::none())
       .def_property_readonly("name", [](PyGraph& g) { return state(g).name; })
       .def(
           "add_source",
@@ -481,11 +475,16 @@ the input).)doc")
             return &g;
           },
           py::arg("bytes"), py::return_value_policy::reference_internal,
-          "A budget for the frames the graph holds at once; build() lowers queues to fit or fails.")
-      .def(
-          "plan", [](PyGraph& g) { return plan_dict(current_plan(state(g))); },
-          "The plan as a dict (nodes, edges, conversions, bytes per frame, frame memory), without "
-          "side effects when not built yet.")
+          "A budget for the frames the graph holds at once; build() lowers queues to fit or "
+          "fails.");
+}
+
+// Building and running it: the plan, start, stop, wait, run, live stats.
+void def_running(GraphClass& c) {
+  c.def(
+       "plan", [](PyGraph& g) { return plan_dict(current_plan(state(g))); },
+       "The plan as a dict (nodes, edges, conversions, bytes per frame, frame memory), without "
+       "side effects when not built yet.")
       .def(
           "explain", [](PyGraph& g) { return current_plan(state(g)).explain(); },
           "What `neat explain` prints: nodes, edges, conversions, policies, bytes per frame, the "
@@ -556,14 +555,18 @@ the input).)doc")
             if (gr == nullptr) return py::none();
             return stats_dict(gr->stats());
           },
-          "Live per-node and per-edge counts, queue depths, latencies, pools (None before build).")
-      .def("prometheus_text",
-           [](PyGraph& g) {
-             auto* gr = state(g).running_graph.load();
-             if (gr == nullptr)
-               raise(neat::failed_precondition("graph '" + state(g).name + "': not built"));
-             return gr->prometheus_text();
-           })
+          "Live per-node and per-edge counts, queue depths, latencies, pools (None before build).");
+}
+
+// What it reports and hands out: metrics, rule breaches, appsinks, its repr.
+void def_results(GraphClass& c) {
+  c.def("prometheus_text",
+        [](PyGraph& g) {
+          auto* gr = state(g).running_graph.load();
+          if (gr == nullptr)
+            raise(neat::failed_precondition("graph '" + state(g).name + "': not built"));
+          return gr->prometheus_text();
+        })
       .def("rule_breaches",
            [](PyGraph& g) {
              py::list out;
@@ -617,7 +620,10 @@ the input).)doc")
                                             : "built";
         return "neat.Graph('" + st.name + "', " + phase + ")";
       });
+}
 
+// neat.pipeline(text) and the default pipeline text.
+void bind_pipeline_functions(py::module_& m) {
   m.def(
       "pipeline",
       [](const std::string& text, std::optional<std::string> policy, const std::string& name,
@@ -677,6 +683,20 @@ own count (300 for `default`).)doc");
       });
     }
   }));
+}
+
+}  // namespace
+
+void bind_graph(py::module_& m) {
+  GraphClass graph(m, "Graph", R"doc(
+A stage graph: declare nodes (sources, stages, sinks) and edges, then
+explain(), run(), or start() / stop() / wait(). build() (implicit in run and
+start) checks every edge; under Strict every implicit conversion fails it,
+listed with its bytes per frame and the stage that would avoid it.)doc");
+  def_declaring(graph);
+  def_running(graph);
+  def_results(graph);
+  bind_pipeline_functions(m);
 }
 
 }  // namespace neatpy
