@@ -283,7 +283,10 @@ std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, 
                                        std::move(raised));
 }
 
-void bind_nodes(py::module_& m) {
+namespace {
+
+// FrameSpec: what flows on an edge.
+void bind_frame_spec(py::module_& m) {
   // ---- FrameSpec / Accepts ------------------------------------------------------------------
   py::class_<FrameSpec>(m, "FrameSpec", R"doc(
 What an edge carries, as known at build(): dtype, pixel format, layout, size
@@ -332,7 +335,10 @@ What an edge carries, as known at build(): dtype, pixel format, layout, size
       .def_property_readonly("bytes", &FrameSpec::bytes, "Bytes of one frame.")
       .def(py::self == py::self)
       .def("__repr__", [](const FrameSpec& s) { return "neat.FrameSpec(" + s.to_string() + ")"; });
+}
 
+// Elements of the pipeline text and their listing.
+void bind_elements(py::module_& m) {
   // ---- elements -------------------------------------------------------------------------------
   py::class_<PyElement>(m, "Element", R"doc(
 An element of the pipeline registry (`neat elements` lists them) with its
@@ -360,7 +366,10 @@ Tuples become "a,b,c" (sizes "WxH"); the registry checks the values.)doc");
   m.def(
       "elements", [] { return neat::describe_elements(); },
       "What `neat elements` prints: every element and its summary.");
+}
 
+// AppSink: frames handed to Python.
+void bind_appsink(py::module_& m) {
   // ---- AppSink ----------------------------------------------------------------------------------
   py::class_<PyAppSink, std::shared_ptr<PyAppSink>>(m, "AppSink", R"doc(
 Frames handed to Python: iterate it (`for frame in sink:`), pull(timeout) or
@@ -442,7 +451,10 @@ failed.)doc")
                (s.name.empty() ? std::string("<not in a graph>") : "'" + s.name + "'") +
                ", capacity " + std::to_string(s.sink->options().capacity) + ")";
       });
+}
 
+// PushSource (frames pushed from Python) and Accepts.
+void bind_push_source(py::module_& m) {
   // ---- PushSource
   // -----------------------------------------------------------------------------------
   py::class_<PyPushSource, std::shared_ptr<PyPushSource>>(m, "PushSource", R"doc(
@@ -519,6 +531,15 @@ wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
            py::arg("contiguous") = false, py::arg("writes") = false)
       .def("__repr__",
            [](const neat::Accepts& a) { return "neat.Accepts(" + a.to_string() + ")"; });
+}
+
+}  // namespace
+
+void bind_nodes(py::module_& m) {
+  bind_frame_spec(m);
+  bind_elements(m);
+  bind_appsink(m);
+  bind_push_source(m);
 }
 
 }  // namespace neatpy

@@ -122,7 +122,10 @@ py::dict duration_summary_dict(const neat::DurationSummary& s) {
   return d;
 }
 
-void bind_telemetry(py::module_& m) {
+namespace {
+
+// The policy: scopes, the process policy, the one in force.
+void bind_policy(py::module_& m) {
   // ---- policy --------------------------------------------------------------------------
   py::class_<PolicyScope>(m, "PolicyScope", R"doc(
 The policy for implicit conversions on this thread while the `with` block
@@ -162,7 +165,10 @@ policy of their own). Nests; per thread, like the C++ ScopedPolicy.)doc");
       "effective_policy", [] { return std::string(neat::to_string(neat::effective_policy())); },
       "The policy that rules an implicit conversion on this thread now: \"strict\", "
       "\"allow_with_trace\" or \"allow_silent\".");
+}
 
+// The conversion counters and the Prometheus text.
+void bind_counters(py::module_& m) {
   // ---- counters ------------------------------------------------------------------------
   py::class_<neat::CountersSnapshot>(m, "Counters", R"doc(
 A snapshot of the process's conversion counters (kind x reason x explicit),
@@ -198,7 +204,10 @@ from neat.counters(). `later.since(earlier)` measures one piece of work.)doc")
   m.def(
       "metrics_text", [] { return neat::prometheus_text(); },
       "The conversion metrics in the Prometheus text format (what a /metrics endpoint serves).");
+}
 
+// Event sinks: recorders and trace files.
+void bind_event_sinks(py::module_& m) {
   // ---- event sinks ------------------------------------------------------------------------
   py::class_<PySink>(m, "TraceSink", R"doc(
 Where conversion events go while it is open: a JSON Lines file (neat audit's
@@ -258,7 +267,10 @@ format), a Chrome trace (opens in Perfetto) or memory. A context manager:
         return s;
       },
       "Keeps events in memory: `with neat.record() as r: ...; r.events`.");
+}
 
+// Copy budgets and steady-state rules.
+void bind_rules(py::module_& m) {
   // ---- rules ---------------------------------------------------------------------------------
   py::class_<PyRule>(m, "Rule", R"doc(
 A copy budget or steady-state rule, enforced by the copy gate while it is
@@ -311,7 +323,10 @@ registered (until close() or the end of its `with` block).)doc")
       py::arg("graph") = "", py::arg("edge") = "", py::arg("action") = "by_policy",
       "No conversion of these kinds from frame after_frames on: the canary of a pipeline that "
       "should have stopped copying.");
+}
 
+// The audit of a trace.
+void bind_audit(py::module_& m) {
   // ---- audit ----------------------------------------------------------------------------------
   py::class_<neat::AuditReport>(m, "AuditReport", R"doc(
 What `neat audit` reports: per edge, stage, kind and reason, the conversions,
@@ -423,6 +438,16 @@ str(report) is neat audit's table; report.json() its --json output.)doc")
       R"doc(Reads conversion traces (JSON Lines or Chrome; one path or several, e.g. a
 rotated set) and returns the report `neat audit` prints. since/until:
 "2026-11-23T18:00:00Z" or "@<epoch seconds>"; graph/stage/edge filter.)doc");
+}
+
+}  // namespace
+
+void bind_telemetry(py::module_& m) {
+  bind_policy(m);
+  bind_counters(m);
+  bind_event_sinks(m);
+  bind_rules(m);
+  bind_audit(m);
 }
 
 }  // namespace neatpy

@@ -129,29 +129,15 @@ neat::ImageSpec image_spec_for(const NeatTensor& t, neat::PixelFormat format,
 
 }  // namespace
 
-void bind_tensor(py::module_& m) {
-  py::class_<PyTensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
-A NeatTensor: a dense N-D tensor or a video frame (interleaved or planar), on
-heap, cv::Mat, GStreamer, shm, DMA-BUF or GL storage.
+namespace {
 
-numpy.asarray(t) and numpy.from_dlpack(t) are views of its bytes (no copy),
-with its byte strides; they are read-only unless the tensor is writable and
-held alone, and they keep the storage alive. Planar frames (NV12, I420, ...)
-expose their planes: frame.plane("Y"), frame.plane("UV"). Only clone(),
-contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
-
-  // The buffer protocol by hand: pybind11's def_buffer cannot tell us when an
-  // export ends, and every export shares one mapping released with the last.
-  auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
-  heap_type->as_buffer.bf_getbuffer = tensor_getbuffer;
-  heap_type->as_buffer.bf_releasebuffer = tensor_releasebuffer;
-  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_buffer = &heap_type->as_buffer;
-
-  cls.def_property_readonly(
-         "dtype",
-         [](const PyTensor& s) { return std::string(neat::to_string(s.get("dtype").dtype())); },
-         "Element type: \"u8\", \"i8\", \"u16\", \"i16\", \"u32\", \"i32\", \"i64\", \"f16\", "
-         "\"bf16\", \"f32\", \"f64\", \"bool\".")
+// What a tensor is: shape, dtype, strides, planes, device, flags.
+void def_properties(py::class_<PyTensor>& c) {
+  c.def_property_readonly(
+       "dtype",
+       [](const PyTensor& s) { return std::string(neat::to_string(s.get("dtype").dtype())); },
+       "Element type: \"u8\", \"i8\", \"u16\", \"i16\", \"u32\", \"i32\", \"i64\", \"f16\", "
+       "\"bf16\", \"f32\", \"f64\", \"bool\".")
       .def_property_readonly(
           "shape", [](const PyTensor& s) { return tuple_of(s.get("shape").shape()); },
           "Extents (for a planar frame: [H, W]).")
@@ -262,7 +248,12 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
             }
             return out;
           },
-          "Every plane of a planar frame by role: {\"Y\": Tensor, \"UV\": Tensor}.")
+          "Every plane of a planar frame by role: {\"Y\": Tensor, \"UV\": Tensor}.");
+}
+
+// Views: metadata only, never a copy.
+void def_views(py::class_<PyTensor>& c) {
+  c
       // ---- views --------------------------------------------------------------------
       .def(
           "slice",
@@ -344,7 +335,12 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
             }
             return wrap(unwrap(s.get("with_colorimetry").with_colorimetry(*parsed)));
           },
-          py::arg("colorimetry"), "The same frame stating its colour standard (metadata only).")
+          py::arg("colorimetry"), "The same frame stating its colour standard (metadata only).");
+}
+
+// Copies, each named and through the copy gate.
+void def_copies(py::class_<PyTensor>& c) {
+  c
       // ---- copies (named, through the copy gate) --------------------------------------------
       .def(
           "clone",
@@ -394,7 +390,12 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
 nothing else holds it (no copy), otherwise a copy-on-write copy through the
 copy gate. numpy arrays of this tensor count as holders. donation:
 "reuse_if_unique" (default), "must_donate" (a copy is refused under Strict),
-"always_copy".)doc")
+"always_copy".)doc");
+}
+
+// numpy, DLPack, repr, len and iteration.
+void def_exports(py::class_<PyTensor>& c) {
+  c
       // ---- numpy / DLPack -----------------------------------------------------------------------
       .def(
           "numpy",
@@ -447,7 +448,10 @@ copy gate. numpy arrays of this tensor count as holders. donation:
             return py::iter(rows);
           },
           "Views of the first dimension, in order.");
+}
 
+// The factories: empty, zeros, from numpy, images over planes.
+void bind_factories(py::module_& m) {
   // ---- factories -----------------------------------------------------------------------------
   m.def(
       "empty",
@@ -534,6 +538,34 @@ an interleaved image ([H, W, C]).)doc");
       py::arg("format"), py::arg("width"), py::arg("height"), py::arg("planes"),
       "A planar frame (NV12: [Y, UV], I420: [Y, U, V]) over existing planes (numpy arrays or "
       "tensors) without a copy.");
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  py::class_<PyTensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
+A NeatTensor: a dense N-D tensor or a video frame (interleaved or planar), on
+heap, cv::Mat, GStreamer, shm, DMA-BUF or GL storage.
+
+numpy.asarray(t) and numpy.from_dlpack(t) are views of its bytes (no copy),
+with its byte strides; they are read-only unless the tensor is writable and
+held alone, and they keep the storage alive. Planar frames (NV12, I420, ...)
+expose their planes: frame.plane("Y"), frame.plane("UV"). Only clone(),
+contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
+
+  // The buffer protocol by hand: pybind11's def_buffer cannot tell us when an
+  // export ends, and every export shares one mapping released with the last.
+  auto* heap_type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+  heap_type->as_buffer.bf_getbuffer = tensor_getbuffer;
+  heap_type->as_buffer.bf_releasebuffer = tensor_releasebuffer;
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_buffer = &heap_type->as_buffer;
+
+  def_properties(cls);
+  def_views(cls);
+  def_copies(cls);
+  def_exports(cls);
+
+  bind_factories(m);
 }
 
 }  // namespace neatpy
