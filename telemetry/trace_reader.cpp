@@ -111,132 +111,147 @@ std::string json_problem(std::string_view text, simdjson::error_code e) {
   return std::string("not valid JSON: ") + simdjson::error_message(e);
 }
 
-// Reads one event object's fields into `r` (unknown fields are skipped:
-// src, dst, function, ...). A header object ({"neat_trace": ...}) is not an event.
-Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, const Where& where) {
-  using T = simdjson::dom::element_type;
-  r = RecordView{};
-  bool have_kind = false, have_reason = false, have_bytes = false, header = false, end = false;
-  std::string_view kind_text, reason_text;
-  for (const auto field : obj) {
-    const std::string_view key = field.key;
-    const simdjson::dom::element v = field.value;
-    const T t = v.type();
-    auto want_string = [&](std::string_view& out) -> Status {
-      if (t != T::STRING) {
-        return invalid_argument(where() + ": field \"" + std::string(key) +
-                                "\" must be a string, found " + type_name(t));
-      }
-      out = v.get_string().value_unsafe();
-      return {};
-    };
-    auto want_integer = [&](std::int64_t& out, std::int64_t min) -> Status {
-      if (t == T::DOUBLE) {
-        return invalid_argument(where() + ": field \"" + std::string(key) +
-                                "\" must be an integer, found the number " +
-                                number_text(v.get_double().value_unsafe()));
-      }
-      if (t == T::UINT64) {
-        const std::uint64_t u = v.get_uint64().value_unsafe();
-        if (u > static_cast<std::uint64_t>(INT64_MAX)) {
-          return invalid_argument(where() + ": field \"" + std::string(key) +
-                                  "\" = " + std::to_string(u) + " is out of range");
-        }
-        out = static_cast<std::int64_t>(u);
-      } else if (t == T::INT64) {
-        out = v.get_int64().value_unsafe();
-      } else {
-        return invalid_argument(where() + ": field \"" + std::string(key) +
-                                "\" must be an integer, found " + type_name(t));
-      }
-      if (out < min) {
-        return invalid_argument(where() + ": field \"" + std::string(key) +
-                                "\" = " + std::to_string(out) + " is negative");
-      }
-      return {};
-    };
-    Status st;
-    if (key == "kind") {
-      st = want_string(kind_text);
-      have_kind = true;
-    } else if (key == "reason") {
-      st = want_string(reason_text);
-      have_reason = true;
-    } else if (key == "bytes") {
-      st = want_integer(r.bytes, 0);
-      have_bytes = true;
-    } else if (key == "duration_ns") {
-      st = want_integer(r.duration_ns, 0);
-    } else if (key == "frame") {
-      st = want_integer(r.frame, -1);
-    } else if (key == "line") {
-      st = want_integer(r.line, 0);
-    } else if (key == "ts_ns") {
-      st = want_integer(r.timestamp_ns, 0);
-    } else if (key == "thread") {
-      st = want_integer(r.thread, 0);
-    } else if (key == "explicit") {
-      if (t != T::BOOL)
-        return invalid_argument(where() + ": field \"explicit\" must be true or false");
-      r.explicit_call = v.get_bool().value_unsafe();
-    } else if (key == "policy") {
-      st = want_string(r.policy);
-    } else if (key == "graph") {
-      st = want_string(r.graph);
-    } else if (key == "stage") {
-      st = want_string(r.stage);
-    } else if (key == "edge") {
-      st = want_string(r.edge);
-    } else if (key == "operation") {
-      st = want_string(r.operation);
-    } else if (key == "file") {
-      st = want_string(r.file);
-    } else if (key == "detail") {
-      st = want_string(r.detail);
-    } else if (key == "neat_trace") {
-      header = true;
-      if (t == T::INT64 || t == T::UINT64) st = want_integer(r.version, 1);
-    } else if (key == "type") {
-      std::string_view type;
-      st = want_string(type);
-      if (st.ok() && type == "end") {
-        end = true;
-      } else if (st.ok() && type != "frame") {
-        return invalid_argument(where() + ": unknown record type \"" + std::string(type) +
-                                "\" (a trace holds conversion events, \"frame\" records and "
-                                "its \"end\")");
-      } else {
-        r.is_frame = true;
-      }
-    } else if (key == "sink") {
-      st = want_string(r.sink);
-    } else if (key == "latency_ns") {
-      st = want_integer(r.latency_ns, 0);
-    } else if (key == "run" && t == T::STRING) {
-      r.run = v.get_string().value_unsafe();
-    }
-    if (!st.ok()) return st.error();
+// One field of a record, read as the type the trace format gives it.
+struct Field {
+  std::string_view key;
+  simdjson::dom::element value;
+  const Where& where;
+
+  simdjson::dom::element_type type() const { return value.type(); }
+  Error wrong(std::string_view what) const {
+    return invalid_argument(where() + ": field \"" + std::string(key) + "\" " + std::string(what));
   }
-  if (header) return Parsed::Header;
-  if (end) return Parsed::End;
+  Status string(std::string_view& out) const {
+    if (type() != simdjson::dom::element_type::STRING)
+      return wrong(std::string("must be a string, found ") + type_name(type()));
+    out = value.get_string().value_unsafe();
+    return {};
+  }
+  Status integer(std::int64_t& out, std::int64_t min) const {
+    using T = simdjson::dom::element_type;
+    if (type() == T::DOUBLE) {
+      return wrong("must be an integer, found the number " +
+                   number_text(value.get_double().value_unsafe()));
+    }
+    if (type() == T::UINT64) {
+      const std::uint64_t u = value.get_uint64().value_unsafe();
+      if (u > static_cast<std::uint64_t>(INT64_MAX))
+        return wrong("= " + std::to_string(u) + " is out of range");
+      out = static_cast<std::int64_t>(u);
+    } else if (type() == T::INT64) {
+      out = value.get_int64().value_unsafe();
+    } else {
+      return wrong(std::string("must be an integer, found ") + type_name(type()));
+    }
+    if (out < min) return wrong("= " + std::to_string(out) + " is negative");
+    return {};
+  }
+};
+
+// The fields every record kind may carry, by their type in the format.
+constexpr std::pair<std::string_view, std::string_view RecordView::*> kStringFields[] = {
+    {"policy", &RecordView::policy},       {"graph", &RecordView::graph},
+    {"stage", &RecordView::stage},         {"edge", &RecordView::edge},
+    {"operation", &RecordView::operation}, {"file", &RecordView::file},
+    {"detail", &RecordView::detail},       {"sink", &RecordView::sink},
+};
+struct IntegerField {
+  std::string_view key;
+  std::int64_t RecordView::*member;
+  std::int64_t min;
+};
+constexpr IntegerField kIntegerFields[] = {
+    {"bytes", &RecordView::bytes, 0},           {"duration_ns", &RecordView::duration_ns, 0},
+    {"frame", &RecordView::frame, -1},          {"line", &RecordView::line, 0},
+    {"ts_ns", &RecordView::timestamp_ns, 0},    {"thread", &RecordView::thread, 0},
+    {"latency_ns", &RecordView::latency_ns, 0},
+};
+
+// What a record's fields said about the record itself.
+struct Seen {
+  bool kind = false, reason = false, bytes = false, header = false, end = false;
+  std::string_view kind_text, reason_text;
+};
+
+// Reads one field into `r` or `seen` (unknown fields are skipped: src, dst, function, ...).
+Status read_field(const Field& f, RecordView& r, Seen& seen) {
+  using T = simdjson::dom::element_type;
+  for (const auto& [key, member] : kStringFields) {
+    if (f.key == key) return f.string(r.*member);
+  }
+  for (const IntegerField& i : kIntegerFields) {
+    if (f.key != i.key) continue;
+    seen.bytes = seen.bytes || f.key == "bytes";
+    return f.integer(r.*(i.member), i.min);
+  }
+  if (f.key == "kind") {
+    seen.kind = true;
+    return f.string(seen.kind_text);
+  }
+  if (f.key == "reason") {
+    seen.reason = true;
+    return f.string(seen.reason_text);
+  }
+  if (f.key == "explicit") {
+    if (f.type() != T::BOOL) return f.wrong("must be true or false");
+    r.explicit_call = f.value.get_bool().value_unsafe();
+    return {};
+  }
+  if (f.key == "neat_trace") {
+    seen.header = true;
+    return f.type() == T::INT64 || f.type() == T::UINT64 ? f.integer(r.version, 1) : Status{};
+  }
+  if (f.key == "type") {
+    std::string_view type;
+    NEAT_RETURN_IF_ERROR(f.string(type));
+    if (type == "end") {
+      seen.end = true;
+    } else if (type == "frame") {
+      r.is_frame = true;
+    } else {
+      return invalid_argument(f.where() + ": unknown record type \"" + std::string(type) +
+                              "\" (a trace holds conversion events, \"frame\" records and its "
+                              "\"end\")");
+    }
+    return {};
+  }
+  if (f.key == "run" && f.type() == T::STRING) r.run = f.value.get_string().value_unsafe();
+  return {};
+}
+
+// What the record is, once its fields are read; a conversion needs its kind,
+// reason and bytes, and names from the vocabulary.
+Result<Parsed> classify(const Seen& seen, RecordView& r, const Where& where) {
+  if (seen.header) return Parsed::Header;
+  if (seen.end) return Parsed::End;
   if (r.is_frame) {
     if (r.sink.empty()) return invalid_argument(where() + ": a frame record needs \"sink\"");
     return Parsed::Frame;
   }
-  if (!have_kind) return invalid_argument(where() + ": missing field \"kind\"");
-  if (!have_reason) return invalid_argument(where() + ": missing field \"reason\"");
-  if (!have_bytes) return invalid_argument(where() + ": missing field \"bytes\"");
-  const auto k = parse_conversion_kind(kind_text);
+  if (!seen.kind) return invalid_argument(where() + ": missing field \"kind\"");
+  if (!seen.reason) return invalid_argument(where() + ": missing field \"reason\"");
+  if (!seen.bytes) return invalid_argument(where() + ": missing field \"bytes\"");
+  const auto k = parse_conversion_kind(seen.kind_text);
   if (!k) {
-    return invalid_argument(where() + ": unknown kind \"" + std::string(kind_text) +
+    return invalid_argument(where() + ": unknown kind \"" + std::string(seen.kind_text) +
                             "\" (pack, convert, transfer, view, reinterpret)");
   }
-  const auto rs = parse_conversion_reason(reason_text);
-  if (!rs)
-    return invalid_argument(where() + ": unknown reason \"" + std::string(reason_text) + "\"");
+  const auto rs = parse_conversion_reason(seen.reason_text);
+  if (!rs) {
+    return invalid_argument(where() + ": unknown reason \"" + std::string(seen.reason_text) + "\"");
+  }
   r.kind = *k;
   r.reason = *rs;
   return Parsed::Event;
+}
+
+// Reads one record object into `r`. A header object ({"neat_trace": ...}) is not an event.
+Result<Parsed> parse_event(const simdjson::dom::object& obj, RecordView& r, const Where& where) {
+  r = RecordView{};
+  Seen seen;
+  for (const auto field : obj)
+    NEAT_RETURN_IF_ERROR(read_field(Field{field.key, field.value, where}, r, seen));
+  return classify(seen, r, where);
 }
 
 // simdjson's number errors, in the trace's terms.
