@@ -443,42 +443,39 @@ void release_export(gpointer data) {
 
 }  // namespace
 
-Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
-  NEAT_RETURN_IF_ERROR(ensure_gstreamer());
-  if (!tensor.defined()) return failed_precondition("export_gst_buffer: the tensor is undefined");
-  const std::string what = "export_gst_buffer of " + tensor.to_string();
+namespace {
+
+// What GStreamer can take without a copy: CPU memory, image rows packed
+// (GstVideoMeta has one stride per plane), dense tensors contiguous. Gives
+// the video format (UNKNOWN for a dense tensor).
+Result<GstVideoFormat> exportable_format(const NeatTensor& tensor, const std::string& what) {
   if (tensor.device().type != DeviceType::Cpu) {
     return failed_precondition(what + ": it is not in CPU memory; transfer it with cpu() first");
   }
-  GstVideoFormat gformat = GST_VIDEO_FORMAT_UNKNOWN;
-  if (tensor.is_image()) {
-    NEAT_ASSIGN_OR_RETURN(int f, gst_video_format(tensor.pixel_format()));
-    gformat = static_cast<GstVideoFormat>(f);
-    if (!tensor.is_composite()) {
-      const std::int64_t c = channels(tensor.pixel_format());
-      const bool hwc = tensor.layout() == Layout::HWC || tensor.layout() == Layout::HW;
-      const bool packed =
-          hwc && (tensor.rank() == 2 ? tensor.strides()[1] == 1
-                                     : (tensor.strides()[1] == c && tensor.strides()[2] == 1));
-      if (!packed || tensor.strides()[0] <= 0) {
-        return failed_precondition(what + ": GStreamer needs pixels packed in rows (strides " +
-                                   tensor.strides().to_string() +
-                                   "); pack it explicitly with contiguous() or to_hwc()");
-      }
+  if (!tensor.is_image()) {
+    if (!tensor.is_contiguous())
+      return failed_precondition(what + ": not contiguous; pack it explicitly with contiguous()");
+    return GST_VIDEO_FORMAT_UNKNOWN;
+  }
+  NEAT_ASSIGN_OR_RETURN(int f, gst_video_format(tensor.pixel_format()));
+  if (!tensor.is_composite()) {
+    const std::int64_t c = channels(tensor.pixel_format());
+    const bool hwc = tensor.layout() == Layout::HWC || tensor.layout() == Layout::HW;
+    const bool packed =
+        hwc && (tensor.rank() == 2 ? tensor.strides()[1] == 1
+                                   : (tensor.strides()[1] == c && tensor.strides()[2] == 1));
+    if (!packed || tensor.strides()[0] <= 0) {
+      return failed_precondition(what + ": GStreamer needs pixels packed in rows (strides " +
+                                 tensor.strides().to_string() +
+                                 "); pack it explicitly with contiguous() or to_hwc()");
     }
-  } else if (!tensor.is_contiguous()) {
-    return failed_precondition(what + ": not contiguous; pack it explicitly with contiguous()");
   }
+  return static_cast<GstVideoFormat>(f);
+}
 
-  const bool donate = tensor.can_donate();
-  if (donate) {
-    auto w = std::move(tensor).make_writable();
-    if (!w.ok()) return std::move(w).error().with_context(what);
-    tensor = std::move(*w);
-  }
-  NEAT_ASSIGN_OR_RETURN(Mapping mapping, tensor.map(donate ? MapMode::ReadWrite : MapMode::Read));
-
-  // One region (and GstMemory) per storage, covering its planes.
+// Where a mapped tensor's bytes lie: one region (one GstMemory) per storage,
+// covering its planes, and each plane's start, row stride and region.
+struct ExportLayout {
   struct Region {
     const std::byte* begin = nullptr;
     const std::byte* end = nullptr;
@@ -487,28 +484,18 @@ Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
   std::array<const std::byte*, kMaxPlanes> plane_ptr{};
   std::array<std::int64_t, kMaxPlanes> plane_stride{};
   std::array<int, kMaxPlanes> plane_region{};
+  std::array<std::int64_t, kMaxPlanes> region_offset{};  // in the buffer, once wrapped
   int n_planes = 0;
   int n_regions = 0;
-  if (tensor.is_composite()) {
-    n_planes = tensor.plane_count();
-    for (int i = 0; i < n_planes; ++i) {
-      const PlaneLayout& p = tensor.plane_layout(i);
-      NEAT_ASSIGN_OR_RETURN(const std::byte* ptr, mapping.plane_data(p.role));
-      const auto k = static_cast<std::size_t>(i);
-      plane_ptr[k] = ptr;
-      plane_stride[k] = p.row_stride;
-      plane_region[k] = p.storage;
-      const std::byte* end = ptr + (p.rows - 1) * p.row_stride + p.cols * p.samples;
-      Region& r = regions[static_cast<std::size_t>(p.storage)];
-      if (r.begin == nullptr || ptr < r.begin) r.begin = ptr;
-      if (r.end == nullptr || end > r.end) r.end = end;
-      n_regions = std::max(n_regions, static_cast<int>(p.storage) + 1);
-    }
-  } else {
-    n_planes = 1;
-    n_regions = 1;
-    plane_ptr[0] = mapping.data();
-    plane_stride[0] = tensor.rank() > 0 ? tensor.strides()[0] : 0;
+};
+
+Result<ExportLayout> export_layout(const NeatTensor& tensor, const Mapping& mapping) {
+  ExportLayout l;
+  if (!tensor.is_composite()) {
+    l.n_planes = 1;
+    l.n_regions = 1;
+    l.plane_ptr[0] = mapping.data();
+    l.plane_stride[0] = tensor.rank() > 0 ? tensor.strides()[0] : 0;
     const std::byte* end = mapping.data();
     if (tensor.is_image()) {
       end += (tensor.shape()[0] - 1) * tensor.strides()[0] +
@@ -516,22 +503,35 @@ Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
     } else {
       end += tensor.nbytes();
     }
-    regions[0] = Region{mapping.data(), end};
+    l.regions[0] = ExportLayout::Region{mapping.data(), end};
+    return l;
   }
+  l.n_planes = tensor.plane_count();
+  for (int i = 0; i < l.n_planes; ++i) {
+    const PlaneLayout& p = tensor.plane_layout(i);
+    NEAT_ASSIGN_OR_RETURN(const std::byte* ptr, mapping.plane_data(p.role));
+    const auto k = static_cast<std::size_t>(i);
+    l.plane_ptr[k] = ptr;
+    l.plane_stride[k] = p.row_stride;
+    l.plane_region[k] = p.storage;
+    const std::byte* end = ptr + (p.rows - 1) * p.row_stride + p.cols * p.samples;
+    ExportLayout::Region& r = l.regions[static_cast<std::size_t>(p.storage)];
+    if (r.begin == nullptr || ptr < r.begin) r.begin = ptr;
+    if (r.end == nullptr || end > r.end) r.end = end;
+    l.n_regions = std::max(l.n_regions, static_cast<int>(p.storage) + 1);
+  }
+  return l;
+}
 
-  std::shared_ptr<ExportHold> hold;
-  try {
-    hold = std::make_shared<ExportHold>(std::move(mapping));
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted(what + ": out of memory");
-  }
-  GstRef<GstBuffer> buffer(gst_buffer_new());
-  std::array<std::int64_t, kMaxPlanes> region_base{};
-  std::array<void*, kMaxPlanes> users{};
+// Appends one wrapped GstMemory per region to `buffer`, each holding the
+// mapping (through `hold`) until GStreamer releases it; `users` are the
+// holders, for the TSan hand-over once the buffer is complete.
+Status wrap_regions(GstBuffer* buffer, ExportLayout& l, const std::shared_ptr<ExportHold>& hold,
+                    bool writable, std::array<void*, kMaxPlanes>& users, const std::string& what) {
   std::int64_t total = 0;
-  const auto flags = donate ? GstMemoryFlags(0) : GST_MEMORY_FLAG_READONLY;
-  for (int r = 0; r < n_regions; ++r) {
-    const Region& reg = regions[static_cast<std::size_t>(r)];
+  const auto flags = writable ? GstMemoryFlags(0) : GST_MEMORY_FLAG_READONLY;
+  for (int r = 0; r < l.n_regions; ++r) {
+    const ExportLayout::Region& reg = l.regions[static_cast<std::size_t>(r)];
     const auto size = static_cast<gsize>(reg.end - reg.begin);
     std::unique_ptr<ExportUser> user;
     try {
@@ -544,31 +544,64 @@ Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
     // The memory owns `user` from here on and gives it to release_export().
     GstMemory* mem = gst_memory_new_wrapped(flags, const_cast<std::byte*>(reg.begin), size, 0, size,
                                             user.release(), release_export);
-    gst_buffer_append_memory(buffer.get(), mem);
-    region_base[static_cast<std::size_t>(r)] = total;
+    gst_buffer_append_memory(buffer, mem);
+    l.region_offset[static_cast<std::size_t>(r)] = total;
     total += static_cast<std::int64_t>(size);
   }
-  if (gformat != GST_VIDEO_FORMAT_UNKNOWN) {
-    gsize offsets[GST_VIDEO_MAX_PLANES] = {};
-    gint strides[GST_VIDEO_MAX_PLANES] = {};
-    for (int i = 0; i < n_planes; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      const Region& reg = regions[static_cast<std::size_t>(plane_region[k])];
-      offsets[i] = static_cast<gsize>(region_base[static_cast<std::size_t>(plane_region[k])] +
-                                      (plane_ptr[k] - reg.begin));
-      if (plane_stride[k] > G_MAXINT) {
-        return out_of_range(what + ": row stride " + std::to_string(plane_stride[k]) +
-                            " does not fit GstVideoMeta");
-      }
-      strides[i] = static_cast<gint>(plane_stride[k]);
+  return {};
+}
+
+// The GstVideoMeta of an image: each plane's offset in the buffer and stride.
+Status add_video_meta(GstBuffer* buffer, const ExportLayout& l, GstVideoFormat format,
+                      const NeatTensor& tensor, const std::string& what) {
+  gsize offsets[GST_VIDEO_MAX_PLANES] = {};
+  gint strides[GST_VIDEO_MAX_PLANES] = {};
+  for (int i = 0; i < l.n_planes; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    const auto region = static_cast<std::size_t>(l.plane_region[k]);
+    offsets[i] =
+        static_cast<gsize>(l.region_offset[region] + (l.plane_ptr[k] - l.regions[region].begin));
+    if (l.plane_stride[k] > G_MAXINT) {
+      return out_of_range(what + ": row stride " + std::to_string(l.plane_stride[k]) +
+                          " does not fit GstVideoMeta");
     }
-    gst_buffer_add_video_meta_full(
-        buffer.get(), GST_VIDEO_FRAME_FLAG_NONE, gformat, static_cast<guint>(tensor.image().width),
-        static_cast<guint>(tensor.image().height), static_cast<guint>(n_planes), offsets, strides);
+    strides[i] = static_cast<gint>(l.plane_stride[k]);
   }
+  gst_buffer_add_video_meta_full(
+      buffer, GST_VIDEO_FRAME_FLAG_NONE, format, static_cast<guint>(tensor.image().width),
+      static_cast<guint>(tensor.image().height), static_cast<guint>(l.n_planes), offsets, strides);
+  return {};
+}
+
+}  // namespace
+
+Result<GstBuffer*> export_gst_buffer(NeatTensor tensor) {
+  NEAT_RETURN_IF_ERROR(ensure_gstreamer());
+  if (!tensor.defined()) return failed_precondition("export_gst_buffer: the tensor is undefined");
+  const std::string what = "export_gst_buffer of " + tensor.to_string();
+  NEAT_ASSIGN_OR_RETURN(GstVideoFormat format, exportable_format(tensor, what));
+  const bool donate = tensor.can_donate();
+  if (donate) {
+    auto w = std::move(tensor).make_writable();
+    if (!w.ok()) return std::move(w).error().with_context(what);
+    tensor = std::move(*w);
+  }
+  NEAT_ASSIGN_OR_RETURN(Mapping mapping, tensor.map(donate ? MapMode::ReadWrite : MapMode::Read));
+  NEAT_ASSIGN_OR_RETURN(ExportLayout layout, export_layout(tensor, mapping));
+  std::shared_ptr<ExportHold> hold;
+  try {
+    hold = std::make_shared<ExportHold>(std::move(mapping));
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(what + ": out of memory");
+  }
+  GstRef<GstBuffer> buffer(gst_buffer_new());
+  std::array<void*, kMaxPlanes> users{};
+  NEAT_RETURN_IF_ERROR(wrap_regions(buffer.get(), layout, hold, donate, users, what));
+  if (format != GST_VIDEO_FORMAT_UNKNOWN)
+    NEAT_RETURN_IF_ERROR(add_video_meta(buffer.get(), layout, format, tensor, what));
   // All of the above happens before any release_export() (GStreamer may call
   // it on another thread).
-  for (int r = 0; r < n_regions; ++r)
+  for (int r = 0; r < layout.n_regions; ++r)
     NEAT_TSAN_RELEASE(users[static_cast<std::size_t>(r)]);
   return buffer.release();
 }
