@@ -500,6 +500,34 @@ Result<NeatTensor> upload(const NeatTensor& tensor, Device device, ConversionOpt
   return upload(tensor, ctx, options, where);
 }
 
+namespace {
+
+// eglCreateImageKHR's attributes for one plane of a DMA-BUF frame.
+std::vector<EGLint> dmabuf_image_attributes(std::int64_t width, std::int64_t height, EGLint fourcc,
+                                            const DmaBufPlane& p, std::uint64_t modifier) {
+  std::vector<EGLint> attrs = {EGL_WIDTH,
+                               static_cast<EGLint>(width),
+                               EGL_HEIGHT,
+                               static_cast<EGLint>(height),
+                               EGL_LINUX_DRM_FOURCC_EXT,
+                               fourcc,
+                               EGL_DMA_BUF_PLANE0_FD_EXT,
+                               p.fd,
+                               EGL_DMA_BUF_PLANE0_OFFSET_EXT,
+                               static_cast<EGLint>(p.offset),
+                               EGL_DMA_BUF_PLANE0_PITCH_EXT,
+                               static_cast<EGLint>(p.stride)};
+  if (modifier != kDrmFormatModLinear) {
+    attrs.insert(attrs.end(),
+                 {EGL_DMA_BUF_PLANE0_MODIFIER_LO_EXT, static_cast<EGLint>(modifier & 0xffffffffu),
+                  EGL_DMA_BUF_PLANE0_MODIFIER_HI_EXT, static_cast<EGLint>(modifier >> 32)});
+  }
+  attrs.push_back(EGL_NONE);
+  return attrs;
+}
+
+}  // namespace
+
 Result<NeatTensor> wrap_dmabuf_gl(const DmaBufImage& image, GlContext& context) {
   if (!context.supports_dmabuf_import()) {
     return unavailable("wrap_dmabuf_gl: " + context.renderer() +
@@ -559,25 +587,8 @@ Result<NeatTensor> wrap_dmabuf_gl(const DmaBufImage& image, GlContext& context) 
     for (int i = 0; i < n; ++i) {
       const auto k = static_cast<std::size_t>(i);
       const DmaBufPlane& p = image.planes[k];
-      std::vector<EGLint> attrs = {EGL_WIDTH,
-                                   static_cast<EGLint>(planes[k].width),
-                                   EGL_HEIGHT,
-                                   static_cast<EGLint>(planes[k].height),
-                                   EGL_LINUX_DRM_FOURCC_EXT,
-                                   plane_fourcc[k],
-                                   EGL_DMA_BUF_PLANE0_FD_EXT,
-                                   p.fd,
-                                   EGL_DMA_BUF_PLANE0_OFFSET_EXT,
-                                   static_cast<EGLint>(p.offset),
-                                   EGL_DMA_BUF_PLANE0_PITCH_EXT,
-                                   static_cast<EGLint>(p.stride)};
-      if (image.modifier != kDrmFormatModLinear) {
-        attrs.insert(
-            attrs.end(),
-            {EGL_DMA_BUF_PLANE0_MODIFIER_LO_EXT, static_cast<EGLint>(image.modifier & 0xffffffffu),
-             EGL_DMA_BUF_PLANE0_MODIFIER_HI_EXT, static_cast<EGLint>(image.modifier >> 32)});
-      }
-      attrs.push_back(EGL_NONE);
+      const std::vector<EGLint> attrs = dmabuf_image_attributes(planes[k].width, planes[k].height,
+                                                                plane_fourcc[k], p, image.modifier);
       images[k] =
           st.create_image(st.display, EGL_NO_CONTEXT, EGL_LINUX_DMA_BUF_EXT, nullptr, attrs.data());
       if (images[k] == EGL_NO_IMAGE_KHR) {
