@@ -219,7 +219,7 @@ struct BufferHolder {
 
 }  // namespace
 
-NeatTensor tensor_from_buffer(py::handle object, std::string_view what) {
+NeatTensor wrap_buffer(py::handle object, std::string_view what) {
   auto holder = std::make_shared<BufferHolder>();
   if (PyObject_GetBuffer(object.ptr(), &holder->view, PyBUF_RECORDS_RO) != 0) {
     PyErr_Clear();
@@ -268,12 +268,12 @@ NeatTensor tensor_from_buffer(py::handle object, std::string_view what) {
   return t;
 }
 
-NeatTensor as_tensor(py::handle object, std::string_view what) {
+NeatTensor wrap_argument(py::handle object, std::string_view what) {
   if (py::isinstance<PyTensor>(object)) return object.cast<PyTensor&>().get(what);
-  return tensor_from_buffer(object, what);
+  return wrap_buffer(object, what);
 }
 
-NeatTensor tensor_from_dlpack(py::object x) {
+NeatTensor wrap_dlpack_object(py::object x) {
   py::object capsule = x;
   if (py::hasattr(x, "__dlpack__")) {
     if (py::hasattr(x, "__dlpack_device__")) {

@@ -84,11 +84,16 @@ struct PyTensor {
   bool writable() const noexcept;
 };
 
+// The bindings' verbs follow the C++ grammar: wrap_* makes a NeatTensor over
+// memory someone else owns (no copy), export_* hands a NeatTensor out.
+
+/// A NeatTensor as a neat.Tensor (the Python object shares it: no copy).
+py::object export_tensor(neat::NeatTensor t);
 /// Wraps any object exposing the buffer protocol (a numpy array) as a tensor
 /// without a copy; read-only when the buffer is. `what` names it in errors.
-neat::NeatTensor tensor_from_buffer(py::handle object, std::string_view what);
+neat::NeatTensor wrap_buffer(py::handle object, std::string_view what);
 /// A Tensor argument that may also be a numpy array (wrapped, zero copy).
-neat::NeatTensor as_tensor(py::handle object, std::string_view what);
+neat::NeatTensor wrap_argument(py::handle object, std::string_view what);
 
 /// neat.Tensor's buffer protocol slots (buffers.cpp).
 int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags);
@@ -96,7 +101,7 @@ void tensor_releasebuffer(PyObject* obj, Py_buffer* view);
 /// A "dltensor" capsule over the tensor's bytes (no copy); `stream` must be None.
 py::object dlpack_capsule(const neat::NeatTensor& t, const py::object& stream);
 /// Imports a DLPack producer (or an unused capsule) as a read-only tensor.
-neat::NeatTensor tensor_from_dlpack(py::object x);
+neat::NeatTensor wrap_dlpack_object(py::object x);
 
 /// count, p50, p95, p99, max, mean (seconds) of a duration summary (telemetry.cpp).
 py::dict duration_summary_dict(const neat::DurationSummary& s);

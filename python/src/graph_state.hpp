@@ -122,7 +122,6 @@ void start_if_idle(GraphState& st);
 /// Seconds from Python (None: no limit) as a duration; negative is refused.
 std::optional<std::chrono::nanoseconds> to_duration(std::optional<double> seconds,
                                                     std::string_view what);
-py::object wrap_tensor(neat::NeatTensor t);
 /// An element of the registry with its properties as Python keywords.
 PyElement make_element(const std::string& name, const py::kwargs& props);
 /// The element built in `role`; its errors point into its text.

@@ -24,10 +24,6 @@ std::optional<std::chrono::nanoseconds> to_duration(std::optional<double> second
   return std::chrono::nanoseconds(static_cast<std::int64_t>(*seconds * 1e9));
 }
 
-py::object wrap_tensor(NeatTensor t) {
-  return py::cast(PyTensor(std::move(t)));
-}
-
 namespace {
 
 std::string quote(const std::string& v) {
@@ -198,9 +194,9 @@ class PythonStage final : public neat::Stage {
   neat::Result<NeatTensor> process(NeatTensor frame, neat::StageContext&) override {
     py::gil_scoped_acquire gil;
     try {
-      py::object r = py::handle(fn_)(wrap_tensor(std::move(frame)));
+      py::object r = py::handle(fn_)(export_tensor(std::move(frame)));
       if (r.is_none()) return NeatTensor{};
-      NeatTensor out = as_tensor(r, "python stage " + name_ + " result");
+      NeatTensor out = wrap_argument(r, "python stage " + name_ + " result");
       // A numpy array stands for the image the stage declared (its pixels).
       if (declared_ && !py::isinstance<PyTensor>(r) && !out.is_image() &&
           neat::is_interleaved(declared_->format)) {
@@ -314,7 +310,7 @@ What an edge carries, as known at build(): dtype, pixel format, layout, size
           py::arg("format"), py::arg("width"), py::arg("height"),
           "An image spec in the format's default layout, contiguous, on the CPU.")
       .def_static(
-          "of", [](py::handle t) { return FrameSpec::of(as_tensor(t, "FrameSpec.of")); },
+          "of", [](py::handle t) { return FrameSpec::of(wrap_argument(t, "FrameSpec.of")); },
           py::arg("tensor"), "The spec of an existing tensor (or numpy array).")
       .def_property_readonly(
           "dtype", [](const FrameSpec& s) { return std::string(neat::to_string(s.dtype)); })
@@ -400,7 +396,7 @@ failed.)doc")
           [](PyAppSink& s, std::optional<double> timeout) -> py::object {
             auto f = next_frame(s, to_duration(timeout, "AppSink.pull"), false);
             if (!f) return py::none();
-            return wrap_tensor(std::move(*f));
+            return export_tensor(std::move(*f));
           },
           py::arg("timeout") = py::none(),
           "The next frame, waiting up to timeout seconds (None: until one comes or the stream "
@@ -411,7 +407,7 @@ failed.)doc")
             s.taken->store(true);
             auto f = s.sink->try_pull();
             if (!f) return py::none();
-            return wrap_tensor(std::move(*f));
+            return export_tensor(std::move(*f));
           },
           "The next frame if one is queued, else None.")
       .def("__iter__", [](py::object self) { return self; })
@@ -419,14 +415,14 @@ failed.)doc")
            [](PyAppSink& s) {
              auto f = next_frame(s, std::nullopt, true);
              if (!f) throw py::stop_iteration();
-             return wrap_tensor(std::move(*f));
+             return export_tensor(std::move(*f));
            })
       .def(
           "_next",
           [](PyAppSink& s, std::optional<double> timeout) {
             auto f = next_frame(s, to_duration(timeout, "AppSink.frames"), true);
             if (!f) throw py::stop_iteration();
-            return wrap_tensor(std::move(*f));
+            return export_tensor(std::move(*f));
           },
           py::arg("timeout") = py::none())
       .def_property_readonly(
@@ -465,7 +461,7 @@ wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
              if (capacity == 0) raise(neat::invalid_argument("PushSource: capacity must be >= 1"));
              FrameSpec fs = py::isinstance<FrameSpec>(spec)
                                 ? spec.cast<FrameSpec>()
-                                : FrameSpec::of(as_tensor(spec, "PushSource(spec)"));
+                                : FrameSpec::of(wrap_argument(spec, "PushSource(spec)"));
              auto s = std::make_shared<PyPushSource>();
              s->source = neat::PushSource::create(fs, capacity);
              return s;
@@ -487,7 +483,7 @@ wrapped, the graph keeps it alive while it holds the frame), end_of_stream()
             }
             if (!(timeout >= 0))
               raise(neat::invalid_argument("PushSource.push: timeout must be >= 0 seconds"));
-            NeatTensor t = as_tensor(frame, "PushSource.push");
+            NeatTensor t = wrap_argument(frame, "PushSource.push");
             // A numpy array stands for the declared interleaved image (its
             // pixels, H x W x C), as a Python stage's result does: a view.
             const FrameSpec& want = s.source->spec();

@@ -35,6 +35,10 @@ bool PyTensor::writable() const noexcept {
   return tensor.is_writable();
 }
 
+py::object export_tensor(NeatTensor t) {
+  return py::cast(PyTensor(std::move(t)));
+}
+
 namespace {
 
 // ---- helpers ----------------------------------------------------------------------------------
@@ -75,9 +79,6 @@ neat::ConversionOptions conversion_options(const std::optional<std::string>& pol
   return o;
 }
 
-py::object wrap(NeatTensor t) {
-  return py::cast(PyTensor(std::move(t)));
-}
 
 std::string repr(const PyTensor& self) {
   if (self.consumed) return "neat.Tensor(<consumed by make_writable()>)";
@@ -232,7 +233,7 @@ void def_properties(py::class_<PyTensor>& c) {
       .def(
           "plane",
           [](const PyTensor& s, const std::string& role) {
-            return wrap(unwrap(s.get("plane").plane(parse_role(role))));
+            return export_tensor(unwrap(s.get("plane").plane(parse_role(role))));
           },
           py::arg("role"),
           "One plane of a planar frame as a dense u8 tensor ([rows, cols] or [rows, cols, 2]): "
@@ -244,7 +245,7 @@ void def_properties(py::class_<PyTensor>& c) {
             py::dict out;
             for (int i = 0; i < t.plane_count(); ++i) {
               const auto role = t.plane_layout(i).role;
-              out[py::str(std::string(neat::to_string(role)))] = wrap(unwrap(t.plane(role)));
+              out[py::str(std::string(neat::to_string(role)))] = export_tensor(unwrap(t.plane(role)));
             }
             return out;
           },
@@ -258,71 +259,71 @@ void def_views(py::class_<PyTensor>& c) {
       .def(
           "slice",
           [](const PyTensor& s, int dim, std::int64_t start, std::int64_t stop, std::int64_t step) {
-            return wrap(unwrap(s.get("slice").slice(dim, start, stop, step)));
+            return export_tensor(unwrap(s.get("slice").slice(dim, start, stop, step)));
           },
           py::arg("dim"), py::arg("start"), py::arg("stop"), py::arg("step") = 1,
           "Elements start, start+step, ... < stop of dimension dim: a view.")
       .def(
           "narrow",
           [](const PyTensor& s, int dim, std::int64_t start, std::int64_t length) {
-            return wrap(unwrap(s.get("narrow").narrow(dim, start, length)));
+            return export_tensor(unwrap(s.get("narrow").narrow(dim, start, length)));
           },
           py::arg("dim"), py::arg("start"), py::arg("length"))
       .def(
           "crop",
           [](const PyTensor& s, std::int64_t x, std::int64_t y, std::int64_t w, std::int64_t h) {
-            return wrap(unwrap(s.get("crop").crop(x, y, w, h)));
+            return export_tensor(unwrap(s.get("crop").crop(x, y, w, h)));
           },
           py::arg("x"), py::arg("y"), py::arg("width"), py::arg("height"),
           "Pixels [x, x+width) x [y, y+height) of an image: a view (planar: even x and y).")
       .def(
           "transpose",
           [](const PyTensor& s, int a, int b) {
-            return wrap(unwrap(s.get("transpose").transpose(a, b)));
+            return export_tensor(unwrap(s.get("transpose").transpose(a, b)));
           },
           py::arg("dim0"), py::arg("dim1"))
       .def(
           "permute",
           [](const PyTensor& s, const std::vector<std::int64_t>& order) {
-            return wrap(unwrap(s.get("permute").permute(dims_of(order))));
+            return export_tensor(unwrap(s.get("permute").permute(dims_of(order))));
           },
           py::arg("order"))
       .def(
           "reshape",
           [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
-            return wrap(unwrap(s.get("reshape").reshape(dims_of(shape))));
+            return export_tensor(unwrap(s.get("reshape").reshape(dims_of(shape))));
           },
           py::arg("shape"), "A view with a new shape, or an error when the strides forbid it.")
       .def(
           "squeeze",
-          [](const PyTensor& s, int d) { return wrap(unwrap(s.get("squeeze").squeeze(d))); },
+          [](const PyTensor& s, int d) { return export_tensor(unwrap(s.get("squeeze").squeeze(d))); },
           py::arg("dim"))
       .def(
           "unsqueeze",
-          [](const PyTensor& s, int d) { return wrap(unwrap(s.get("unsqueeze").unsqueeze(d))); },
+          [](const PyTensor& s, int d) { return export_tensor(unwrap(s.get("unsqueeze").unsqueeze(d))); },
           py::arg("dim"))
       .def(
           "expand",
           [](const PyTensor& s, const std::vector<std::int64_t>& shape) {
-            return wrap(unwrap(s.get("expand").expand(dims_of(shape))));
+            return export_tensor(unwrap(s.get("expand").expand(dims_of(shape))));
           },
           py::arg("shape"), "Broadcast to shape (stride-0 dimensions, read-only).")
       .def(
           "reinterpret",
           [](const PyTensor& s, const std::string& dtype) {
-            return wrap(unwrap(s.get("reinterpret").reinterpret(parse_dtype(dtype))));
+            return export_tensor(unwrap(s.get("reinterpret").reinterpret(parse_dtype(dtype))));
           },
           py::arg("dtype"), "The same bytes as another dtype of the same item size.")
       .def(
           "as_image",
           [](const PyTensor& s, const std::string& format, std::optional<std::string> layout) {
             const auto& t = s.get("as_image");
-            return wrap(unwrap(t.as_image(image_spec_for(t, parse_format(format), layout))));
+            return export_tensor(unwrap(t.as_image(image_spec_for(t, parse_format(format), layout))));
           },
           py::arg("format"), py::arg("layout") = py::none(),
           "The same bytes as an interleaved image (u8 [H, W, C] HWC, [C, H, W] CHW, [H, W] HW).")
       .def(
-          "as_dense", [](const PyTensor& s) { return wrap(unwrap(s.get("as_dense").as_dense())); },
+          "as_dense", [](const PyTensor& s) { return export_tensor(unwrap(s.get("as_dense").as_dense())); },
           "The same bytes without image semantics.")
       .def(
           "with_colorimetry",
@@ -333,7 +334,7 @@ void def_views(py::class_<PyTensor>& c) {
                                            "' is not one of: bt601, bt709, bt2020 (each with "
                                            "-full or -limited), sdtv, jpeg"));
             }
-            return wrap(unwrap(s.get("with_colorimetry").with_colorimetry(*parsed)));
+            return export_tensor(unwrap(s.get("with_colorimetry").with_colorimetry(*parsed)));
           },
           py::arg("colorimetry"), "The same frame stating its colour standard (metadata only).");
 }
@@ -347,7 +348,7 @@ void def_copies(py::class_<PyTensor>& c) {
           [](const PyTensor& s, std::optional<std::string> policy) {
             const auto& t = s.get("clone");
             const auto where = python_call_site();
-            return wrap(
+            return export_tensor(
                 unwrap(without_gil([&] { return t.clone(conversion_options(policy), where); })));
           },
           py::arg("policy") = py::none(),
@@ -357,7 +358,7 @@ void def_copies(py::class_<PyTensor>& c) {
           [](const PyTensor& s, std::optional<std::string> policy) {
             const auto& t = s.get("contiguous");
             const auto where = python_call_site();
-            return wrap(unwrap(
+            return export_tensor(unwrap(
                 without_gil([&] { return t.contiguous(conversion_options(policy), where); })));
           },
           py::arg("policy") = py::none(),
@@ -367,7 +368,7 @@ void def_copies(py::class_<PyTensor>& c) {
           [](const PyTensor& s, std::optional<std::string> policy) {
             const auto& t = s.get("cpu");
             const auto where = python_call_site();
-            return wrap(
+            return export_tensor(
                 unwrap(without_gil([&] { return t.cpu(conversion_options(policy), where); })));
           },
           py::arg("policy") = py::none(),
@@ -383,7 +384,7 @@ void def_copies(py::class_<PyTensor>& c) {
             NeatTensor t = std::move(s.tensor);
             s.consumed = true;
             auto r = without_gil([&] { return std::move(t).make_writable(o, where); });
-            return wrap(unwrap(std::move(r)));
+            return export_tensor(unwrap(std::move(r)));
           },
           py::arg("donation") = "reuse_if_unique", py::arg("policy") = py::none(),
           R"doc(Consumes this tensor and returns a writable one: the same buffer when
@@ -444,7 +445,7 @@ void def_exports(py::class_<PyTensor>& c) {
             if (t.rank() == 0) throw py::type_error("iteration over a 0-d neat.Tensor");
             py::list rows;
             for (std::int64_t i = 0; i < t.shape()[0]; ++i)
-              rows.append(wrap(unwrap(unwrap(t.narrow(0, i, 1)).squeeze(0))));
+              rows.append(export_tensor(unwrap(unwrap(t.narrow(0, i, 1)).squeeze(0))));
             return py::iter(rows);
           },
           "Views of the first dimension, in order.");
@@ -458,7 +459,7 @@ void bind_factories(py::module_& m) {
       [](const std::vector<std::int64_t>& shape, const std::string& dtype, bool zero) {
         auto t =
             unwrap(NeatTensor::allocate(parse_dtype(dtype), dims_of(shape), {.zero_fill = zero}));
-        return wrap(unwrap(std::move(t).make_writable()));
+        return export_tensor(unwrap(std::move(t).make_writable()));
       },
       py::arg("shape"), py::arg("dtype") = "u8", py::arg("zero") = false,
       "A new writable dense tensor on heap storage (contents unspecified unless zero=True).");
@@ -466,7 +467,7 @@ void bind_factories(py::module_& m) {
       "zeros",
       [](const std::vector<std::int64_t>& shape, const std::string& dtype) {
         auto t = unwrap(NeatTensor::allocate(parse_dtype(dtype), dims_of(shape)));
-        return wrap(unwrap(std::move(t).make_writable()));
+        return export_tensor(unwrap(std::move(t).make_writable()));
       },
       py::arg("shape"), py::arg("dtype") = "u8", "A new writable dense tensor of zeros.");
   m.def(
@@ -478,7 +479,7 @@ void bind_factories(py::module_& m) {
         o.zero_fill = zero;
         if (layout) o.layout = parse_layout(*layout);
         auto t = unwrap(NeatTensor::allocate_image(parse_format(format), width, height, o));
-        return wrap(unwrap(std::move(t).make_writable()));
+        return export_tensor(unwrap(std::move(t).make_writable()));
       },
       py::arg("format"), py::arg("width"), py::arg("height"), py::arg("row_alignment") = 1,
       py::arg("layout") = py::none(), py::arg("zero") = true,
@@ -487,9 +488,9 @@ void bind_factories(py::module_& m) {
   m.def(
       "from_numpy",
       [](py::object a, std::optional<std::string> format, std::optional<std::string> layout) {
-        NeatTensor t = tensor_from_buffer(a, "from_numpy");
+        NeatTensor t = wrap_buffer(a, "from_numpy");
         if (format) t = unwrap(t.as_image(image_spec_for(t, parse_format(*format), layout)));
-        return wrap(std::move(t));
+        return export_tensor(std::move(t));
       },
       py::arg("array"), py::arg("format") = py::none(), py::arg("layout") = py::none(),
       R"doc(Wraps a numpy array (any object with the buffer protocol) without a copy:
@@ -498,7 +499,7 @@ the array is; a writable array gives a writable tensor that shares its bytes
 with the array both ways (like torch.from_numpy). format="RGB" etc. makes it
 an interleaved image ([H, W, C]).)doc");
   m.def(
-      "from_dlpack", [](py::object x) { return wrap(tensor_from_dlpack(std::move(x))); },
+      "from_dlpack", [](py::object x) { return export_tensor(wrap_dlpack_object(std::move(x))); },
       py::arg("x"),
       "Imports any DLPack producer (an object with __dlpack__, or a capsule) without a copy; "
       "the tensor is read-only (the producer may still use the bytes).");
@@ -519,7 +520,7 @@ an interleaved image ([H, W, C]).)doc");
         }
         for (int i = 0; i < order.count; ++i) {
           const std::string what = "compose(" + format + ") plane " + std::to_string(i);
-          NeatTensor p = as_tensor(planes[static_cast<std::size_t>(i)], what);
+          NeatTensor p = wrap_argument(planes[static_cast<std::size_t>(i)], what);
           if (p.dtype() != DType::U8 || p.rank() < 2 || p.is_composite()) {
             raise(neat::invalid_argument(what + ": " + p.to_string() +
                                          ": a plane is u8 [rows, cols] or [rows, cols, 2]"));
@@ -533,7 +534,7 @@ an interleaved image ([H, W, C]).)doc");
           specs.push_back(
               {order.roles[static_cast<std::size_t>(i)], p.storage(), st[0], p.byte_offset()});
         }
-        return wrap(unwrap(NeatTensor::compose_planes(fmt, width, height, specs)));
+        return export_tensor(unwrap(NeatTensor::compose_planes(fmt, width, height, specs)));
       },
       py::arg("format"), py::arg("width"), py::arg("height"), py::arg("planes"),
       "A planar frame (NV12: [Y, UV], I420: [Y, U, V]) over existing planes (numpy arrays or "
