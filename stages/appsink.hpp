@@ -47,6 +47,21 @@ class AppSink final : public Sink {
   std::optional<NeatTensor> pull(std::chrono::milliseconds timeout);
   /// The next frame if one is queued.
   std::optional<NeatTensor> try_pull();
+  /// Takes every frame queued now, without waiting, handing each to `take`
+  /// (in order); returns how many. A branch nobody reads from is drained
+  /// with `drain()`: its frames are let go and never hold the graph back.
+  template <class Take>
+  std::size_t drain(Take&& take) {
+    std::size_t n = 0;
+    while (auto f = try_pull()) {
+      take(std::move(*f));
+      ++n;
+    }
+    return n;
+  }
+  std::size_t drain() {
+    return drain([](NeatTensor&&) {});
+  }
   /// Frames go to `callback` (on the sink's thread) instead of the queue. Set
   /// it before the graph starts. The reference is valid during the call only.
   void set_callback(std::function<void(const NeatTensorRef&)> callback);

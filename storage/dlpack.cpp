@@ -201,7 +201,7 @@ Result<std::vector<DLManagedTensor*>> export_dlpack_planes(const NeatTensor& ima
   return out;
 }
 
-Result<NeatTensor> wrap_dlpack(DLManagedTensor* managed, DlpackImportOptions options) {
+Result<NeatTensor> wrap_dlpack(DLManagedTensor* managed, ExternalOptions options) {
   if (managed == nullptr) return invalid_argument("wrap_dlpack: the DLManagedTensor is null");
   // From here the deleter runs exactly once: when this keep-alive goes.
   std::shared_ptr<const void> keep_alive;

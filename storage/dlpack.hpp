@@ -27,6 +27,7 @@
 
 #include "neat/contract/conversion.hpp"
 #include "neat/contract/neat_tensor.hpp"
+#include "neat/storage/external.hpp"
 
 extern "C" {
 struct DLManagedTensor;
@@ -41,13 +42,6 @@ struct DlpackExportOptions {
   /// Per-call policy for the pack that strides not divisible by the item size
   /// need (default: the effective policy; Strict refuses).
   std::optional<ConversionPolicy> policy;
-};
-
-struct DlpackImportOptions {
-  /// The producer may still read the bytes: never write them (default).
-  bool read_only = true;
-  /// The producer gave the bytes away: make_writable() may reuse them.
-  bool exclusive = false;
 };
 
 /// A dense tensor as a DLManagedTensor (device kDLCPU). Images export their
@@ -66,7 +60,10 @@ Result<std::vector<DLManagedTensor*>> export_dlpack_planes(
 /// negative strides, byte_offset and zero-size dimensions are all accepted.
 /// Refused (with the deleter run once): null, a non-CPU device, lanes != 1, an
 /// unsupported dtype, rank > 8, negative extents, null data with elements.
-Result<NeatTensor> wrap_dlpack(DLManagedTensor* managed, DlpackImportOptions options = {});
+/// `options` as for any memory the tensor does not own: read_only (the
+/// default: the producer may still read the bytes, never write them) and
+/// exclusive (the producer gave the bytes away: make_writable() may reuse them).
+Result<NeatTensor> wrap_dlpack(DLManagedTensor* managed, ExternalOptions options = {});
 
 /// Live DLManagedTensors exported by export_dlpack() whose deleter has not run.
 std::int64_t dlpack_live_exports() noexcept;

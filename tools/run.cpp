@@ -316,10 +316,8 @@ void pump(Graph& graph, BuiltPipeline& declared, const RunOptions& o, bool detec
   // Branches may end in more appsinks: their frames are taken and let go
   // (counted by the graph's accounting), so they never hold the graph back.
   auto drain_others = [&] {
-    for (std::size_t k = 1; k < declared.appsinks.size(); ++k) {
-      while (declared.appsinks[k].second->try_pull()) {
-      }
-    }
+    for (std::size_t k = 1; k < declared.appsinks.size(); ++k)
+      declared.appsinks[k].second->drain();
   };
   const auto slice = std::chrono::milliseconds(declared.appsinks.size() > 1 ? 20 : 200);
   for (;;) {
@@ -343,9 +341,8 @@ void pump(Graph& graph, BuiltPipeline& declared, const RunOptions& o, bool detec
       if (auto f = declared.appsink->pull(slice)) {
         take(*f);
       } else if (declared.appsink->at_end() || graph.done()) {
-        while (auto rest = declared.appsink->try_pull())
-          take(*rest);        // drain what is left
-        if (!graph.done()) {  // other branches still running
+        declared.appsink->drain(take);  // what is left
+        if (!graph.done()) {            // other branches still running
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
           continue;
         }

@@ -102,8 +102,7 @@ neat::RunReport wait_graph(GraphState& st, std::optional<std::chrono::nanosecond
     neat::AppSink* waiting_on = nullptr;
     for (const auto& e : st.appsinks) {
       if (e.taken->load()) continue;
-      while (auto f = e.sink->try_pull())
-        took = true;
+      took = e.sink->drain() > 0 || took;
       waiting_on = e.sink.get();
     }
     if (!took) {
