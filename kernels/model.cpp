@@ -293,34 +293,25 @@ Status Model::Impl::first_run() {
 // memory); each output is copied out of the net's buffer into one of ours.
 void Model::Impl::declare_copies() {
   const std::string file = std::filesystem::path(path).filename().string();
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
+  auto declare = [&](bool input, std::size_t index, const ModelTensorInfo& info) {
     ModelCopy c;
-    c.kind = ConversionKind::Transfer;
-    c.reason = ConversionReason::ModelInput;
-    c.input = true;
-    c.index = k;
+    c.kind = input ? ConversionKind::Transfer : ConversionKind::Pack;
+    c.reason = input ? ConversionReason::ModelInput : ConversionReason::ModelOutput;
+    c.input = input;
+    c.index = index;
     c.engine = "opencv-dnn";
-    c.what = "setInput copies " + inputs[k].name + " " + dims_to_string(inputs[k].shape) +
-             " into the net";
-    c.detail = "model '" + file + "' input '" + inputs[k].name + "'";
-    c.operation = "Model::run (setInput)";
-    c.bytes = bytes_of(inputs[k].dtype, inputs[k].shape);
+    const std::string tensor = info.name + " " + dims_to_string(info.shape);
+    c.what = input ? "setInput copies " + tensor + " into the net"
+                   : "output " + tensor + " out of the net's buffer";
+    c.detail = "model '" + file + (input ? "' input '" : "' output '") + info.name + "'";
+    c.operation = input ? "Model::run (setInput)" : "Model::run (output)";
+    c.bytes = bytes_of(info.dtype, info.shape);
     copies.push_back(std::move(c));
-  }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    ModelCopy c;
-    c.kind = ConversionKind::Pack;
-    c.reason = ConversionReason::ModelOutput;
-    c.input = false;
-    c.index = i;
-    c.engine = "opencv-dnn";
-    c.what = "output " + outputs[i].name + " " + dims_to_string(outputs[i].shape) +
-             " out of the net's buffer";
-    c.detail = "model '" + file + "' output '" + outputs[i].name + "'";
-    c.operation = "Model::run (output)";
-    c.bytes = bytes_of(outputs[i].dtype, outputs[i].shape);
-    copies.push_back(std::move(c));
-  }
+  };
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    declare(true, k, inputs[k]);
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    declare(false, i, outputs[i]);
 }
 
 Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
