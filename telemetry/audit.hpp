@@ -38,22 +38,54 @@
 
 namespace neat {
 
-/// One conversion as read back from a trace.
-struct AuditRecord {
+/// One conversion as a trace records it, over a string type: AuditRecord owns
+/// its strings (what read_trace returns); the trace reader fills one of
+/// string_views into its buffer, so that reading allocates nothing per event.
+/// One struct for both: the fields are listed here once.
+template <class Text>
+struct BasicAuditRecord {
   ConversionKind kind = ConversionKind::Pack;
   ConversionReason reason = ConversionReason::UserRequest;
   bool explicit_call = true;
-  std::string policy;
+  Text policy;
   std::int64_t bytes = 0;
   std::int64_t duration_ns = 0;
   std::int64_t timestamp_ns = 0;  ///< end of the conversion (0 when the trace has none)
   std::int64_t thread = 0;
   std::int64_t frame = -1;
-  std::string graph, stage, edge, operation, file;
-  std::string detail;  ///< e.g. the colour standard or the GStreamer element (may be empty)
-  std::string run;     ///< the run (trace header) it belongs to; "" when the trace has none
+  Text graph, stage, edge, operation, file;
+  Text detail;  ///< e.g. the colour standard or the GStreamer element (may be empty)
+  Text run;     ///< the run (trace header) it belongs to; "" when the trace has none
   std::int64_t line = 0;
+
+  /// The same record over another string type (a view of an owned record,
+  /// or an owned copy of a view).
+  template <class Other>
+  BasicAuditRecord<Other> as() const {
+    BasicAuditRecord<Other> o;
+    o.kind = kind;
+    o.reason = reason;
+    o.explicit_call = explicit_call;
+    o.bytes = bytes;
+    o.duration_ns = duration_ns;
+    o.timestamp_ns = timestamp_ns;
+    o.thread = thread;
+    o.frame = frame;
+    o.line = line;
+    o.policy = Other(policy);
+    o.graph = Other(graph);
+    o.stage = Other(stage);
+    o.edge = Other(edge);
+    o.operation = Other(operation);
+    o.file = Other(file);
+    o.detail = Other(detail);
+    o.run = Other(run);
+    return o;
+  }
 };
+
+/// One conversion as read back from a trace.
+using AuditRecord = BasicAuditRecord<std::string>;
 
 /// Which events an audit keeps: all of them by default. Times are the
 /// events' ts_ns (nanoseconds since the epoch, end of the conversion); with a

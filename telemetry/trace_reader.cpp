@@ -18,46 +18,12 @@ namespace detail {
 
 RecordView view_of(const AuditRecord& r) {
   RecordView v;
-  v.kind = r.kind;
-  v.reason = r.reason;
-  v.explicit_call = r.explicit_call;
-  v.bytes = r.bytes;
-  v.duration_ns = r.duration_ns;
-  v.timestamp_ns = r.timestamp_ns;
-  v.thread = r.thread;
-  v.frame = r.frame;
-  v.line = r.line;
-  v.policy = r.policy;
-  v.graph = r.graph;
-  v.stage = r.stage;
-  v.edge = r.edge;
-  v.operation = r.operation;
-  v.file = r.file;
-  v.detail = r.detail;
-  v.run = r.run;
+  static_cast<BasicAuditRecord<std::string_view>&>(v) = r.as<std::string_view>();
   return v;
 }
 
 AuditRecord record_of(const RecordView& v) {
-  AuditRecord r;
-  r.kind = v.kind;
-  r.reason = v.reason;
-  r.explicit_call = v.explicit_call;
-  r.bytes = v.bytes;
-  r.duration_ns = v.duration_ns;
-  r.timestamp_ns = v.timestamp_ns;
-  r.thread = v.thread;
-  r.frame = v.frame;
-  r.line = v.line;
-  r.policy = v.policy;
-  r.graph = v.graph;
-  r.stage = v.stage;
-  r.edge = v.edge;
-  r.operation = v.operation;
-  r.file = v.file;
-  r.detail = v.detail;
-  r.run = v.run;
-  return r;
+  return v.as<std::string>();
 }
 
 namespace {

@@ -18,15 +18,10 @@
 
 namespace neat::detail {
 
-// One event as parsed: the strings point into the parser's buffer (valid
-// until the next document) so that reading allocates nothing per event.
-struct RecordView {
-  ConversionKind kind = ConversionKind::Pack;
-  ConversionReason reason = ConversionReason::UserRequest;
-  bool explicit_call = true;
-  std::int64_t bytes = 0, duration_ns = 0, timestamp_ns = 0, thread = 0, frame = -1, line = 0;
-  std::string_view policy, graph, stage, edge, operation, file, detail;
-  std::string_view run;  ///< the trace header's run id ("" without a header)
+// One record as parsed: a conversion's fields (the strings point into the
+// parser's buffer, valid until the next document, so that reading allocates
+// nothing per event), or a frame record's, or a header's version.
+struct RecordView : BasicAuditRecord<std::string_view> {
   /// A frame record ({"type":"frame"}: a frame reaching a sink), not a
   /// conversion: graph, sink, frame, timestamp_ns and latency_ns are set.
   bool is_frame = false;
