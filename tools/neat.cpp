@@ -54,12 +54,29 @@ const CLI::Validator kPositiveCount(
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{"NeatTensor command line"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("neat ") + NEAT_VERSION);
-  CLI::App* run = app.add_subcommand("run", "Build and run a pipeline (default: the demo)");
-  neat::tools::RunOptions ro;
+namespace {
+
+// Each command's options as parsed, and the subcommand that parsed them.
+struct Commands {
+  CLI::App* run = nullptr;
+  neat::tools::RunOptions run_options;
+  CLI::App* explain = nullptr;
+  std::string explain_pipeline, explain_policy;
+  double explain_timeout = 20;
+  std::int64_t explain_frames = 0;
+  std::int64_t explain_memory = 0;
+  CLI::App* audit = nullptr;
+  neat::tools::AuditOptions audit_options;
+  CLI::App* timeline = nullptr;
+  std::string timeline_trace, png;
+  int width = 1400;
+  CLI::App* elements = nullptr;
+  std::string element_name;
+};
+
+void add_run(CLI::App& app, Commands& c) {
+  CLI::App* run = c.run = app.add_subcommand("run", "Build and run a pipeline (default: the demo)");
+  neat::tools::RunOptions& ro = c.run_options;
   run->add_option("pipeline", ro.pipeline,
                   "the pipeline, e.g. 'default ! preprocess size=640x640 ! appsink'");
   run->add_option("--frames", ro.frames,
@@ -91,30 +108,33 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet", ro.quiet, "no plan, no progress line");
   run->add_flag("--print-detections", ro.print_detections,
                 "print the detections of every frame the appsink receives (from `yolo`)");
-  CLI::App* explain = app.add_subcommand("explain", "Print the build plan of a pipeline");
-  std::string explain_pipeline, explain_policy;
-  double explain_timeout = 20;
-  explain->add_option("pipeline", explain_pipeline, "the pipeline (default: the demo)");
+}
+
+void add_explain(CLI::App& app, Commands& c) {
+  CLI::App* explain = c.explain =
+      app.add_subcommand("explain", "Print the build plan of a pipeline");
+  explain->add_option("pipeline", c.explain_pipeline, "the pipeline (default: the demo)");
   explain
-      ->add_option("--first-frame-timeout", explain_timeout,
+      ->add_option("--first-frame-timeout", c.explain_timeout,
                    "seconds a GStreamer source may take to send its first frame (default 20)")
       ->check(CLI::Range(0.1, 86400.0));
-  explain->add_option("--policy", explain_policy, "strict, trace or silent")
+  explain->add_option("--policy", c.explain_policy, "strict, trace or silent")
       ->check(CLI::IsMember({"strict", "trace", "silent"}));
-  std::int64_t explain_frames = 0;
   explain
-      ->add_option("--frames", explain_frames,
+      ->add_option("--frames", c.explain_frames,
                    "plan with every source ending after N frames, as `neat run --frames` would")
       ->check(kPositiveCount);
-  std::int64_t explain_memory = 0;
   explain
-      ->add_option("--max-frame-memory", explain_memory,
+      ->add_option("--max-frame-memory", c.explain_memory,
                    "plan under this frame-memory budget (e.g. 64M), as `neat run` would")
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 50));
-  CLI::App* audit =
+}
+
+void add_audit(CLI::App& app, Commands& c) {
+  CLI::App* audit = c.audit =
       app.add_subcommand("audit", "Summarise a conversion trace: what was copied where, how often");
-  neat::tools::AuditOptions ao;
+  neat::tools::AuditOptions& ao = c.audit_options;
   audit
       ->add_option("traces", ao.traces,
                    "JSON Lines or Chrome traces (several: a rotated set, several runs)")
@@ -142,17 +162,92 @@ int main(int argc, char** argv) {
       ->add_option("--tolerance", ao.tolerance_percent,
                    "--baseline: per-frame growth still counted as the same, percent (default 1)")
       ->check(CLI::Range(0.0, 1000.0));
-  CLI::App* timeline =
+}
+
+void add_timeline_and_elements(CLI::App& app, Commands& c) {
+  CLI::App* timeline = c.timeline =
       app.add_subcommand("timeline", "Render a conversion trace as a PNG timeline");
-  std::string timeline_trace, png;
-  int width = 1400;
-  timeline->add_option("trace", timeline_trace, "JSON Lines or Chrome trace file")->required();
-  timeline->add_option("--out", png, "the PNG to write")->required();
-  timeline->add_option("--width", width, "image width in pixels")->check(CLI::Range(400, 8000));
-  CLI::App* elements = app.add_subcommand(
+  timeline->add_option("trace", c.timeline_trace, "JSON Lines or Chrome trace file")->required();
+  timeline->add_option("--out", c.png, "the PNG to write")->required();
+  timeline->add_option("--width", c.width, "image width in pixels")->check(CLI::Range(400, 8000));
+  c.elements = app.add_subcommand(
       "elements", "List the pipeline elements, or one element's properties and defaults");
-  std::string element_name;
-  elements->add_option("name", element_name, "an element, e.g. preprocess");
+  c.elements->add_option("name", c.element_name, "an element, e.g. preprocess");
+}
+
+// A pipeline given but blank is a mistake (an unset shell variable), not a
+// request for the demo: the demo is what no pipeline at all runs.
+bool blank_pipeline_given(const Commands& c) {
+  for (const auto& [sub, text] :
+       {std::pair<CLI::App*, const std::string*>{c.run, &c.run_options.pipeline},
+        {c.explain, &c.explain_pipeline}}) {
+    if (sub->parsed() && sub->get_option("pipeline")->count() > 0 &&
+        text->find_first_not_of(" \t\r\n") == std::string::npos) {
+      std::fprintf(stderr,
+                   "neat %s: the pipeline is empty; give one (e.g. 'default ! appsink'), or none "
+                   "at all for the built-in demo\n",
+                   sub->get_name().c_str());
+      return true;
+    }
+  }
+  return false;
+}
+
+int list_elements(const std::string& name) {
+  if (name.empty()) {
+    std::fputs(neat::describe_elements().c_str(), stdout);
+    return 0;
+  }
+  const neat::ElementSpec* e = neat::find_pipeline_element(name);
+  if (e == nullptr) {
+    std::fprintf(stderr, "neat elements: no element '%s' (elements: %s; %s; %s)\n", name.c_str(),
+                 neat::element_names(neat::ElementRole::Source).c_str(),
+                 neat::element_names(neat::ElementRole::Stage).c_str(),
+                 neat::element_names(neat::ElementRole::Sink).c_str());
+    return kMalformed;
+  }
+  std::fputs(neat::describe_element(*e).c_str(), stdout);
+  return 0;
+}
+
+int render_timeline(const Commands& c) {
+  auto records = neat::read_trace_file(c.timeline_trace);
+  if (!records) {
+    std::fprintf(stderr, "neat timeline: %s\n", records.error().message().c_str());
+    return kMalformed;
+  }
+  const std::string err = neat::tools::render_timeline(*records, c.png, c.width);
+  if (!err.empty()) {
+    std::fprintf(stderr, "neat timeline: %s\n", err.c_str());
+    return kMalformed;
+  }
+  std::printf("wrote %s (%zu conversions)\n", c.png.c_str(), records->size());
+  return 0;
+}
+
+int dispatch(const Commands& c) {
+  if (c.run->parsed()) return neat::tools::run_pipeline(c.run_options);
+  if (c.elements->parsed()) return list_elements(c.element_name);
+  if (c.explain->parsed()) {
+    return neat::tools::explain_pipeline(c.explain_pipeline, c.explain_policy, c.explain_timeout,
+                                         c.explain_memory, c.explain_frames);
+  }
+  if (c.audit->parsed()) return neat::tools::run_audit(c.audit_options);
+  if (c.timeline->parsed()) return render_timeline(c);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"NeatTensor command line"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("neat ") + NEAT_VERSION);
+  Commands c;
+  add_run(app, c);
+  add_explain(app, c);
+  add_audit(app, c);
+  add_timeline_and_elements(app, c);
   auto is_command = [&](const char* name) {
     for (const CLI::App* sub : app.get_subcommands({}))
       if (sub->get_name() == name) return true;
@@ -173,52 +268,6 @@ int main(int argc, char** argv) {
     app.exit(e);  // prints CLI11's message and the hint to --help
     return kMalformed;
   }
-  // A pipeline given but blank is a mistake (an unset shell variable), not
-  // a request for the demo: the demo is what no pipeline at all runs.
-  for (const auto& [sub, text] : {std::pair<CLI::App*, const std::string*>{run, &ro.pipeline},
-                                  {explain, &explain_pipeline}}) {
-    if (sub->parsed() && sub->get_option("pipeline")->count() > 0 &&
-        text->find_first_not_of(" \t\r\n") == std::string::npos) {
-      std::fprintf(stderr,
-                   "neat %s: the pipeline is empty; give one (e.g. 'default ! appsink'), or none "
-                   "at all for the built-in demo\n",
-                   sub->get_name().c_str());
-      return kMalformed;
-    }
-  }
-  if (run->parsed()) return neat::tools::run_pipeline(ro);
-  if (elements->parsed()) {
-    if (element_name.empty()) {
-      std::fputs(neat::describe_elements().c_str(), stdout);
-      return 0;
-    }
-    const neat::ElementSpec* e = neat::find_pipeline_element(element_name);
-    if (e == nullptr) {
-      std::fprintf(stderr, "neat elements: no element '%s' (elements: %s; %s; %s)\n",
-                   element_name.c_str(), neat::element_names(neat::ElementRole::Source).c_str(),
-                   neat::element_names(neat::ElementRole::Stage).c_str(),
-                   neat::element_names(neat::ElementRole::Sink).c_str());
-      return kMalformed;
-    }
-    std::fputs(neat::describe_element(*e).c_str(), stdout);
-    return 0;
-  }
-  if (explain->parsed())
-    return neat::tools::explain_pipeline(explain_pipeline, explain_policy, explain_timeout,
-                                         explain_memory, explain_frames);
-  if (audit->parsed()) return neat::tools::run_audit(ao);
-  if (timeline->parsed()) {
-    auto records = neat::read_trace_file(timeline_trace);
-    if (!records) {
-      std::fprintf(stderr, "neat timeline: %s\n", records.error().message().c_str());
-      return kMalformed;
-    }
-    const std::string err = neat::tools::render_timeline(*records, png, width);
-    if (!err.empty()) {
-      std::fprintf(stderr, "neat timeline: %s\n", err.c_str());
-      return kMalformed;
-    }
-    std::printf("wrote %s (%zu conversions)\n", png.c_str(), records->size());
-  }
-  return 0;
+  if (blank_pipeline_given(c)) return kMalformed;
+  return dispatch(c);
 }
