@@ -132,6 +132,20 @@ struct Model::Impl {
   std::vector<cv::Mat> forward_out;          // headers over the result buffers (reused)
   std::vector<std::vector<int>> input_dims;  // per input, per run, reused
   std::vector<ModelCopy> copies;             // one per input, then one per output
+  // Per input, cv::Mat headers over the frames' bytes for setInput, found
+  // again by address and shape: a header of more than 2 dimensions allocates
+  // its size and step arrays, and a graph's frames come from a pool that
+  // hands the same few buffers round, so once warm a run allocates none.
+  struct Header {
+    const std::byte* data = nullptr;
+    std::vector<int> dims;
+    cv::Mat mat;
+  };
+  static constexpr std::size_t kHeadersPerInput = 8;
+  std::vector<std::vector<Header>> headers;
+  std::vector<std::size_t> next_header;  // per input: the one replaced next (round-robin)
+
+  const cv::Mat& header_over(std::size_t k, const std::byte* data);
 
   ~Impl() { OpenCvThreads::release(threads); }
 
@@ -235,6 +249,8 @@ Status Model::Impl::read_declared_inputs() {
   for (const ModelTensorInfo& i : inputs)
     input_names.push_back(i.name);
   input_dims.resize(inputs.size());
+  headers.resize(inputs.size());
+  next_header.resize(inputs.size(), 0);
   return {};
 }
 
@@ -420,6 +436,27 @@ Status Model::Impl::check_inputs(std::span<const NeatTensor> given) {
   return {};
 }
 
+// A header over input k's bytes at `data` with this run's dims (OpenCV only
+// reads through it; the const_cast is its constructor's signature).
+const cv::Mat& Model::Impl::header_over(std::size_t k, const std::byte* data) {
+  const std::vector<int>& dims = input_dims[k];
+  std::vector<Header>& cache = headers[k];
+  for (const Header& h : cache) {
+    if (h.data == data && h.dims == dims) return h.mat;
+  }
+  Header fresh{
+      data, dims,
+      cv::Mat(static_cast<int>(dims.size()), dims.data(), CV_32F, const_cast<std::byte*>(data))};
+  if (cache.size() < kHeadersPerInput) {
+    cache.push_back(std::move(fresh));
+    return cache.back().mat;
+  }
+  Header& slot = cache[next_header[k]];
+  next_header[k] = (next_header[k] + 1) % kHeadersPerInput;
+  slot = std::move(fresh);
+  return slot.mat;
+}
+
 // setInput copies each input into the net: the model's declared input copy.
 // OpenCV is handed a header over the frame's mapped bytes.
 Status Model::Impl::set_inputs(std::span<const NeatTensor> given, const ConversionOptions& options,
@@ -429,10 +466,7 @@ Status Model::Impl::set_inputs(std::span<const NeatTensor> given, const Conversi
     const CopyRequest req = request_for(input_copy(k), given[k], options, where);
     NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
       try {
-        const std::vector<int>& dims = input_dims[k];
-        // A header over the frame (OpenCV reads it; the const_cast is its API's).
-        const cv::Mat blob(static_cast<int>(dims.size()), dims.data(), CV_32F,
-                           const_cast<std::byte*>(in.data()));
+        const cv::Mat& blob = header_over(k, in.data());
         net.setInput(blob, inputs.size() > 1 ? input_names[k] : cv::String());
       } catch (const cv::Exception& e) {
         return invalid_argument(what() + " input '" + inputs[k].name +
