@@ -6,16 +6,193 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
 #include <set>
 
 #include "neat/contract/copy_gate.hpp"
 #include "neat/contract/mapping.hpp"
+#include "neat/kernels/internal/model_engine.hpp"
 #include "neat/storage/cv_mat.hpp"
 
 namespace neat {
+
+// ---- what every engine shares ------------------------------------------------------------------
+
+bool ModelTensorInfo::is_static() const noexcept {
+  for (std::int64_t d : shape) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+std::string ModelTensorInfo::to_string() const {
+  return name + " " + std::string(neat::to_string(dtype)) + " " + dims_to_string(shape);
+}
+
+std::int64_t model_tensor_bytes(DType dtype, std::span<const std::int64_t> shape) {
+  std::int64_t n = static_cast<std::int64_t>(item_size(dtype));
+  for (std::int64_t d : shape)
+    n *= d < 0 ? 1 : d;
+  return n;
+}
+
+Status PoolSizeHold::acquire(int threads, const std::string& what) {
+  if (threads == 0) return {};
+  std::lock_guard lock(mutex_);
+  if (holders_ > 0 && threads != threads_) {
+    return Error(ErrorCode::FailedPrecondition, what,
+                 "threads=" + std::to_string(threads) + ", but a loaded model set " +
+                     std::string(pool_) + "'s process-wide pool to " + std::to_string(threads_) +
+                     " threads",
+                 {Fix{"give every model on this engine the same threads=", {}},
+                  Fix{"leave threads=0 and size the pool once, yourself", {}}});
+  }
+  if (holders_++ == 0) {
+    before_ = get_();
+    threads_ = threads;
+    set_(threads);
+  }
+  return {};
+}
+
+void PoolSizeHold::release(int threads) noexcept {
+  if (threads == 0) return;
+  std::lock_guard lock(mutex_);
+  if (--holders_ == 0) set_(before_);
+}
+
+Status Model::Impl::check_inputs(std::span<const NeatTensor> given) const {
+  if (given.size() != inputs.size()) {
+    return invalid_argument(what() + ": given " + std::to_string(given.size()) +
+                            " input(s), it takes " + std::to_string(inputs.size()));
+  }
+  for (std::size_t k = 0; k < given.size(); ++k) {
+    const NeatTensor& input = given[k];
+    const ModelTensorInfo& want = inputs[k];
+    auto where = [&] { return what() + " input '" + want.name + "' on " + input.to_string(); };
+    if (!input.defined()) return failed_precondition(where() + ": undefined tensor");
+    if (input.device().type != DeviceType::Cpu) {
+      return Error(ErrorCode::FailedPrecondition, where(), "not in CPU memory",
+                   {Fix{"transfer it with cpu() first", {}}});
+    }
+    if (input.dtype() != DType::F32 || input.is_composite()) {
+      return Error(ErrorCode::InvalidArgument, where(), "the model takes " + want.to_string(),
+                   {Fix{"convert the frame first (preprocess)", {}}});
+    }
+    if (input.rank() != static_cast<int>(want.shape.size())) {
+      return invalid_argument(where() + ": rank " + std::to_string(input.rank()) +
+                              ", the model takes " + want.to_string());
+    }
+    for (int i = 0; i < input.rank(); ++i) {
+      const std::int64_t w = want.shape[static_cast<std::size_t>(i)];
+      if (w >= 0 && input.shape()[i] != w) {
+        return invalid_argument(where() + ": dimension " + std::to_string(i) + " is " +
+                                std::to_string(input.shape()[i]) + ", the model takes " +
+                                want.to_string());
+      }
+    }
+    if (!input.is_contiguous()) {
+      return Error(ErrorCode::FailedPrecondition, where(),
+                   "strided; the model reads packed tensors",
+                   {Fix{"call contiguous() first, or add a `pack` stage", {}}});
+    }
+  }
+  return {};
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+const std::string& Model::path() const noexcept {
+  return impl_->path;
+}
+const ModelTensorInfo& Model::input() const noexcept {
+  return impl_->inputs.front();
+}
+const std::vector<ModelTensorInfo>& Model::inputs() const noexcept {
+  return impl_->inputs;
+}
+const std::vector<ModelTensorInfo>& Model::outputs() const noexcept {
+  return impl_->outputs;
+}
+std::string_view Model::engine() const noexcept {
+  return impl_->engine();
+}
+std::string Model::boundary() const {
+  return impl_->boundary();
+}
+int Model::threads() const noexcept {
+  return impl_->threads;
+}
+
+std::int64_t Model::input_bytes() const noexcept {
+  std::int64_t total = 0;
+  for (const ModelTensorInfo& i : impl_->inputs)
+    total += model_tensor_bytes(i.dtype, i.shape);
+  return total;
+}
+
+std::vector<ModelCopy> Model::copies(std::span<const std::int64_t> input_shape) const {
+  std::vector<ModelCopy> out = impl_->copies;
+  for (ModelCopy& c : out) {
+    if (!c.input || c.index != 0) continue;
+    c.bytes = model_tensor_bytes(impl_->inputs[0].dtype, input_shape);
+    c.what = "setInput copies " + impl_->inputs[0].name + " " +
+             dims_to_string(std::vector<std::int64_t>(input_shape.begin(), input_shape.end())) +
+             " into the net";
+  }
+  return out;
+}
+
+namespace {
+
+// TorchScript files are zip archives; ONNX files are protobuf.
+bool looks_like_torchscript(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
+  const std::string& path = options.path;
+  const std::string what = "model '" + path + "'";
+  if (path.empty()) return invalid_argument("model: no file given (model=PATH)");
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return invalid_argument(what + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) {
+    return invalid_argument(what + ": is a directory, not a model file");
+  }
+  if (options.threads < 0) {
+    return invalid_argument(what + ": threads=" + std::to_string(options.threads) +
+                            " must be 0 (the engine's own setting) or more");
+  }
+  ModelBackend backend = options.backend;
+  if (backend == ModelBackend::Auto)
+    backend = looks_like_torchscript(path) ? ModelBackend::Torch : ModelBackend::OpenCv;
+  auto impl =
+      backend == ModelBackend::Torch ? open_torch_model(options) : open_opencv_model(options);
+  if (!impl.ok()) return std::move(impl).error();
+  return std::unique_ptr<Model>(new Model(std::move(*impl)));
+}
+
+Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
+                  const ConversionOptions& options, std::source_location where) {
+  return run(std::span<const NeatTensor>(&input, 1), results, options, where);
+}
+
+Status Model::run(std::span<const NeatTensor> inputs, std::vector<NeatTensor>& results,
+                  const ConversionOptions& options, std::source_location where) {
+  results.clear();
+  // Every input is checked before the first copy: a refused run moves nothing.
+  NEAT_RETURN_IF_ERROR(impl_->check_inputs(inputs));
+  return impl_->run(inputs, results, options, where);
+}
+
+// ---- OpenCV DNN ---------------------------------------------------------------------------------
 
 namespace {
 
@@ -72,66 +249,39 @@ std::string cv_message(const cv::Exception& e) {
   return e.err.empty() ? std::string(e.what()) : e.err;
 }
 
-// OpenCV has one thread pool per process. A model that sets its size holds
-// it while it lives; the size the process had comes back when the last such
-// model goes, and a model asking for another size meanwhile is refused.
-class OpenCvThreads {
- public:
-  static Status acquire(int threads, const std::string& what) {
-    if (threads == 0) return {};
-    std::lock_guard lock(mutex_);
-    if (holders_ > 0 && threads != threads_) {
-      return Error(ErrorCode::FailedPrecondition, what,
-                   "threads=" + std::to_string(threads) +
-                       ", but a loaded OpenCV DNN model set OpenCV's process-wide pool to " +
-                       std::to_string(threads_) + " threads",
-                   {Fix{"give every OpenCV DNN model the same threads=", {}},
-                    Fix{"leave threads=0 and set the pool once (cv::setNumThreads)", {}}});
-    }
-    if (holders_++ == 0) {
-      before_ = cv::getNumThreads();
-      threads_ = threads;
-      cv::setNumThreads(threads);
-    }
-    return {};
-  }
-  static void release(int threads) noexcept {
-    if (threads == 0) return;
-    std::lock_guard lock(mutex_);
-    if (--holders_ == 0) cv::setNumThreads(before_);
-  }
-
- private:
-  static inline std::mutex mutex_;
-  static inline int holders_ = 0;
-  static inline int threads_ = 0;
-  static inline int before_ = 0;
-};
-
-}  // namespace
-
-bool ModelTensorInfo::is_static() const noexcept {
-  for (std::int64_t d : shape) {
-    if (d < 0) return false;
-  }
-  return true;
+PoolSizeHold& opencv_pool() {
+  static PoolSizeHold hold(
+      "OpenCV", [] { return cv::getNumThreads(); }, [](int n) { cv::setNumThreads(n); });
+  return hold;
 }
 
-std::string ModelTensorInfo::to_string() const {
-  return name + " " + std::string(neat::to_string(dtype)) + " " + dims_to_string(shape);
+// The copy gate's request for one of the model's declared copies of `t`.
+CopyRequest request_for(const ModelCopy& c, const NeatTensor& t, const ConversionOptions& options,
+                        std::source_location where) {
+  CopyRequest req;
+  req.kind = c.kind;
+  req.reason = c.reason;
+  req.explicit_call = !options.implicit;
+  req.bytes = t.nbytes();
+  req.source = t.description();
+  req.destination = t.description();
+  (c.input ? req.destination : req.source).storage = StorageKind::Other;  // the net's buffer
+  req.where = where;
+  req.policy = options.policy;
+  req.operation =
+      options.requested_by.empty() ? std::string_view(c.operation) : options.requested_by;
+  req.detail = c.detail;
+  return req;
 }
 
-struct Model::Impl {
-  std::string path;
+// An ONNX file on OpenCV DNN: setInput copies each input into the net, and
+// each output is copied out of the net's buffer (both declared, both recorded).
+struct OpenCvModel final : Model::Impl {
   cv::dnn::Net net;
-  int threads = 0;  // OpenCV's pool size this model holds (0: none)
-  std::vector<ModelTensorInfo> inputs;
-  std::vector<cv::String> input_names;  // for setInput(blob, name)
-  std::vector<ModelTensorInfo> outputs;
+  std::vector<cv::String> input_names;       // for setInput(blob, name)
   std::vector<cv::String> output_names;      // OpenCV's names, in outputs' order
   std::vector<cv::Mat> forward_out;          // headers over the result buffers (reused)
   std::vector<std::vector<int>> input_dims;  // per input, per run, reused
-  std::vector<ModelCopy> copies;             // one per input, then one per output
   // Per input, cv::Mat headers over the frames' bytes for setInput, found
   // again by address and shape: a header of more than 2 dimensions allocates
   // its size and step arrays, and a graph's frames come from a pool that
@@ -145,21 +295,29 @@ struct Model::Impl {
   std::vector<std::vector<Header>> headers;
   std::vector<std::size_t> next_header;  // per input: the one replaced next (round-robin)
 
-  const cv::Mat& header_over(std::size_t k, const std::byte* data);
-
-  ~Impl() { OpenCvThreads::release(threads); }
-
-  std::string what() const { return "model '" + path + "'"; }
+  ~OpenCvModel() override { opencv_pool().release(threads); }
+  std::string_view engine() const noexcept override { return "opencv-dnn"; }
+  std::string boundary() const override {
+    return "OpenCV DNN: setInput copies each input in, each output is copied out";
+  }
   const ModelCopy& input_copy(std::size_t k) const { return copies[k]; }
   const ModelCopy& output_copy(std::size_t i) const { return copies[inputs.size() + i]; }
 
-  // ---- load(), step by step ----
+  // ---- load, step by step ----
   Status read_declared_inputs();
   Status open_net(const ModelOptions& options);
   Status first_run();
   void declare_copies();
-  // ---- run(), step by step ----
-  Status check_inputs(std::span<const NeatTensor> given);
+  // ---- run, step by step ----
+  Status run(std::span<const NeatTensor> given, std::vector<NeatTensor>& results,
+             const ConversionOptions& options, std::source_location where) override {
+    NEAT_RETURN_IF_ERROR(set_inputs(given, options, where));
+    std::vector<Mapping> writes;
+    cv::Mat single_out;
+    NEAT_RETURN_IF_ERROR(forward(results, options, writes, single_out));
+    return copy_outputs(results, writes, single_out, given[0], options, where);
+  }
+  const cv::Mat& header_over(std::size_t k, const std::byte* data);
   Status set_inputs(std::span<const NeatTensor> given, const ConversionOptions& options,
                     std::source_location where);
   Status forward(std::vector<NeatTensor>& results, const ConversionOptions& options,
@@ -169,57 +327,7 @@ struct Model::Impl {
                       const ConversionOptions& options, std::source_location where);
 };
 
-Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Model::~Model() = default;
-
-const std::string& Model::path() const noexcept {
-  return impl_->path;
-}
-const ModelTensorInfo& Model::input() const noexcept {
-  return impl_->inputs.front();
-}
-const std::vector<ModelTensorInfo>& Model::inputs() const noexcept {
-  return impl_->inputs;
-}
-const std::vector<ModelTensorInfo>& Model::outputs() const noexcept {
-  return impl_->outputs;
-}
-std::string_view Model::engine() const noexcept {
-  return "opencv-dnn";
-}
-int Model::threads() const noexcept {
-  return impl_->threads;
-}
-
-namespace {
-
-std::int64_t bytes_of(DType dtype, std::span<const std::int64_t> shape) {
-  std::int64_t n = static_cast<std::int64_t>(item_size(dtype));
-  for (std::int64_t d : shape)
-    n *= d < 0 ? 1 : d;
-  return n;
-}
-
-}  // namespace
-
-std::int64_t Model::input_bytes() const noexcept {
-  std::int64_t total = 0;
-  for (const ModelTensorInfo& i : impl_->inputs)
-    total += bytes_of(i.dtype, i.shape);
-  return total;
-}
-
-std::vector<ModelCopy> Model::copies(std::span<const std::int64_t> input_shape) const {
-  std::vector<ModelCopy> out = impl_->copies;
-  out[0].bytes = bytes_of(impl_->inputs[0].dtype, input_shape);
-  out[0].what = "setInput copies " + impl_->inputs[0].name + " " +
-                dims_to_string(std::vector<std::int64_t>(input_shape.begin(), input_shape.end())) +
-                " into the net";
-  return out;
-}
-
-// The declared inputs, from the file: OpenCV 4.6 keeps them private.
-Status Model::Impl::read_declared_inputs() {
+Status OpenCvModel::read_declared_inputs() {
   onnx::ModelProto proto;
   {
     std::ifstream in(path, std::ios::binary);
@@ -254,25 +362,22 @@ Status Model::Impl::read_declared_inputs() {
   return {};
 }
 
-Status Model::Impl::open_net(const ModelOptions& options) {
+Status OpenCvModel::open_net(const ModelOptions& options) {
   try {
     net = cv::dnn::readNetFromONNX(path);
   } catch (const cv::Exception& e) {
     return invalid_argument(what() + ": OpenCV DNN cannot load it: " + cv_message(e));
   }
   if (net.empty()) return invalid_argument(what() + ": OpenCV DNN loaded an empty network");
-  net.setPreferableBackend(options.backend == ModelBackend::OpenCv ? cv::dnn::DNN_BACKEND_OPENCV
-                                                                   : cv::dnn::DNN_BACKEND_DEFAULT);
+  net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
   net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-  NEAT_RETURN_IF_ERROR(OpenCvThreads::acquire(options.threads, what()));
+  NEAT_RETURN_IF_ERROR(opencv_pool().acquire(options.threads, what()));
   threads = options.threads;
   output_names = net.getUnconnectedOutLayersNames();
   return {};
 }
 
-// One run on zeros: OpenCV reports unsupported layers at the first forward;
-// this finds them at load (a graph's build()) and learns the outputs' shapes.
-Status Model::Impl::first_run() {
+Status OpenCvModel::first_run() {
   std::string shapes;
   try {
     if (inputs.size() > 1) net.setInputsNames(input_names);
@@ -305,9 +410,7 @@ Status Model::Impl::first_run() {
   return {};
 }
 
-// setInput copies each input into the net (a transfer into the model's own
-// memory); each output is copied out of the net's buffer into one of ours.
-void Model::Impl::declare_copies() {
+void OpenCvModel::declare_copies() {
   const std::string file = std::filesystem::path(path).filename().string();
   auto declare = [&](bool input, std::size_t index, const ModelTensorInfo& info) {
     ModelCopy c;
@@ -321,7 +424,7 @@ void Model::Impl::declare_copies() {
                    : "output " + tensor + " out of the net's buffer";
     c.detail = "model '" + file + (input ? "' input '" : "' output '") + info.name + "'";
     c.operation = input ? "Model::run (setInput)" : "Model::run (output)";
-    c.bytes = bytes_of(info.dtype, info.shape);
+    c.bytes = model_tensor_bytes(info.dtype, info.shape);
     copies.push_back(std::move(c));
   };
   for (std::size_t k = 0; k < inputs.size(); ++k)
@@ -330,115 +433,7 @@ void Model::Impl::declare_copies() {
     declare(false, i, outputs[i]);
 }
 
-Result<std::unique_ptr<Model>> Model::load(const ModelOptions& options) {
-  const std::string& path = options.path;
-  const std::string what = "model '" + path + "'";
-  if (path.empty()) return invalid_argument("model: no file given (model=PATH)");
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return invalid_argument(what + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) {
-    return invalid_argument(what + ": is a directory, not an ONNX file");
-  }
-  if (options.threads < 0) {
-    return invalid_argument(what + ": threads=" + std::to_string(options.threads) +
-                            " must be 0 (OpenCV's setting) or more");
-  }
-  auto impl = std::make_unique<Impl>();
-  impl->path = path;
-  NEAT_RETURN_IF_ERROR(impl->read_declared_inputs());
-  NEAT_RETURN_IF_ERROR(impl->open_net(options));
-  NEAT_RETURN_IF_ERROR(impl->first_run());
-  impl->declare_copies();
-  return std::unique_ptr<Model>(new Model(std::move(impl)));
-}
-
-Status Model::run(const NeatTensor& input, std::vector<NeatTensor>& results,
-                  const ConversionOptions& options, std::source_location where) {
-  return run(std::span<const NeatTensor>(&input, 1), results, options, where);
-}
-
-namespace {
-
-// The copy gate's request for one of the model's declared copies of `t`.
-CopyRequest request_for(const ModelCopy& c, const NeatTensor& t, const ConversionOptions& options,
-                        std::source_location where) {
-  CopyRequest req;
-  req.kind = c.kind;
-  req.reason = c.reason;
-  req.explicit_call = !options.implicit;
-  req.bytes = t.nbytes();
-  req.source = t.description();
-  req.destination = t.description();
-  (c.input ? req.destination : req.source).storage = StorageKind::Other;  // the net's buffer
-  req.where = where;
-  req.policy = options.policy;
-  req.operation =
-      options.requested_by.empty() ? std::string_view(c.operation) : options.requested_by;
-  req.detail = c.detail;
-  return req;
-}
-
-}  // namespace
-
-Status Model::run(std::span<const NeatTensor> inputs, std::vector<NeatTensor>& results,
-                  const ConversionOptions& options, std::source_location where) {
-  Impl& m = *impl_;
-  results.clear();
-  // Every input is checked before the first copy: a refused run moves nothing.
-  NEAT_RETURN_IF_ERROR(m.check_inputs(inputs));
-  NEAT_RETURN_IF_ERROR(m.set_inputs(inputs, options, where));
-  std::vector<Mapping> writes;
-  cv::Mat single_out;
-  NEAT_RETURN_IF_ERROR(m.forward(results, options, writes, single_out));
-  return m.copy_outputs(results, writes, single_out, inputs[0], options, where);
-}
-
-Status Model::Impl::check_inputs(std::span<const NeatTensor> given) {
-  if (given.size() != inputs.size()) {
-    return invalid_argument(what() + ": given " + std::to_string(given.size()) +
-                            " input(s), it takes " + std::to_string(inputs.size()));
-  }
-  for (std::size_t k = 0; k < given.size(); ++k) {
-    const NeatTensor& input = given[k];
-    const ModelTensorInfo& want = inputs[k];
-    auto where = [&] { return what() + " input '" + want.name + "' on " + input.to_string(); };
-    if (!input.defined()) return failed_precondition(where() + ": undefined tensor");
-    if (input.device().type != DeviceType::Cpu) {
-      return Error(ErrorCode::FailedPrecondition, where(), "not in CPU memory",
-                   {Fix{"transfer it with cpu() first", {}}});
-    }
-    if (input.dtype() != DType::F32 || input.is_composite()) {
-      return Error(ErrorCode::InvalidArgument, where(), "the model takes " + want.to_string(),
-                   {Fix{"convert the frame first (preprocess)", {}}});
-    }
-    if (input.rank() != static_cast<int>(want.shape.size())) {
-      return invalid_argument(where() + ": rank " + std::to_string(input.rank()) +
-                              ", the model takes " + want.to_string());
-    }
-    std::vector<int>& dims = input_dims[k];
-    dims.resize(want.shape.size());
-    for (int i = 0; i < input.rank(); ++i) {
-      const std::int64_t w = want.shape[static_cast<std::size_t>(i)];
-      if (w >= 0 && input.shape()[i] != w) {
-        return invalid_argument(where() + ": dimension " + std::to_string(i) + " is " +
-                                std::to_string(input.shape()[i]) + ", the model takes " +
-                                want.to_string());
-      }
-      if (input.shape()[i] > INT32_MAX) return invalid_argument(where() + ": too large for OpenCV");
-      dims[static_cast<std::size_t>(i)] = static_cast<int>(input.shape()[i]);
-    }
-    if (!input.is_contiguous()) {
-      return Error(ErrorCode::FailedPrecondition, where(),
-                   "strided; OpenCV DNN reads packed tensors",
-                   {Fix{"call contiguous() first, or add a `pack` stage", {}}});
-    }
-  }
-  return {};
-}
-
-// A header over input k's bytes at `data` with this run's dims (OpenCV only
-// reads through it; the const_cast is its constructor's signature).
-const cv::Mat& Model::Impl::header_over(std::size_t k, const std::byte* data) {
+const cv::Mat& OpenCvModel::header_over(std::size_t k, const std::byte* data) {
   const std::vector<int>& dims = input_dims[k];
   std::vector<Header>& cache = headers[k];
   for (const Header& h : cache) {
@@ -457,11 +452,16 @@ const cv::Mat& Model::Impl::header_over(std::size_t k, const std::byte* data) {
   return slot.mat;
 }
 
-// setInput copies each input into the net: the model's declared input copy.
-// OpenCV is handed a header over the frame's mapped bytes.
-Status Model::Impl::set_inputs(std::span<const NeatTensor> given, const ConversionOptions& options,
+Status OpenCvModel::set_inputs(std::span<const NeatTensor> given, const ConversionOptions& options,
                                std::source_location where) {
   for (std::size_t k = 0; k < given.size(); ++k) {
+    std::vector<int>& dims = input_dims[k];
+    dims.resize(static_cast<std::size_t>(given[k].rank()));
+    for (int i = 0; i < given[k].rank(); ++i) {
+      if (given[k].shape()[i] > INT32_MAX)
+        return invalid_argument(what() + " on " + given[k].to_string() + ": too large for OpenCV");
+      dims[static_cast<std::size_t>(i)] = static_cast<int>(given[k].shape()[i]);
+    }
     NEAT_ASSIGN_OR_RETURN(Mapping in, given[k].map(MapMode::Read));
     const CopyRequest req = request_for(input_copy(k), given[k], options, where);
     NEAT_RETURN_IF_ERROR(run_through_gate(req, [&]() -> Status {
@@ -478,13 +478,7 @@ Status Model::Impl::set_inputs(std::span<const NeatTensor> given, const Conversi
   return {};
 }
 
-// Each output gets a buffer of its own (from the pool), for the copy out of
-// the net. One output: forward(name) returns a header over the net's buffer
-// (which the next run overwrites) and the copy out is ours, timed. Several:
-// forward(vector, names) copies each into the Mat it is given (OpenCV's
-// _OutputArray::assign), so it is given headers over our buffers and OpenCV's
-// copy is the only one (its time is inside forward()'s).
-Status Model::Impl::forward(std::vector<NeatTensor>& results, const ConversionOptions& options,
+Status OpenCvModel::forward(std::vector<NeatTensor>& results, const ConversionOptions& options,
                             std::vector<Mapping>& writes, cv::Mat& single_out) {
   for (const ModelTensorInfo& o : outputs) {
     Dims shape;
@@ -517,9 +511,7 @@ Status Model::Impl::forward(std::vector<NeatTensor>& results, const ConversionOp
   return {};
 }
 
-// The model's declared output copies: made here (one output) or already made
-// by OpenCV inside forward() (several) and recorded here.
-Status Model::Impl::copy_outputs(std::vector<NeatTensor>& results, std::vector<Mapping>& writes,
+Status OpenCvModel::copy_outputs(std::vector<NeatTensor>& results, std::vector<Mapping>& writes,
                                  const cv::Mat& single_out, const NeatTensor& first_input,
                                  const ConversionOptions& options, std::source_location where) {
   const bool single = outputs.size() == 1;
@@ -547,6 +539,18 @@ Status Model::Impl::copy_outputs(std::vector<NeatTensor>& results, std::vector<M
     out.set_meta(first_input.meta());
   }
   return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model::Impl>> open_opencv_model(const ModelOptions& options) {
+  auto m = std::make_unique<OpenCvModel>();
+  m->path = options.path;
+  NEAT_RETURN_IF_ERROR(m->read_declared_inputs());
+  NEAT_RETURN_IF_ERROR(m->open_net(options));
+  NEAT_RETURN_IF_ERROR(m->first_run());
+  m->declare_copies();
+  return std::unique_ptr<Model::Impl>(std::move(m));
 }
 
 }  // namespace neat

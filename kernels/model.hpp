@@ -1,26 +1,31 @@
-// A neural network model on OpenCV DNN (cv::dnn::readNetFromONNX), with every
-// byte that crosses its boundary accounted for:
+// A neural network model on one of two engines, with every byte that
+// crosses its boundary accounted for:
 //
-//  * Inputs: the model's declared inputs (name, dtype, shape) are read from
-//    the ONNX file itself (OpenCV 4.6 does not expose them), so a graph's
-//    build() checks the edge before a frame flows. run() takes one contiguous
-//    F32 tensor per input, of its shape, and hands OpenCV a header over its
-//    mapped bytes; Net::setInput copies them into the net (one explicit
-//    transfer per input per run, reason model_input, recorded with its time).
-//  * Outputs: Net::forward returns views of buffers the net reuses on the
-//    next run, so a consumer that still held them would see them change.
-//    run() copies each output into a tensor of its own (from the options'
-//    allocator, so a graph's pool: no allocation in the steady state): one
-//    explicit pack per output, reason model_output, recorded.
+//  * OpenCV DNN (ONNX files, cv::dnn::readNetFromONNX). The declared inputs
+//    (name, dtype, shape) are read from the ONNX file itself (OpenCV 4.6 does
+//    not expose them), so a graph's build() checks the edge before a frame
+//    flows. Net::setInput copies each input into the net (one explicit
+//    transfer per input per run, reason model_input), and Net::forward
+//    returns views of buffers the net reuses, so run() copies each output
+//    into a tensor of its own from the options' allocator (one explicit pack
+//    per output, reason model_output).
+//  * libtorch (TorchScript files, torch::jit::load, frozen for inference).
+//    The input's shape comes from the file's neat.json or ModelOptions. The
+//    input is handed to torch over its own mapped bytes (torch::from_blob)
+//    and each output is torch's own buffer, shared with the NeatTensor
+//    read-only: nothing is copied, so the model declares no copies.
+//
+// Both engines run the model once on zeros at load: a layer the engine
+// cannot run fails then (at build()), and the outputs' shapes are learned.
 //
 // The copies at the boundary are declared once, at load (copies()): the
 // infer stage's explain lists them and run() records each with the same words.
 //
-// Threading: a Model is not re-entrant (the net holds per-run state): one
-// run() at a time; the infer stage owns one Model. OpenCV parallelises
-// inside forward() on its process-wide thread pool; ModelOptions::threads
-// sets that pool's size only while the model lives, and never to a size
-// another live model chose.
+// Threading: a Model is not re-entrant (the engine holds per-run state): one
+// run() at a time; the infer stage owns one Model. Each engine parallelises
+// inside a run on its process-wide thread pool; ModelOptions::threads sets
+// that pool's size only while the model lives, and never to a size another
+// live model on the same engine chose.
 #pragma once
 
 #include <cstdint>
@@ -34,19 +39,25 @@
 
 namespace neat {
 
+/// The engine that runs a model.
 enum class ModelBackend : std::uint8_t {
-  OpenCv,   ///< OpenCV's own CPU implementation (DNN_BACKEND_OPENCV)
-  Default,  ///< what OpenCV picks (DNN_BACKEND_DEFAULT: OpenCV here)
+  Auto,    ///< by the file: a TorchScript archive runs on libtorch, anything else on OpenCV
+  OpenCv,  ///< OpenCV DNN (cv::dnn, its own CPU implementation): ONNX files
+  Torch,   ///< libtorch: TorchScript files (torch.jit.save), frozen for inference
 };
 
 struct ModelOptions {
-  std::string path;  ///< an ONNX file
-  ModelBackend backend = ModelBackend::OpenCv;
-  /// OpenCV's thread pool size. OpenCV has one pool per process, so this is
-  /// process-wide: set while the model lives, restored when the last model
-  /// that set it goes, and refused when a live model set another size. 0
-  /// leaves it as it is (cv::setNumThreads, the user's own setting).
+  std::string path;  ///< an ONNX or TorchScript file
+  ModelBackend backend = ModelBackend::Auto;
+  /// The engine's thread pool size. OpenCV and libtorch each have one pool
+  /// per process, so this is process-wide: set while the model lives,
+  /// restored when the last model that set it goes, and refused when a live
+  /// model set another size. 0 leaves it as it is (the user's own setting).
   int threads = 0;
+  /// A TorchScript file does not declare its input's shape: the one it takes
+  /// ([N, 3, H, W]), when the file carries no neat.json (make_models.py
+  /// writes one). Ignored for ONNX files, which declare theirs.
+  std::vector<std::int64_t> input_shape;
 };
 
 /// One input or output as the model file declares it. A dimension of -1 is
@@ -94,21 +105,25 @@ class Model {
   const std::vector<ModelTensorInfo>& inputs() const noexcept;
   /// In the order run() returns them.
   const std::vector<ModelTensorInfo>& outputs() const noexcept;
-  /// The bytes setInput copies per run (all inputs; dynamic dimensions as 1).
+  /// The bytes of the inputs of one run (all inputs; dynamic dimensions as 1).
   std::int64_t input_bytes() const noexcept;
   /// The copies one run makes at the boundary when the first input has
   /// `input_shape` (the others their declared shapes; dynamic dimensions as
-  /// 1): one per input, then one per output, bytes filled in.
+  /// 1), bytes filled in: on OpenCV one per input, then one per output; on
+  /// libtorch none.
   std::vector<ModelCopy> copies(std::span<const std::int64_t> input_shape) const;
-  /// The engine that runs the model ("opencv-dnn") and, when the model set
-  /// it, the thread pool size (else 0).
+  /// The engine that runs the model ("opencv-dnn", "libtorch"), how it takes
+  /// and gives its tensors (for explain) and, when the model set it, the
+  /// engine's thread pool size (else 0).
   std::string_view engine() const noexcept;
+  std::string boundary() const;
   int threads() const noexcept;
 
   /// Runs the model on `input` (F32, the input's shape; dynamic dimensions
   /// take any extent; a strided tensor is refused: pack it explicitly).
   /// Fills `outputs` with one tensor per output (in outputs() order), each in
-  /// its own buffer, carrying the input's frame metadata. The vector's
+  /// its own buffer (OpenCV: from the allocator, writable; libtorch: torch's,
+  /// read-only), carrying the input's frame metadata. The vector's
   /// capacity is reused: a steady loop allocates nothing here.
   Status run(const NeatTensor& input, std::vector<NeatTensor>& outputs,
              const ConversionOptions& options = {},
@@ -119,8 +134,10 @@ class Model {
              const ConversionOptions& options = {},
              std::source_location where = std::source_location::current());
 
- private:
+  /// The engine behind the model (kernels/internal/model_engine.hpp).
   struct Impl;
+
+ private:
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

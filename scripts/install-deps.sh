@@ -17,6 +17,7 @@ run_packages=(
   build-essential cmake ninja-build pkg-config
   libopencv-dev libopencv-dnn-dev
   libonnx-dev libprotobuf-dev python3-onnx
+  libtorch-dev python3-torch
   nlohmann-json3-dev libcli11-dev libdlpack-dev libcpp-httplib-dev
   libsimdjson-dev libpng-dev libhwy-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev

@@ -102,10 +102,16 @@ const PropertySpec kInterp =
 // "models:NAME" names a model generated with the build (models/make_models.py):
 // NEAT_MODEL_DIR if set, else the build tree's, else the installed one. A
 // name in none of them is an error listing the models there are, and where.
-Result<std::string> resolve_model_path(const std::string& path) {
+// models:NAME: a model generated with the build, in the file that fits the
+// engine (NAME.pt for torch, NAME.onnx for opencv; auto takes the ONNX file
+// when there is one, else the TorchScript one).
+Result<std::string> resolve_model_path(const std::string& path, ModelBackend backend) {
   constexpr std::string_view kPrefix = "models:";
   if (path.rfind(kPrefix, 0) != 0) return path;
-  const std::string name = path.substr(kPrefix.size()) + ".onnx";
+  const std::string stem = path.substr(kPrefix.size());
+  std::vector<std::string> extensions;
+  if (backend != ModelBackend::Torch) extensions.push_back(".onnx");
+  if (backend != ModelBackend::OpenCv) extensions.push_back(".pt");
   std::vector<std::string> dirs;
   if (const char* dir = std::getenv("NEAT_MODEL_DIR"); dir != nullptr && *dir != '\0') {
     dirs = {dir};
@@ -113,26 +119,31 @@ Result<std::string> resolve_model_path(const std::string& path) {
     dirs = {NEAT_BUILD_MODEL_DIR, NEAT_INSTALL_MODEL_DIR};
   }
   std::error_code ec;
-  for (const std::string& dir : dirs) {
-    if (std::filesystem::exists(dir + "/" + name, ec)) return dir + "/" + name;
+  for (const std::string& ext : extensions) {
+    for (const std::string& dir : dirs) {
+      if (std::filesystem::exists(dir + "/" + stem + ext, ec)) return dir + "/" + stem + ext;
+    }
   }
   std::set<std::string> names;
   for (const std::string& dir : dirs) {
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (entry.path().extension() == ".onnx")
+      const auto ext = entry.path().extension().string();
+      if (std::find(extensions.begin(), extensions.end(), ext) != extensions.end())
         names.insert("models:" + entry.path().stem().string());
     }
   }
-  std::string there, where;
+  std::string there, where, files;
   for (const std::string& n : names)
     there += (there.empty() ? "" : ", ") + n;
   for (const std::string& d : dirs)
     where += (where.empty() ? "" : ", ") + d;
-  return invalid_argument("model '" + path + "': no " + name + " in " + where + " (" +
+  for (const std::string& ext : extensions)
+    files += (files.empty() ? "" : " or ") + stem + ext;
+  return invalid_argument("model '" + path + "': no " + files + " in " + where + " (" +
                           (there.empty() ? "no models there: build them with the project, or set "
                                            "NEAT_MODEL_DIR"
                                          : "models there: " + there) +
-                          "; or give the path of an ONNX file)");
+                          "; or give the path of a model file)");
 }
 
 BuiltElement source(std::unique_ptr<Source> s) {
@@ -384,29 +395,33 @@ void add_inference_stages(std::vector<ElementSpec>& r) {
   r.push_back(
       {"infer",
        {R::Stage},
-       "runs an ONNX model on OpenCV DNN; hands on one of its outputs (setInput's copy and the "
-       "output's move out of the net are recorded every frame)",
+       "runs a model (ONNX on OpenCV DNN, or TorchScript on libtorch); hands on one of its "
+       "outputs (OpenCV: setInput's copy and each output's copy out of the net are recorded "
+       "every frame; libtorch: nothing is copied)",
        {required("model", T::Text, "PATH",
-                 "the ONNX file (models:NAME is a model generated with the build, e.g. "
-                 "models:detector)"),
+                 "the ONNX or TorchScript file (models:NAME is a model generated with the build, "
+                 "e.g. models:detector)"),
         prop("output", T::Text, "", "the output to hand on (default: the first)"),
         prop("threads", T::Integer, "0",
-             "OpenCV's thread pool size (process-wide: held while the model lives, restored after; "
-             "0: leave it)"),
-        prop("backend", T::Choice, "opencv", "OpenCV DNN backend", {"opencv", "default"})},
+             "the engine's thread pool size (process-wide: held while the model lives, restored "
+             "after; 0: leave it)"),
+        prop("backend", T::Choice, "auto",
+             "the engine: auto (by the file), opencv (ONNX), torch (TorchScript)",
+             {"auto", "opencv", "torch"})},
        [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
          InferOptions o;
-         auto model = resolve_model_path(a.take("model").value_or(""));
+         NEAT_ASSIGN_OR_RETURN(o.model.backend,
+                               a.choice<ModelBackend>("backend", ModelBackend::Auto,
+                                                      {{"auto", ModelBackend::Auto},
+                                                       {"opencv", ModelBackend::OpenCv},
+                                                       {"torch", ModelBackend::Torch}}));
+         auto model = resolve_model_path(a.take("model").value_or(""), o.model.backend);
          if (!model.ok()) return a.fail(model.error().message());
          o.model.path = std::move(*model);
          o.output = a.take("output").value_or("");
          NEAT_ASSIGN_OR_RETURN(std::int64_t threads, a.integer("threads", 0));
          if (threads < 0 || threads > 1024) return a.fail("threads must be from 0 to 1024");
          o.model.threads = static_cast<int>(threads);
-         NEAT_ASSIGN_OR_RETURN(o.model.backend,
-                               a.choice<ModelBackend>("backend", ModelBackend::OpenCv,
-                                                      {{"opencv", ModelBackend::OpenCv},
-                                                       {"default", ModelBackend::Default}}));
          auto st = infer_stage(std::move(o));
          if (!st.ok()) return a.fail(st.error().message());
          return stage(std::move(*st));

@@ -17,7 +17,7 @@ class InferStage final : public Stage {
     Accepts a;
     a.dtypes = {DType::F32};
     a.formats = {PixelFormat::None};
-    a.contiguous = true;  // OpenCV reads packed tensors
+    a.contiguous = true;  // both engines read packed tensors
     return a;
   }
   Result<FrameSpec> output_spec(const FrameSpec& in) const override {
@@ -76,12 +76,12 @@ class InferStage final : public Stage {
   std::vector<InnerConversion> inner_conversions() const override { return inner_; }
   std::string describe() const override {
     return "infer model=" + std::filesystem::path(model_->path()).filename().string() + " " +
-           model_->input().to_string() + " -> " + model_->outputs()[output_].to_string() +
-           " (OpenCV DNN" +
-           (model_->threads() > 0 ? ", OpenCV's process-wide pool held at " +
+           model_->input().to_string() + " -> " + model_->outputs()[output_].to_string() + " (" +
+           std::string(model_->engine()) +
+           (model_->threads() > 0 ? ", holding its process-wide pool at " +
                                         std::to_string(model_->threads()) + " threads"
                                   : std::string()) +
-           ")";
+           "; " + model_->boundary() + ")";
   }
 
  private:

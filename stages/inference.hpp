@@ -1,5 +1,5 @@
-// The model boundary as stages: `infer` runs an ONNX model on OpenCV DNN
-// (kernels/model.hpp), `yolo` decodes a detector's output into detections in
+// The model boundary as stages: `infer` runs a model on OpenCV DNN (ONNX) or
+// libtorch (TorchScript) (kernels/model.hpp), `yolo` decodes a detector's output into detections in
 // source-frame pixels (kernels/detections.hpp). Both declare what they take,
 // so build() checks the edges before a frame flows: the model's input shape
 // and dtype come from the model file; yolo checks the output's layout and
@@ -8,10 +8,12 @@
 // infer: takes a dense F32 tensor of the model's input shape ([3, H, W] is
 // accepted for a [1, 3, H, W] model: a view adds the batch dimension) and
 // hands on one of the model's outputs (`output`, default the first; the
-// convention for models with several outputs). Copies per frame, recorded
-// and listed by explain(): OpenCV's setInput copy (transfer, model_input)
-// and the output moved out of the net's reused buffer into the stage's pool
-// (pack, model_output).
+// convention for models with several outputs). Copies per frame are the
+// model's declared ones (Model::copies), recorded and listed by explain():
+// on OpenCV, setInput's copy (transfer, model_input) and each output moved
+// out of the net's reused buffer into the stage's pool (pack, model_output);
+// on libtorch none (the input is handed over its own memory, the outputs
+// are torch's own buffers, shared read-only).
 //
 // Ownership: the factories return stages for GraphBuilder::add_stage().
 // Threading: a stage instance runs on one thread at a time.

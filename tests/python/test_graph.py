@@ -337,6 +337,27 @@ def test_inference_stages_are_reachable():
     assert len(dets) == 3 and all(d.ndim == 2 and d.shape[1] == 6 for d in dets)
 
 
+def test_infer_on_libtorch_copies_nothing_at_the_model():
+    def run(backend):
+        g = neat.pipeline("synthetic format=NV12 size=32x16 frames=3 ! preprocess size=8x8 "
+                          "batch=true ! tee name=t ! infer model=models:scale backend=" + backend +
+                          " ! appsink name=out capacity=8  t. ! appsink name=pre capacity=8", policy="trace")
+        with neat.record() as rec:
+            g.start()
+            pre = [np.array(f) for f in g.appsinks["pre"]]
+            out = [np.array(f) for f in g.appsinks["out"]]
+            g.wait()
+        return pre, out, [e["reason"] for e in rec.events]
+
+    for backend in ("torch", "opencv"):
+        pre, out, reasons = run(backend)
+        assert len(out) == 3
+        for x, y in zip(pre, out):  # scale: y = 2 x + 1, on either engine
+            np.testing.assert_allclose(y, 2 * x + 1, rtol=0, atol=1e-5)
+        copies = reasons.count("model_input") + reasons.count("model_output")
+        assert copies == (0 if backend == "torch" else 6), (backend, reasons)
+
+
 def test_the_default_pipeline_is_the_demo():
     assert "infer" in neat.default_pipeline_text()
     assert "preprocess" in neat.elements()

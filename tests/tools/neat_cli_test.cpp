@@ -557,7 +557,7 @@ TEST(NeatCliRun, MessagesSayWhatThereIsAndTheFix) {
       run("run --quiet 'default frames=2 ! preprocess ! infer model=models:nosuch "
           "! appsink'");
   EXPECT_EQ(model.status, 2) << model.out;
-  EXPECT_NE(model.out.find("model 'models:nosuch': no nosuch.onnx in"), std::string::npos)
+  EXPECT_NE(model.out.find("model 'models:nosuch': no nosuch.onnx or nosuch.pt in"), std::string::npos)
       << model.out;
   EXPECT_NE(model.out.find("models:detector"), std::string::npos) << model.out;
 

@@ -1,0 +1,309 @@
+// The libtorch engine of neat::Model: a TorchScript file, frozen for
+// inference, run with nothing copied at its boundary. The input is handed to
+// torch over its own mapped bytes (torch::from_blob; the frame stays mapped
+// for the call); each output is the at::Tensor torch made, shared with the
+// NeatTensor read-only (the NeatTensor's storage keeps the at::Tensor alive).
+// So the model declares no copies: explain lists none and says why.
+
+#include "neat/kernels/internal/model_engine.hpp"
+
+#if NEAT_WITH_TORCH
+
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <nlohmann/json.hpp>
+
+#include "neat/contract/mapping.hpp"
+#include "neat/storage/external.hpp"
+
+namespace neat {
+namespace {
+
+PoolSizeHold& torch_pool() {
+  static PoolSizeHold hold(
+      "libtorch", [] { return at::get_num_threads(); }, [](int n) { at::set_num_threads(n); });
+  return hold;
+}
+
+std::optional<DType> dtype_of(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return DType::F32;
+    case at::kDouble:
+      return DType::F64;
+    case at::kHalf:
+      return DType::F16;
+    case at::kBFloat16:
+      return DType::BF16;
+    case at::kByte:
+      return DType::U8;
+    case at::kChar:
+      return DType::I8;
+    case at::kShort:
+      return DType::I16;
+    case at::kInt:
+      return DType::I32;
+    case at::kLong:
+      return DType::I64;
+    case at::kBool:
+      return DType::Bool;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string torch_message(const c10::Error& e) {
+  std::string m = e.what_without_backtrace();
+  if (auto nl = m.find('\n'); nl != std::string::npos && nl > 0) m.resize(nl);
+  return m;
+}
+
+// What keeps an output's bytes alive: torch's tensor and, when the output is
+// the input itself (a model may return it), the input too.
+struct OutputHold {
+  at::Tensor tensor;
+  NeatTensor input;
+};
+
+struct TorchModel final : Model::Impl {
+  torch::jit::Module module;
+  std::vector<c10::IValue> args;  // reused per run
+  std::vector<at::Tensor> results_scratch;
+
+  ~TorchModel() override { torch_pool().release(threads); }
+  std::string_view engine() const noexcept override { return "libtorch"; }
+  std::string boundary() const override {
+    return "libtorch: the input is handed over its own memory (torch::from_blob) and each output "
+           "is torch's own buffer, shared read-only: nothing is copied";
+  }
+
+  Status open_module(const ModelOptions& options, std::string& metadata);
+  Status read_inputs(const ModelOptions& options, const std::string& metadata);
+  Status first_run();
+  Status outputs_of(const c10::IValue& value, std::vector<at::Tensor>& out) const;
+  Status run(std::span<const NeatTensor> given, std::vector<NeatTensor>& results,
+             const ConversionOptions& options, std::source_location where) override;
+  Result<NeatTensor> wrap_output(const at::Tensor& t, std::size_t i, const NeatTensor& input,
+                                 const std::byte* input_bytes) const;
+};
+
+Status TorchModel::open_module(const ModelOptions& options, std::string& metadata) {
+  torch::jit::ExtraFilesMap extra{{"neat.json", ""}};
+  try {
+    module = torch::jit::load(path, torch::kCPU, extra);
+  } catch (const c10::Error& e) {
+    return Error(
+        ErrorCode::InvalidArgument, what(),
+        "libtorch cannot load it as a TorchScript module: " + torch_message(e),
+        {Fix{"save the model with torch.jit.save (torch.jit.trace or torch.jit.script)", {}},
+         Fix{"give an ONNX file with backend=opencv", {}}});
+  } catch (const std::exception& e) {
+    return invalid_argument(what() + ": libtorch cannot load it: " + e.what());
+  }
+  metadata = extra["neat.json"];
+  module.eval();
+  try {
+    module = torch::jit::freeze(module);  // weights as constants, for inference
+  } catch (const c10::Error&) {
+    // A module freeze cannot handle (e.g. it has attributes it mutates) runs as it is.
+  }
+  NEAT_RETURN_IF_ERROR(torch_pool().acquire(options.threads, what()));
+  threads = options.threads;
+  return {};
+}
+
+// A TorchScript file does not declare its input: make_models.py writes it
+// into the file (neat.json: {"inputs": [{"name": ..., "shape": [...]}]}),
+// else ModelOptions::input_shape gives it.
+Status TorchModel::read_inputs(const ModelOptions& options, const std::string& metadata) {
+  if (!metadata.empty()) {
+    const auto j = nlohmann::json::parse(metadata, nullptr, false);
+    if (j.is_discarded() || !j.contains("inputs") || !j["inputs"].is_array()) {
+      return invalid_argument(what() + ": its neat.json is not {\"inputs\": [...]}");
+    }
+    for (const auto& in : j["inputs"]) {
+      ModelTensorInfo info;
+      info.name = in.value("name", "input" + std::to_string(inputs.size()));
+      if (!in.contains("shape") || !in["shape"].is_array())
+        return invalid_argument(what() + ": neat.json input '" + info.name + "' has no shape");
+      for (const auto& d : in["shape"]) {
+        if (!d.is_number_integer()) {
+          return invalid_argument(what() + ": neat.json input '" + info.name +
+                                  "' has a dimension that is not an integer");
+        }
+        info.shape.push_back(d.get<std::int64_t>() > 0 ? d.get<std::int64_t>() : -1);
+      }
+      inputs.push_back(std::move(info));
+    }
+  } else if (!options.input_shape.empty()) {
+    ModelTensorInfo info;
+    info.name = "input";
+    info.shape = options.input_shape;
+    inputs.push_back(std::move(info));
+  }
+  if (inputs.empty()) {
+    return Error(ErrorCode::InvalidArgument, what(),
+                 "a TorchScript file does not say the shape of its input",
+                 {Fix{"give it: ModelOptions::input_shape (e.g. {1, 3, 640, 640})", {}},
+                  Fix{"export it with a neat.json extra file, as models/make_models.py does", {}}});
+  }
+  const ModelTensorInfo& first = inputs.front();
+  if (first.shape.size() != 4 || (first.shape[1] != 3 && first.shape[1] != 1)) {
+    return Error(ErrorCode::Unimplemented, what(),
+                 "input " + first.to_string() + " is not an image batch [N, 3, H, W]",
+                 {Fix{"export the model for [N, 3, H, W] (or [N, 1, H, W]) input", {}}});
+  }
+  return {};
+}
+
+Status TorchModel::outputs_of(const c10::IValue& value, std::vector<at::Tensor>& out) const {
+  out.clear();
+  if (value.isTensor()) {
+    out.push_back(value.toTensor());
+  } else if (value.isTuple()) {
+    for (const c10::IValue& v : value.toTupleRef().elements()) {
+      if (!v.isTensor()) return unimplemented(what() + ": returns a tuple holding a non-tensor");
+      out.push_back(v.toTensor());
+    }
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorVector())
+      out.push_back(t);
+  } else {
+    return unimplemented(what() + ": returns " + value.tagKind() +
+                         ", not a tensor or a tuple of tensors");
+  }
+  return {};
+}
+
+// One run on zeros: a graph torch cannot run fails at load (a build()), and
+// the outputs' shapes are learned.
+Status TorchModel::first_run() {
+  std::string shapes;
+  try {
+    c10::InferenceMode guard;
+    std::vector<c10::IValue> zeros;
+    for (const ModelTensorInfo& i : inputs) {
+      std::vector<std::int64_t> dims;
+      for (std::int64_t d : i.shape)
+        dims.push_back(d < 0 ? 1 : d);
+      shapes += (shapes.empty() ? "" : ", ") + i.to_string();
+      zeros.emplace_back(torch::zeros(dims, torch::kFloat));
+    }
+    std::vector<at::Tensor> out;
+    NEAT_RETURN_IF_ERROR(outputs_of(module.forward(zeros), out));
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      ModelTensorInfo o;
+      o.name = "output" + std::to_string(k);
+      const auto dt = dtype_of(out[k].scalar_type());
+      if (!dt) {
+        return unimplemented(what() + ": output " + std::to_string(k) + " has torch type " +
+                             std::string(c10::toString(out[k].scalar_type())));
+      }
+      o.dtype = *dt;
+      o.shape.assign(out[k].sizes().begin(), out[k].sizes().end());
+      outputs.push_back(std::move(o));
+    }
+  } catch (const c10::Error& e) {
+    return invalid_argument(what() + ": libtorch cannot run it on input " + shapes + ": " +
+                            torch_message(e));
+  }
+  args.reserve(inputs.size());
+  return {};
+}
+
+Result<NeatTensor> TorchModel::wrap_output(const at::Tensor& t, std::size_t i,
+                                           const NeatTensor& input,
+                                           const std::byte* input_bytes) const {
+  if (!t.device().is_cpu() || !dtype_of(t.scalar_type()) ||
+      *dtype_of(t.scalar_type()) != outputs[i].dtype) {
+    return internal_error(what() + ": output " + std::to_string(i) + " came back as " +
+                          std::string(c10::toString(t.scalar_type())) + " on " + t.device().str());
+  }
+  const auto item = static_cast<std::int64_t>(t.element_size());
+  Dims shape, strides;
+  std::int64_t lo = 0, hi = item;  // the byte range the view covers
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    shape.push_back(t.size(d));
+    strides.push_back(t.stride(d) * item);
+    if (t.size(d) == 0) hi = lo;
+    if (t.size(d) > 0) {
+      const std::int64_t reach = (t.size(d) - 1) * t.stride(d) * item;
+      if (reach < 0) lo += reach;
+      if (reach > 0) hi += reach;
+    }
+  }
+  auto* base = static_cast<std::byte*>(t.data_ptr());
+  auto hold = std::make_shared<OutputHold>();
+  hold->tensor = t;
+  const std::int64_t in_size = input.nbytes();
+  if (base >= input_bytes && base < input_bytes + in_size) hold->input = input;  // an alias
+  NEAT_ASSIGN_OR_RETURN(auto storage, wrap_memory(base + lo, hi - lo, std::move(hold),
+                                                  ExternalOptions{.read_only = true}));
+  return NeatTensor::from_storage(std::move(storage), outputs[i].dtype, shape, strides, -lo);
+}
+
+Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor>& results,
+                       const ConversionOptions&, std::source_location) {
+  std::vector<Mapping> maps;
+  maps.reserve(given.size());
+  args.clear();
+  for (const NeatTensor& in : given) {
+    NEAT_ASSIGN_OR_RETURN(Mapping m, in.map(MapMode::Read));
+    std::vector<std::int64_t> dims(in.shape().begin(), in.shape().end());
+    // torch reads the frame where it lies; a module that wrote its input in
+    // place would write the frame (docs/inference.md).
+    args.emplace_back(torch::from_blob(const_cast<std::byte*>(m.data()), dims, torch::kFloat));
+    maps.push_back(std::move(m));
+  }
+  try {
+    c10::InferenceMode guard;
+    NEAT_RETURN_IF_ERROR(outputs_of(module.forward(args), results_scratch));
+  } catch (const c10::Error& e) {
+    args.clear();
+    return invalid_argument(what() + " on " + given[0].to_string() +
+                            ": libtorch forward: " + torch_message(e));
+  }
+  args.clear();
+  if (results_scratch.size() != outputs.size()) {
+    return internal_error(what() + ": returned " + std::to_string(results_scratch.size()) +
+                          " outputs, " + std::to_string(outputs.size()) + " at load");
+  }
+  for (std::size_t i = 0; i < results_scratch.size(); ++i) {
+    NEAT_ASSIGN_OR_RETURN(NeatTensor out,
+                          wrap_output(results_scratch[i], i, given[0], maps[0].data()));
+    out.set_meta(given[0].meta());
+    results.push_back(std::move(out));
+  }
+  results_scratch.clear();
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model::Impl>> open_torch_model(const ModelOptions& options) {
+  auto m = std::make_unique<TorchModel>();
+  m->path = options.path;
+  std::string metadata;
+  NEAT_RETURN_IF_ERROR(m->open_module(options, metadata));
+  NEAT_RETURN_IF_ERROR(m->read_inputs(options, metadata));
+  NEAT_RETURN_IF_ERROR(m->first_run());
+  return std::unique_ptr<Model::Impl>(std::move(m));
+}
+
+}  // namespace neat
+
+#else  // a build without libtorch
+
+namespace neat {
+
+Result<std::unique_ptr<Model::Impl>> open_torch_model(const ModelOptions& options) {
+  return Error(ErrorCode::Unavailable, "model '" + options.path + "'",
+               "this build of NeatTensor has no libtorch (TorchScript) engine",
+               {Fix{"install libtorch-dev and rebuild", {}},
+                Fix{"give an ONNX export with backend=opencv", {}}});
+}
+
+}  // namespace neat
+
+#endif

@@ -1,0 +1,207 @@
+// The libtorch engine of neat::Model: TorchScript files run with nothing
+// copied at the boundary, the same results as the OpenCV engine on the same
+// model, outputs that stay valid and read-only, and typed errors for files
+// and inputs it cannot take. Models: models/make_torch_models.py.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "neat/kernels/model.hpp"
+#include "neat/stages/elements.hpp"
+#include "neat/stages/inference.hpp"
+#include "neat/telemetry/event_sink.hpp"
+#include "support/fakes.hpp"
+
+#if NEAT_WITH_TORCH
+#include <ATen/Parallel.h>
+#endif
+
+namespace neat {
+namespace {
+
+std::string model_path(const char* name) {
+  return std::string(NEAT_TEST_MODEL_DIR) + "/" + name;
+}
+
+NeatTensor ramp(Dims shape, float step) {
+  auto t = NeatTensor::allocate(DType::F32, shape);
+  EXPECT_TRUE(t.ok());
+  auto w = std::move(*t).make_writable();
+  {
+    auto m = w->map(MapMode::Write);
+    auto* p = reinterpret_cast<float*>(m->mutable_data());
+    for (std::int64_t i = 0; i < w->numel(); ++i)
+      p[i] = static_cast<float>(i) * step;
+  }
+  return *w;
+}
+
+std::vector<float> values(const NeatTensor& t) {
+  auto c = t.contiguous();
+  EXPECT_TRUE(c.ok());
+  auto m = c->map();
+  const auto* p = reinterpret_cast<const float*>(m->data());
+  return std::vector<float>(p, p + t.numel());
+}
+
+#if NEAT_WITH_TORCH
+
+TEST(TorchModel, RunsWithNothingCopiedAndMatchesTheOpenCvEngine) {
+  auto torch_model = Model::load({.path = model_path("scale.pt")});  // auto: by the file
+  NEAT_ASSERT_OK(torch_model);
+  auto& m = **torch_model;
+  EXPECT_EQ(m.engine(), "libtorch");
+  EXPECT_EQ(m.input().to_string(), "x f32 [1, 3, 8, 8]");  // from the file's neat.json
+  ASSERT_EQ(m.outputs().size(), 1u);
+  EXPECT_EQ(m.outputs()[0].shape, (std::vector<std::int64_t>{1, 3, 8, 8}));
+  const std::vector<std::int64_t> shape{1, 3, 8, 8};
+  EXPECT_TRUE(m.copies(shape).empty());  // nothing declared: nothing to copy
+
+  NeatTensor x = ramp({1, 3, 8, 8}, 0.5f);
+  FrameMeta meta;
+  meta.frame = 7;
+  x.set_meta(meta);
+  auto sink = std::make_shared<MemorySink>();
+  auto reg = add_event_sink(sink);
+  const auto before = conversion_counters().snapshot();
+  std::vector<NeatTensor> out;
+  NEAT_ASSERT_OK(m.run(x, out));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(sink->size(), 0u);  // no conversion at the boundary
+  EXPECT_EQ(conversion_counters().snapshot().total().count, before.total().count);
+  EXPECT_EQ(out[0].meta().frame, 7);
+  EXPECT_FALSE(out[0].is_writable());  // torch's buffer, shared read-only
+  EXPECT_FALSE(out[0].map(MapMode::Write).ok());
+
+  auto cv_model = Model::load({.path = model_path("scale.onnx"), .backend = ModelBackend::OpenCv});
+  NEAT_ASSERT_OK(cv_model);
+  EXPECT_EQ((*cv_model)->engine(), "opencv-dnn");
+  std::vector<NeatTensor> cv_out;
+  NEAT_ASSERT_OK((*cv_model)->run(x, cv_out));
+  const auto a = values(out[0]), b = values(cv_out[0]);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_FLOAT_EQ(a[i], b[i]) << i;
+    ASSERT_FLOAT_EQ(a[i], 2.0f * static_cast<float>(i) * 0.5f + 1.0f) << i;
+  }
+}
+
+TEST(TorchModel, AnOutputThatIsTheInputKeepsTheFrameAlive) {
+  auto model = Model::load({.path = model_path("two_outputs.pt")});
+  NEAT_ASSERT_OK(model);
+  ASSERT_EQ((*model)->outputs().size(), 2u);
+  EXPECT_EQ((*model)->outputs()[1].shape, (std::vector<std::int64_t>{1, 12}));
+  std::vector<NeatTensor> out;
+  {
+    NeatTensor x = ramp({1, 3, 2, 2}, 1.0f);
+    NEAT_ASSERT_OK((*model)->run(x, out));
+  }  // the caller's handle is gone: the reshaped output still holds the frame
+  ASSERT_EQ(out.size(), 2u);
+  const auto first = values(out[0]), second = values(out[1]);
+  for (std::size_t i = 0; i < 12; ++i) {
+    EXPECT_FLOAT_EQ(first[i], static_cast<float>(i) + 1.0f) << i;
+    EXPECT_FLOAT_EQ(second[i], static_cast<float>(i)) << i;
+  }
+
+  auto identity = Model::load({.path = model_path("identity.pt")});
+  NEAT_ASSERT_OK(identity);
+  std::vector<NeatTensor> same;
+  {
+    NeatTensor x = ramp({1, 3, 4, 4}, 2.0f);
+    NEAT_ASSERT_OK((*identity)->run(x, same));
+  }
+  EXPECT_FLOAT_EQ(values(same[0])[47], 94.0f);
+  EXPECT_FALSE(same[0].is_writable());
+}
+
+TEST(TorchModel, BadFilesAndInputsAreTypedErrorsWithTheFix) {
+  // An ONNX file asked of the torch engine.
+  auto onnx = Model::load({.path = model_path("scale.onnx"), .backend = ModelBackend::Torch});
+  ASSERT_FALSE(onnx.ok());
+  EXPECT_EQ(onnx.error().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(onnx.error().message().find("not load it as a TorchScript module"), std::string::npos)
+      << onnx.error().message();
+  EXPECT_GE(onnx.error().fixes().size(), 2u);
+  // A zip that is no module, and a module cut in half.
+  const std::string dir = ::testing::TempDir();
+  {
+    std::ifstream in(model_path("scale.pt"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream(dir + "/cut.pt", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    std::ofstream(dir + "/zip.pt", std::ios::binary) << "PK\x03\x04 not really a zip";
+  }
+  for (const char* name : {"/cut.pt", "/zip.pt"}) {
+    auto r = Model::load({.path = dir + name});
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().code(), ErrorCode::InvalidArgument) << r.error().to_string();
+  }
+  // A module without neat.json: the shape must be given, and be an image batch.
+  auto bare = Model::load({.path = model_path("no_meta.pt")});
+  ASSERT_FALSE(bare.ok());
+  EXPECT_EQ(bare.error().code(), ErrorCode::InvalidArgument);
+  ASSERT_NE(bare.error().first_fix(), nullptr);
+  EXPECT_NE(bare.error().first_fix()->cpp.find("input_shape"), std::string::npos);
+  NEAT_EXPECT_ERROR(Model::load({.path = model_path("no_meta.pt"), .input_shape = {1, 8}}),
+                    ErrorCode::Unimplemented, "is not an image batch");
+  auto given = Model::load({.path = model_path("no_meta.pt"), .input_shape = {1, 3, 8, 8}});
+  NEAT_ASSERT_OK(given);
+  EXPECT_EQ((*given)->input().to_string(), "input f32 [1, 3, 8, 8]");
+  // Wrong inputs at run: a different shape, a strided view, the wrong dtype.
+  std::vector<NeatTensor> out;
+  NEAT_EXPECT_ERROR((*given)->run(ramp({1, 3, 4, 4}, 1.0f), out), ErrorCode::InvalidArgument,
+                    "dimension 2 is 4");
+  NeatTensor wide = ramp({1, 3, 8, 16}, 1.0f);
+  auto strided = wide.narrow(3, 0, 8);
+  NEAT_ASSERT_OK(strided);
+  NEAT_EXPECT_ERROR((*given)->run(*strided, out), ErrorCode::FailedPrecondition, "strided");
+  auto bytes = NeatTensor::allocate(DType::U8, {1, 3, 8, 8});
+  NEAT_ASSERT_OK(bytes);
+  NEAT_EXPECT_ERROR((*given)->run(*bytes, out), ErrorCode::InvalidArgument, "the model takes");
+}
+
+TEST(TorchModel, ThreadsHoldTorchsPoolOnlyWhileTheModelLives) {
+  const int before = at::get_num_threads();
+  const int asked = before == 1 ? 2 : 1;
+  {
+    auto a = Model::load({.path = model_path("scale.pt"), .threads = asked});
+    NEAT_ASSERT_OK(a);
+    EXPECT_EQ(at::get_num_threads(), asked);
+    auto other = Model::load({.path = model_path("scale.pt"), .threads = asked + 1});
+    ASSERT_FALSE(other.ok());
+    EXPECT_NE(other.error().message().find("libtorch's process-wide pool"), std::string::npos)
+        << other.error().message();
+  }
+  EXPECT_EQ(at::get_num_threads(), before);
+}
+
+TEST(TorchModel, TheInferElementPicksTheFileThatFitsTheEngine) {
+  auto stage = infer_stage({.model = {.path = model_path("scale.pt")}});
+  NEAT_ASSERT_OK(stage);
+  const std::string d = (*stage)->describe();
+  EXPECT_NE(d.find("libtorch"), std::string::npos) << d;
+  EXPECT_NE(d.find("nothing is copied"), std::string::npos) << d;
+  // No copies to list: the stage's explain has none.
+  FrameSpec in;
+  in.dtype = DType::F32;
+  in.shape = {1, 3, 8, 8};
+  auto out = (*stage)->output_spec(in);
+  NEAT_ASSERT_OK(out);
+  NEAT_ASSERT_OK((*stage)->prepare(in, *out));
+  EXPECT_TRUE((*stage)->inner_conversions().empty());
+}
+
+#else
+
+TEST(TorchModel, ABuildWithoutLibtorchSaysSo) {
+  auto r = Model::load({.path = model_path("scale.onnx"), .backend = ModelBackend::Torch});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::Unavailable);
+}
+
+#endif
+
+}  // namespace
+}  // namespace neat
