@@ -298,7 +298,7 @@ struct OpenCvModel final : Model::Impl {
   ~OpenCvModel() override { opencv_pool().release(threads); }
   std::string_view engine() const noexcept override { return "opencv-dnn"; }
   std::string boundary() const override {
-    return "OpenCV DNN: setInput copies each input in, each output is copied out";
+    return "setInput copies each input into the net, each output is copied out of it";
   }
   const ModelCopy& input_copy(std::size_t k) const { return copies[k]; }
   const ModelCopy& output_copy(std::size_t i) const { return copies[inputs.size() + i]; }

@@ -74,8 +74,8 @@ struct TorchModel final : Model::Impl {
   ~TorchModel() override { torch_pool().release(threads); }
   std::string_view engine() const noexcept override { return "libtorch"; }
   std::string boundary() const override {
-    return "libtorch: the input is handed over its own memory (torch::from_blob) and each output "
-           "is torch's own buffer, shared read-only: nothing is copied";
+    return "the input is handed over its own memory (torch::from_blob) and each output is "
+           "torch's own buffer, shared read-only: nothing is copied";
   }
 
   Status open_module(const ModelOptions& options, std::string& metadata);

@@ -175,7 +175,7 @@ Result<std::vector<PipelineElement>> parse_pipeline(std::string_view text) {
 
 std::string default_pipeline_text() {
   return "default pattern=ball ! preprocess size=640x640 fit=letterbox batch=true ! "
-         "infer model=models:detector ! yolo ! appsink";
+         "infer model=models:detector backend=torch ! yolo ! appsink";
 }
 
 Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions options) {

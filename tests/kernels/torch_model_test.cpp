@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +89,49 @@ TEST(TorchModel, RunsWithNothingCopiedAndMatchesTheOpenCvEngine) {
     ASSERT_FLOAT_EQ(a[i], b[i]) << i;
     ASSERT_FLOAT_EQ(a[i], 2.0f * static_cast<float>(i) * 0.5f + 1.0f) << i;
   }
+}
+
+// detector.pt is detector.onnx's graph and weights run by torch: the same
+// boxes (within 0.5 px) and scores (within 1e-4) on every anchor.
+TEST(TorchModel, TheDetectorGivesTheSameBoxesOnBothEngines) {
+  auto torch_model = Model::load({.path = model_path("detector.pt")});
+  auto cv_model = Model::load({.path = model_path("detector.onnx")});
+  NEAT_ASSERT_OK(torch_model);
+  NEAT_ASSERT_OK(cv_model);
+  ASSERT_EQ((*torch_model)->outputs()[0].shape, (*cv_model)->outputs()[0].shape);
+  // A white 40x40 square at (300, 200) and a 12x12 one at (40, 500) on black.
+  auto t = NeatTensor::allocate(DType::F32, {1, 3, 640, 640});
+  NEAT_ASSERT_OK(t);
+  auto x = std::move(*t).make_writable();
+  NEAT_ASSERT_OK(x);
+  {
+    auto m = x->map(MapMode::Write);
+    auto* p = reinterpret_cast<float*>(m->mutable_data());
+    std::fill(p, p + x->numel(), 0.0f);
+    for (int c = 0; c < 3; ++c) {
+      for (int y = 200; y < 240; ++y)
+        std::fill_n(p + (c * 640 + y) * 640 + 300, 40, 1.0f);
+      for (int y = 500; y < 512; ++y)
+        std::fill_n(p + (c * 640 + y) * 640 + 40, 12, 1.0f);
+    }
+  }
+  std::vector<NeatTensor> a, b;
+  NEAT_ASSERT_OK((*torch_model)->run(*x, a));
+  NEAT_ASSERT_OK((*cv_model)->run(*x, b));
+  const auto ta = values(a[0]), tb = values(b[0]);
+  ASSERT_EQ(ta.size(), tb.size());
+  const std::size_t anchors = 8400;
+  double box_diff = 0, score_diff = 0, best = 0;
+  for (std::size_t ch = 0; ch < 84; ++ch) {
+    for (std::size_t k = 0; k < anchors; ++k) {
+      const double d = std::abs(ta[ch * anchors + k] - tb[ch * anchors + k]);
+      (ch < 4 ? box_diff : score_diff) = std::max(ch < 4 ? box_diff : score_diff, d);
+      if (ch == 4) best = std::max(best, static_cast<double>(ta[ch * anchors + k]));
+    }
+  }
+  EXPECT_LE(box_diff, 0.5);
+  EXPECT_LE(score_diff, 1e-4);
+  EXPECT_GT(best, 0.9);  // the squares are found, not an all-zero output on both
 }
 
 TEST(TorchModel, AnOutputThatIsTheInputKeepsTheFrameAlive) {

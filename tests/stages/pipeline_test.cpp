@@ -121,9 +121,12 @@ TEST(PipelineDeclare, TheDefaultPipelineDeclares) {
   auto g = p->builder.build();
   NEAT_ASSERT_OK(g);
   EXPECT_EQ(g->plan().edge_bytes_per_frame(), 0);
-  // The demo is the detector: its only copies are the model boundary's, listed.
-  EXPECT_NE(g->explain().find("infer model=detector.onnx"), std::string::npos) << g->explain();
-  EXPECT_NE(g->explain().find("model_output"), std::string::npos) << g->explain();
+  // The demo is the detector on libtorch: no copy at the model boundary, and
+  // explain says why there is none.
+  EXPECT_NE(g->explain().find("infer model=detector.pt"), std::string::npos) << g->explain();
+  EXPECT_NE(g->explain().find("nothing is copied"), std::string::npos) << g->explain();
+  EXPECT_EQ(g->explain().find("model_output"), std::string::npos) << g->explain();
+  EXPECT_EQ(g->explain().find("model_input"), std::string::npos) << g->explain();
 }
 
 TEST(BoundedQueue, BlocksWhenFullClosesAndAborts) {
