@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <opencv2/core.hpp>
+#include <optional>
 #include <string>
 
 #include <neat/kernels/color.hpp>

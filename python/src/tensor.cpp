@@ -79,7 +79,6 @@ neat::ConversionOptions conversion_options(const std::optional<std::string>& pol
   return o;
 }
 
-
 std::string repr(const PyTensor& self) {
   if (self.consumed) return "neat.Tensor(<consumed by make_writable()>)";
   if (!self.tensor.defined()) return "neat.Tensor(<empty>)";
@@ -245,7 +244,8 @@ void def_properties(py::class_<PyTensor>& c) {
             py::dict out;
             for (int i = 0; i < t.plane_count(); ++i) {
               const auto role = t.plane_layout(i).role;
-              out[py::str(std::string(neat::to_string(role)))] = export_tensor(unwrap(t.plane(role)));
+              out[py::str(std::string(neat::to_string(role)))] =
+                  export_tensor(unwrap(t.plane(role)));
             }
             return out;
           },
@@ -296,11 +296,15 @@ void def_views(py::class_<PyTensor>& c) {
           py::arg("shape"), "A view with a new shape, or an error when the strides forbid it.")
       .def(
           "squeeze",
-          [](const PyTensor& s, int d) { return export_tensor(unwrap(s.get("squeeze").squeeze(d))); },
+          [](const PyTensor& s, int d) {
+            return export_tensor(unwrap(s.get("squeeze").squeeze(d)));
+          },
           py::arg("dim"))
       .def(
           "unsqueeze",
-          [](const PyTensor& s, int d) { return export_tensor(unwrap(s.get("unsqueeze").unsqueeze(d))); },
+          [](const PyTensor& s, int d) {
+            return export_tensor(unwrap(s.get("unsqueeze").unsqueeze(d)));
+          },
           py::arg("dim"))
       .def(
           "expand",
@@ -318,12 +322,14 @@ void def_views(py::class_<PyTensor>& c) {
           "as_image",
           [](const PyTensor& s, const std::string& format, std::optional<std::string> layout) {
             const auto& t = s.get("as_image");
-            return export_tensor(unwrap(t.as_image(image_spec_for(t, parse_format(format), layout))));
+            return export_tensor(
+                unwrap(t.as_image(image_spec_for(t, parse_format(format), layout))));
           },
           py::arg("format"), py::arg("layout") = py::none(),
           "The same bytes as an interleaved image (u8 [H, W, C] HWC, [C, H, W] CHW, [H, W] HW).")
       .def(
-          "as_dense", [](const PyTensor& s) { return export_tensor(unwrap(s.get("as_dense").as_dense())); },
+          "as_dense",
+          [](const PyTensor& s) { return export_tensor(unwrap(s.get("as_dense").as_dense())); },
           "The same bytes without image semantics.")
       .def(
           "with_colorimetry",
