@@ -343,51 +343,62 @@ GlStats gl_stats() noexcept {
 
 namespace {
 
-Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlContext>& ctx,
-                          const ConversionOptions& options, std::source_location where) {
-  const std::string what = "upload(" + to_string(ctx->device()) + ") of " + tensor.to_string();
+// The planes an upload reads: one per plane of a frame, or the one [H, W(, C)] image.
+struct UploadPlan {
   std::array<PlaneUpload, kMaxPlanes> planes{};
-  int n = 0;
-  NEAT_ASSIGN_OR_RETURN(Mapping mapping, tensor.map(MapMode::Read));
-  if (tensor.is_composite()) {
-    n = tensor.plane_count();
-    for (int i = 0; i < n; ++i) {
-      const PlaneLayout& p = tensor.plane_layout(i);
-      auto& u = planes[static_cast<std::size_t>(i)];
-      NEAT_ASSIGN_OR_RETURN(u.format, tex_format(DType::U8, p.samples));
-      NEAT_ASSIGN_OR_RETURN(u.src, mapping.plane_data(p.role));
-      u.width = p.cols;
-      u.height = p.rows;
-      u.row_stride = p.row_stride;
-      u.role = p.role;
-    }
-  } else {
-    const bool hwc =
-        !tensor.is_image() || tensor.layout() == Layout::HWC || tensor.layout() == Layout::HW;
-    if (!hwc || tensor.rank() < 2 || tensor.rank() > 3) {
-      return failed_precondition(what +
-                                 ": textures hold [H, W] or [H, W, C] pixels; convert "
-                                 "with to_hwc() or reshape first");
-    }
-    const std::int64_t c = tensor.rank() == 3 ? tensor.shape()[2] : 1;
-    auto& u = planes[0];
-    NEAT_ASSIGN_OR_RETURN(u.format, tex_format(tensor.dtype(), c));
-    const std::int64_t item = item_size(tensor.dtype());
-    const bool packed =
-        (tensor.rank() == 2 || tensor.strides()[2] == item) && tensor.strides()[1] == c * item;
-    if (!packed || tensor.strides()[0] <= 0) {
-      return failed_precondition(what + ": pixels are not packed in rows (strides " +
-                                 tensor.strides().to_string() + "); pack it with contiguous()");
-    }
-    n = 1;
-    u.width = tensor.shape()[1];
-    u.height = tensor.shape()[0];
-    u.src = mapping.data();
-    u.row_stride = tensor.strides()[0];
-  }
+  int count = 0;
   std::int64_t bytes = 0;
-  for (int i = 0; i < n; ++i) {
-    const auto& u = planes[static_cast<std::size_t>(i)];
+};
+
+Status plan_frame_planes(const NeatTensor& tensor, const Mapping& mapping, UploadPlan& plan) {
+  plan.count = tensor.plane_count();
+  for (int i = 0; i < plan.count; ++i) {
+    const PlaneLayout& p = tensor.plane_layout(i);
+    auto& u = plan.planes[static_cast<std::size_t>(i)];
+    NEAT_ASSIGN_OR_RETURN(u.format, tex_format(DType::U8, p.samples));
+    NEAT_ASSIGN_OR_RETURN(u.src, mapping.plane_data(p.role));
+    u.width = p.cols;
+    u.height = p.rows;
+    u.row_stride = p.row_stride;
+    u.role = p.role;
+  }
+  return {};
+}
+
+Status plan_image(const NeatTensor& tensor, const Mapping& mapping, const std::string& what,
+                  UploadPlan& plan) {
+  const bool hwc =
+      !tensor.is_image() || tensor.layout() == Layout::HWC || tensor.layout() == Layout::HW;
+  if (!hwc || tensor.rank() < 2 || tensor.rank() > 3) {
+    return failed_precondition(what +
+                               ": textures hold [H, W] or [H, W, C] pixels; convert "
+                               "with to_hwc() or reshape first");
+  }
+  const std::int64_t c = tensor.rank() == 3 ? tensor.shape()[2] : 1;
+  auto& u = plan.planes[0];
+  NEAT_ASSIGN_OR_RETURN(u.format, tex_format(tensor.dtype(), c));
+  const std::int64_t item = item_size(tensor.dtype());
+  const bool packed =
+      (tensor.rank() == 2 || tensor.strides()[2] == item) && tensor.strides()[1] == c * item;
+  if (!packed || tensor.strides()[0] <= 0) {
+    return failed_precondition(what + ": pixels are not packed in rows (strides " +
+                               tensor.strides().to_string() + "); pack it with contiguous()");
+  }
+  plan.count = 1;
+  u.width = tensor.shape()[1];
+  u.height = tensor.shape()[0];
+  u.src = mapping.data();
+  u.row_stride = tensor.strides()[0];
+  return {};
+}
+
+Result<UploadPlan> plan_upload(const NeatTensor& tensor, const Mapping& mapping,
+                               const std::string& what) {
+  UploadPlan plan;
+  NEAT_RETURN_IF_ERROR(tensor.is_composite() ? plan_frame_planes(tensor, mapping, plan)
+                                             : plan_image(tensor, mapping, what, plan));
+  for (int i = 0; i < plan.count; ++i) {
+    const auto& u = plan.planes[static_cast<std::size_t>(i)];
     if (u.row_stride % u.format.pixel_bytes() != 0) {
       return failed_precondition(what + ": a row stride of " + std::to_string(u.row_stride) +
                                  " B is not a whole number of " +
@@ -395,9 +406,14 @@ Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlCont
                                  "-byte pixels; pack it with contiguous()");
     }
     if (u.width <= 0 || u.height <= 0) return invalid_argument(what + ": empty image");
-    bytes += u.width * u.height * u.format.pixel_bytes();
+    plan.bytes += u.width * u.height * u.format.pixel_bytes();
   }
+  return plan;
+}
 
+CopyRequest upload_request(const NeatTensor& tensor, const GlContext& ctx,
+                           const ConversionOptions& options, std::int64_t bytes,
+                           std::source_location where) {
   CopyRequest request;
   request.kind = ConversionKind::Transfer;
   request.reason = options.reason.value_or(ConversionReason::Device);
@@ -409,71 +425,81 @@ Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlCont
   request.bytes = bytes;
   request.source = tensor.description();
   request.destination = request.source;
-  request.destination.device = ctx->device();
+  request.destination.device = ctx.device();
   request.destination.storage = StorageKind::Gl;
+  return request;
+}
 
-  std::array<std::shared_ptr<Storage>, kMaxPlanes> storages;
-  Status status = run_through_gate(request, [&]() -> Status {
-    std::array<GLuint, kMaxPlanes> textures{};
-    Status st = ctx->run([&]() -> Status {
-      GLint max_size = 0;
-      glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
-      glGenTextures(n, textures.data());
-      glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-      for (int i = 0; i < n; ++i) {
-        const auto& u = planes[static_cast<std::size_t>(i)];
-        if (u.width > max_size || u.height > max_size) {
-          glDeleteTextures(n, textures.data());
-          return out_of_range(what + ": " + std::to_string(u.width) + "x" +
-                              std::to_string(u.height) + " exceeds GL_MAX_TEXTURE_SIZE " +
-                              std::to_string(max_size));
-        }
-        glBindTexture(GL_TEXTURE_2D, textures[static_cast<std::size_t>(i)]);
-        glTexStorage2D(GL_TEXTURE_2D, 1, u.format.internal, static_cast<GLsizei>(u.width),
-                       static_cast<GLsizei>(u.height));
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-        glPixelStorei(GL_UNPACK_ROW_LENGTH,
-                      static_cast<GLint>(u.row_stride / u.format.pixel_bytes()));
-        glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, static_cast<GLsizei>(u.width),
-                        static_cast<GLsizei>(u.height), u.format.format, u.format.type, u.src);
-      }
-      glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
-      glBindTexture(GL_TEXTURE_2D, 0);
-      return wait_fence();
-    });
-    if (!st.ok()) return st;
-    for (int i = 0; i < n; ++i) {
-      const auto& u = planes[static_cast<std::size_t>(i)];
-      try {
-        storages[static_cast<std::size_t>(i)] = std::make_shared<GlTextureStorage>(
-            ctx, textures[static_cast<std::size_t>(i)], u.width, u.height, u.format,
-            EGL_NO_IMAGE_KHR, nullptr, EGL_NO_DISPLAY);
-      } catch (const std::bad_alloc&) {
-        for (int j = i; j < n; ++j) {
-          (void)ctx->run([&]() -> Status {
-            glDeleteTextures(1, &textures[static_cast<std::size_t>(j)]);
-            return {};
-          });
-        }
-        return resource_exhausted(what + ": out of memory");
-      }
+// On the context's thread: one texture per plane, filled from the plan's rows.
+Status fill_textures(const UploadPlan& plan, const std::string& what,
+                     std::array<GLuint, kMaxPlanes>& textures) {
+  const int n = plan.count;
+  GLint max_size = 0;
+  glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
+  glGenTextures(n, textures.data());
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  for (int i = 0; i < n; ++i) {
+    const auto& u = plan.planes[static_cast<std::size_t>(i)];
+    if (u.width > max_size || u.height > max_size) {
+      glDeleteTextures(n, textures.data());
+      return out_of_range(what + ": " + std::to_string(u.width) + "x" + std::to_string(u.height) +
+                          " exceeds GL_MAX_TEXTURE_SIZE " + std::to_string(max_size));
     }
-    g_uploads.fetch_add(1, std::memory_order_relaxed);
-    return {};
-  });
-  if (!status.ok()) return std::move(status).error();
+    glBindTexture(GL_TEXTURE_2D, textures[static_cast<std::size_t>(i)]);
+    glTexStorage2D(GL_TEXTURE_2D, 1, u.format.internal, static_cast<GLsizei>(u.width),
+                   static_cast<GLsizei>(u.height));
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glPixelStorei(GL_UNPACK_ROW_LENGTH, static_cast<GLint>(u.row_stride / u.format.pixel_bytes()));
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, static_cast<GLsizei>(u.width),
+                    static_cast<GLsizei>(u.height), u.format.format, u.format.type, u.src);
+  }
+  glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+  glBindTexture(GL_TEXTURE_2D, 0);
+  return wait_fence();
+}
 
+using PlaneStorages = std::array<std::shared_ptr<Storage>, kMaxPlanes>;
+
+// Creates and fills the textures, then gives each to a storage that deletes it.
+Status create_textures(const std::shared_ptr<GlContext>& ctx, const UploadPlan& plan,
+                       const std::string& what, PlaneStorages& storages) {
+  std::array<GLuint, kMaxPlanes> textures{};
+  NEAT_RETURN_IF_ERROR(ctx->run([&]() { return fill_textures(plan, what, textures); }));
+  for (int i = 0; i < plan.count; ++i) {
+    const auto& u = plan.planes[static_cast<std::size_t>(i)];
+    try {
+      storages[static_cast<std::size_t>(i)] = std::make_shared<GlTextureStorage>(
+          ctx, textures[static_cast<std::size_t>(i)], u.width, u.height, u.format, EGL_NO_IMAGE_KHR,
+          nullptr, EGL_NO_DISPLAY);
+    } catch (const std::bad_alloc&) {
+      for (int j = i; j < plan.count; ++j) {
+        (void)ctx->run([&]() -> Status {
+          glDeleteTextures(1, &textures[static_cast<std::size_t>(j)]);
+          return {};
+        });
+      }
+      return resource_exhausted(what + ": out of memory");
+    }
+  }
+  g_uploads.fetch_add(1, std::memory_order_relaxed);
+  return {};
+}
+
+// The uploaded tensor: the source's shape and frame over the new textures.
+Result<NeatTensor> over_textures(const NeatTensor& tensor, const UploadPlan& plan,
+                                 const PlaneStorages& storages) {
+  const auto& planes = plan.planes;
   if (tensor.is_composite()) {
     std::array<PlaneSpec, kMaxPlanes> specs{};
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < plan.count; ++i) {
       const auto k = static_cast<std::size_t>(i);
       specs[k] = PlaneSpec{planes[k].role, storages[k],
                            planes[k].width * planes[k].format.pixel_bytes(), 0};
     }
-    return NeatTensor::compose_planes(tensor.pixel_format(), tensor.image().width,
-                                      tensor.image().height,
-                                      std::span(specs.data(), static_cast<std::size_t>(n)));
+    return NeatTensor::compose_planes(
+        tensor.pixel_format(), tensor.image().width, tensor.image().height,
+        std::span(specs.data(), static_cast<std::size_t>(plan.count)));
   }
   const std::int64_t item = item_size(tensor.dtype());
   const std::int64_t c = planes[0].format.channels;
@@ -483,6 +509,18 @@ Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlCont
                                                                  tensor.shape(), strides));
   if (tensor.is_image()) return out.as_image(tensor.image());
   return out;
+}
+
+Result<NeatTensor> upload(const NeatTensor& tensor, const std::shared_ptr<GlContext>& ctx,
+                          const ConversionOptions& options, std::source_location where) {
+  const std::string what = "upload(" + to_string(ctx->device()) + ") of " + tensor.to_string();
+  NEAT_ASSIGN_OR_RETURN(Mapping mapping, tensor.map(MapMode::Read));
+  NEAT_ASSIGN_OR_RETURN(UploadPlan plan, plan_upload(tensor, mapping, what));
+  PlaneStorages storages;
+  NEAT_RETURN_IF_ERROR(
+      run_through_gate(upload_request(tensor, *ctx, options, plan.bytes, where),
+                       [&]() { return create_textures(ctx, plan, what, storages); }));
+  return over_textures(tensor, plan, storages);
 }
 
 }  // namespace

@@ -242,6 +242,159 @@ Result<NeatTensor> wrap_gst_buffer(GstBuffer* buffer, const GstVideoInfo& info,
 }
 
 namespace {
+
+// Where a buffer's planes are: from its GstVideoMeta when it has one, else
+// from the caps' video info.
+struct BufferLayout {
+  GstVideoFormat gformat = GST_VIDEO_FORMAT_UNKNOWN;
+  PixelFormat format = PixelFormat::None;
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  int n_planes = 0;
+  bool from_meta = false;
+  std::array<GstPlane, kMaxPlanes> planes{};
+};
+
+// Built only on error paths: the success path allocates nothing for messages.
+std::string describe(const BufferLayout& l) {
+  return "wrap_gst_buffer (" + gst_format_name(l.gformat) + " " + std::to_string(l.width) + "x" +
+         std::to_string(l.height) + ", layout from " + (l.from_meta ? "GstVideoMeta" : "caps") +
+         ")";
+}
+
+Result<BufferLayout> read_layout(GstBuffer* buffer, const GstVideoInfo& info) {
+  BufferLayout l;
+  const GstVideoMeta* meta = gst_buffer_get_video_meta(buffer);
+  l.from_meta = meta != nullptr;
+  l.gformat = meta != nullptr ? meta->format : GST_VIDEO_INFO_FORMAT(&info);
+  l.width = meta != nullptr ? meta->width : GST_VIDEO_INFO_WIDTH(&info);
+  l.height = meta != nullptr ? meta->height : GST_VIDEO_INFO_HEIGHT(&info);
+  l.n_planes = meta != nullptr ? static_cast<int>(meta->n_planes) : GST_VIDEO_INFO_N_PLANES(&info);
+  if (l.gformat == GST_VIDEO_FORMAT_UNKNOWN || l.gformat == GST_VIDEO_FORMAT_ENCODED) {
+    return invalid_argument(describe(l) +
+                            ": the video info has no raw format (are the caps video/x-raw?)");
+  }
+  NEAT_ASSIGN_OR_RETURN(l.format, pixel_format_from_gst(l.gformat));
+  if (l.width <= 0 || l.height <= 0) return invalid_argument(describe(l) + ": empty frame");
+  const int expected = is_planar(l.format) ? plane_order(l.format).count : 1;
+  if (l.n_planes != expected) {
+    return invalid_argument(describe(l) + ": " + std::to_string(l.n_planes) + " planes, " +
+                            std::string(to_string(l.format)) + " has " + std::to_string(expected));
+  }
+  for (int i = 0; i < l.n_planes; ++i) {
+    auto& p = l.planes[static_cast<std::size_t>(i)];
+    p.offset = static_cast<std::int64_t>(meta != nullptr ? meta->offset[i]
+                                                         : GST_VIDEO_INFO_PLANE_OFFSET(&info, i));
+    p.stride = meta != nullptr ? meta->stride[i] : GST_VIDEO_INFO_PLANE_STRIDE(&info, i);
+    if (p.stride <= 0) {
+      return unimplemented(describe(l) + ": plane " + std::to_string(i) + " has stride " +
+                           std::to_string(p.stride) +
+                           " (bottom-up or empty rows are not supported)");
+    }
+  }
+  return l;
+}
+
+// One storage per GstMemory the planes touch, and where each plane starts in it.
+struct PlaneViews {
+  std::array<std::shared_ptr<Storage>, kMaxPlanes> storages;
+  std::array<unsigned, kMaxPlanes> storage_mem{};
+  int n_storages = 0;
+  std::array<int, kMaxPlanes> plane_storage{};
+  std::array<std::int64_t, kMaxPlanes> plane_offset{};
+};
+
+// The GstMemory block plane `i` lies in, and its offset there.
+Status find_plane_memory(GstBuffer* buffer, const BufferLayout& l, int i, guint& idx, gsize& skip) {
+  const auto k = static_cast<std::size_t>(i);
+  const PlaneRole role = is_planar(l.format) ? plane_order(l.format).roles[k] : PlaneRole::Y;
+  const PlaneGeometry g = is_planar(l.format)
+                              ? plane_geometry(l.format, role, l.width, l.height)
+                              : PlaneGeometry{l.height, l.width, channels(l.format)};
+  const std::int64_t extent = (g.rows - 1) * l.planes[k].stride + g.cols * g.samples;
+  guint length = 0;
+  if (!gst_buffer_find_memory(buffer, static_cast<gsize>(l.planes[k].offset),
+                              static_cast<gsize>(extent), &idx, &length, &skip)) {
+    return out_of_range(describe(l) + ": plane " + std::to_string(i) + " (" +
+                        std::to_string(extent) + " B at offset " +
+                        std::to_string(l.planes[k].offset) + ") lies outside the buffer of " +
+                        std::to_string(gst_buffer_get_size(buffer)) + " B");
+  }
+  if (length != 1) {
+    return unimplemented(describe(l) + ": plane " + std::to_string(i) + " spans " +
+                         std::to_string(length) +
+                         " GstMemory blocks; NeatTensor cannot view it without a copy");
+  }
+  return {};
+}
+
+// The first storage takes our reference to the buffer, each further one its own.
+Status view_planes(GstBuffer* buffer, GstRef<GstBuffer>& owned, const BufferLayout& l,
+                   bool writable_buffer, PlaneViews& v) {
+  if (gst_buffer_n_memory(buffer) == 0) {
+    return invalid_argument(describe(l) + ": the buffer has no memory");
+  }
+  for (int i = 0; i < l.n_planes; ++i) {
+    guint idx = 0;
+    gsize skip = 0;
+    NEAT_RETURN_IF_ERROR(find_plane_memory(buffer, l, i, idx, skip));
+    int s = -1;
+    for (int j = 0; j < v.n_storages; ++j) {
+      if (v.storage_mem[static_cast<std::size_t>(j)] == idx) s = j;
+    }
+    if (s < 0) {
+      GstMemory* mem = gst_buffer_peek_memory(buffer, idx);
+      const bool read_only = !writable_buffer || gst_memory_is_writable(mem) == 0;
+      GstRef<GstBuffer> ref =
+          v.n_storages == 0 ? std::move(owned) : GstRef<GstBuffer>(gst_buffer_ref(buffer));
+      try {
+        v.storages[static_cast<std::size_t>(v.n_storages)] = std::allocate_shared<GstMemoryStorage>(
+            detail::CachedBlockAllocator<GstMemoryStorage, WrapBlocks>(wrap_blocks()),
+            std::move(ref), mem,
+            static_cast<std::int64_t>(gst_memory_get_sizes(mem, nullptr, nullptr)), read_only, idx);
+      } catch (const std::bad_alloc&) {
+        return resource_exhausted(describe(l) + ": out of memory for the storage object");
+      }
+      v.storage_mem[static_cast<std::size_t>(v.n_storages)] = idx;
+      s = v.n_storages++;
+    }
+    v.plane_storage[static_cast<std::size_t>(i)] = s;
+    v.plane_offset[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(skip);
+  }
+  return {};
+}
+
+// The buffer's timestamps travel with the frame.
+FrameMeta buffer_times(GstBuffer* buffer) {
+  FrameMeta meta;
+  if (GST_BUFFER_PTS_IS_VALID(buffer))
+    meta.pts_ns = static_cast<std::int64_t>(GST_BUFFER_PTS(buffer));
+  if (GST_BUFFER_DURATION_IS_VALID(buffer)) {
+    meta.duration_ns = static_cast<std::int64_t>(GST_BUFFER_DURATION(buffer));
+  }
+  return meta;
+}
+
+Result<NeatTensor> compose_frame(const BufferLayout& l, const PlaneViews& v) {
+  if (is_planar(l.format)) {
+    const PlaneOrder order = plane_order(l.format);
+    std::array<PlaneSpec, kMaxPlanes> specs{};
+    for (int i = 0; i < l.n_planes; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      specs[k] = PlaneSpec{order.roles[k], v.storages[static_cast<std::size_t>(v.plane_storage[k])],
+                           l.planes[k].stride, v.plane_offset[k]};
+    }
+    return NeatTensor::compose_planes(
+        l.format, l.width, l.height, std::span(specs.data(), static_cast<std::size_t>(l.n_planes)));
+  }
+  const std::int64_t c = channels(l.format);
+  const Dims shape = c == 1 ? Dims{l.height, l.width} : Dims{l.height, l.width, c};
+  const Dims strides = c == 1 ? Dims{l.planes[0].stride, 1} : Dims{l.planes[0].stride, c, 1};
+  NEAT_ASSIGN_OR_RETURN(NeatTensor t, NeatTensor::from_storage(v.storages[0], DType::U8, shape,
+                                                               strides, v.plane_offset[0]));
+  return t.as_image(ImageSpec{l.format, l.width, l.height, c == 1 ? Layout::HW : Layout::HWC});
+}
+
 Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstTransfer transfer,
                                Colorimetry colorimetry) {
   if (buffer == nullptr || !GST_IS_BUFFER(buffer)) {
@@ -250,131 +403,15 @@ Result<NeatTensor> wrap_buffer(GstBuffer* buffer, const GstVideoInfo& info, GstT
   // From here on we own one reference, whatever happens.
   if (transfer == GstTransfer::None) gst_buffer_ref(buffer);
   GstRef<GstBuffer> owned(buffer);
-
-  const GstVideoMeta* meta = gst_buffer_get_video_meta(buffer);
-  const GstVideoFormat gformat = meta != nullptr ? meta->format : GST_VIDEO_INFO_FORMAT(&info);
-  const std::int64_t width = meta != nullptr ? meta->width : GST_VIDEO_INFO_WIDTH(&info);
-  const std::int64_t height = meta != nullptr ? meta->height : GST_VIDEO_INFO_HEIGHT(&info);
-  const int n_planes =
-      meta != nullptr ? static_cast<int>(meta->n_planes) : GST_VIDEO_INFO_N_PLANES(&info);
-  // Built only on error paths: the success path allocates nothing for messages.
-  auto what = [&] {
-    return "wrap_gst_buffer (" + gst_format_name(gformat) + " " + std::to_string(width) + "x" +
-           std::to_string(height) + ", layout from " + (meta != nullptr ? "GstVideoMeta" : "caps") +
-           ")";
-  };
-  if (gformat == GST_VIDEO_FORMAT_UNKNOWN || gformat == GST_VIDEO_FORMAT_ENCODED) {
-    return invalid_argument(what() +
-                            ": the video info has no raw format (are the caps video/x-raw?)");
-  }
-  NEAT_ASSIGN_OR_RETURN(PixelFormat format, pixel_format_from_gst(gformat));
-  if (width <= 0 || height <= 0) return invalid_argument(what() + ": empty frame");
-  const int expected = is_planar(format) ? plane_order(format).count : 1;
-  if (n_planes != expected) {
-    return invalid_argument(what() + ": " + std::to_string(n_planes) + " planes, " +
-                            std::string(to_string(format)) + " has " + std::to_string(expected));
-  }
-  std::array<GstPlane, kMaxPlanes> planes{};
-  for (int i = 0; i < n_planes; ++i) {
-    auto& p = planes[static_cast<std::size_t>(i)];
-    p.offset = static_cast<std::int64_t>(meta != nullptr ? meta->offset[i]
-                                                         : GST_VIDEO_INFO_PLANE_OFFSET(&info, i));
-    p.stride = meta != nullptr ? meta->stride[i] : GST_VIDEO_INFO_PLANE_STRIDE(&info, i);
-    if (p.stride <= 0) {
-      return unimplemented(what() + ": plane " + std::to_string(i) + " has stride " +
-                           std::to_string(p.stride) +
-                           " (bottom-up or empty rows are not supported)");
-    }
-  }
-
+  NEAT_ASSIGN_OR_RETURN(BufferLayout layout, read_layout(buffer, info));
   const bool writable_buffer = transfer == GstTransfer::Full && gst_buffer_is_writable(buffer) != 0;
-  // One storage per GstMemory a plane touches; the first storage takes our
-  // reference, each further one its own.
-  const unsigned n_mem = gst_buffer_n_memory(buffer);
-  if (n_mem == 0) return invalid_argument(what() + ": the buffer has no memory");
-  std::array<std::shared_ptr<Storage>, kMaxPlanes> storages;
-  std::array<unsigned, kMaxPlanes> storage_mem{};
-  int n_storages = 0;
-  std::array<int, kMaxPlanes> plane_storage{};
-  std::array<std::int64_t, kMaxPlanes> plane_offset{};
-  for (int i = 0; i < n_planes; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    const PlaneRole role = is_planar(format) ? plane_order(format).roles[k] : PlaneRole::Y;
-    const PlaneGeometry g = is_planar(format) ? plane_geometry(format, role, width, height)
-                                              : PlaneGeometry{height, width, channels(format)};
-    const std::int64_t extent = (g.rows - 1) * planes[k].stride + g.cols * g.samples;
-    guint idx = 0, length = 0;
-    gsize skip = 0;
-    if (!gst_buffer_find_memory(buffer, static_cast<gsize>(planes[k].offset),
-                                static_cast<gsize>(extent), &idx, &length, &skip)) {
-      return out_of_range(what() + ": plane " + std::to_string(i) + " (" + std::to_string(extent) +
-                          " B at offset " + std::to_string(planes[k].offset) +
-                          ") lies outside the buffer of " +
-                          std::to_string(gst_buffer_get_size(buffer)) + " B");
-    }
-    if (length != 1) {
-      return unimplemented(what() + ": plane " + std::to_string(i) + " spans " +
-                           std::to_string(length) +
-                           " GstMemory blocks; NeatTensor cannot view it without a copy");
-    }
-    int s = -1;
-    for (int j = 0; j < n_storages; ++j) {
-      if (storage_mem[static_cast<std::size_t>(j)] == idx) s = j;
-    }
-    if (s < 0) {
-      GstMemory* mem = gst_buffer_peek_memory(buffer, idx);
-      const bool read_only = !writable_buffer || gst_memory_is_writable(mem) == 0;
-      GstRef<GstBuffer> ref =
-          n_storages == 0 ? std::move(owned) : GstRef<GstBuffer>(gst_buffer_ref(buffer));
-      try {
-        storages[static_cast<std::size_t>(n_storages)] = std::allocate_shared<GstMemoryStorage>(
-            detail::CachedBlockAllocator<GstMemoryStorage, WrapBlocks>(wrap_blocks()),
-            std::move(ref), mem,
-            static_cast<std::int64_t>(gst_memory_get_sizes(mem, nullptr, nullptr)), read_only, idx);
-      } catch (const std::bad_alloc&) {
-        return resource_exhausted(what() + ": out of memory for the storage object");
-      }
-      storage_mem[static_cast<std::size_t>(n_storages)] = idx;
-      s = n_storages++;
-    }
-    plane_storage[k] = s;
-    plane_offset[k] = static_cast<std::int64_t>(skip);
-  }
-
-  // The buffer's timestamps travel with the frame.
-  FrameMeta frame_meta;
-  if (GST_BUFFER_PTS_IS_VALID(buffer))
-    frame_meta.pts_ns = static_cast<std::int64_t>(GST_BUFFER_PTS(buffer));
-  if (GST_BUFFER_DURATION_IS_VALID(buffer)) {
-    frame_meta.duration_ns = static_cast<std::int64_t>(GST_BUFFER_DURATION(buffer));
-  }
-  if (is_planar(format)) {
-    const PlaneOrder order = plane_order(format);
-    std::array<PlaneSpec, kMaxPlanes> specs{};
-    for (int i = 0; i < n_planes; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      specs[k] = PlaneSpec{order.roles[k], storages[static_cast<std::size_t>(plane_storage[k])],
-                           planes[k].stride, plane_offset[k]};
-    }
-    auto t = NeatTensor::compose_planes(
-        format, width, height, std::span(specs.data(), static_cast<std::size_t>(n_planes)));
-    if (!t.ok()) return std::move(t).error().with_context(what());
-    t->set_meta(frame_meta);
-    return t->with_colorimetry(colorimetry);
-  }
-  const std::int64_t c = channels(format);
-  Dims shape, strides;
-  if (c == 1) {
-    shape = Dims{height, width};
-    strides = Dims{planes[0].stride, 1};
-  } else {
-    shape = Dims{height, width, c};
-    strides = Dims{planes[0].stride, c, 1};
-  }
-  auto t = NeatTensor::from_storage(storages[0], DType::U8, shape, strides, plane_offset[0]);
-  if (!t.ok()) return std::move(t).error().with_context(what());
-  t->set_meta(frame_meta);
-  return t->as_image(ImageSpec{format, width, height, c == 1 ? Layout::HW : Layout::HWC});
+  PlaneViews views;
+  NEAT_RETURN_IF_ERROR(view_planes(buffer, owned, layout, writable_buffer, views));
+  auto t = compose_frame(layout, views);
+  if (!t.ok()) return std::move(t).error().with_context(describe(layout));
+  t->set_meta(buffer_times(buffer));
+  if (!is_planar(layout.format)) return t;
+  return t->with_colorimetry(colorimetry);
 }
 }  // namespace
 

@@ -4,7 +4,8 @@
 // the binders of each part: tensor.cpp and buffers.cpp (tensors, the buffer
 // protocol, DLPack), telemetry.cpp (policies, traces, audits), graph.cpp and
 // nodes.cpp (graphs, elements, appsinks, push sources, Python stages;
-// graph_state.hpp is what those two share), metrics.cpp (the live endpoint).
+// graph_state.hpp is what those two share; reports.cpp renders a graph's
+// stats, plan and run report as dicts), metrics.cpp (the live endpoint).
 //
 // Threading: functions that touch Python objects need the GIL; the ones
 // marked "any thread" take it themselves.

@@ -135,6 +135,14 @@ std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, 
 [[noreturn]] void raise_graph_error(GraphState& st, neat::Error error);
 /// Binds FrameSpec, Accepts, Element, AppSink and PushSource.
 void bind_nodes(py::module_& m);
+/// graph.frames: what the sources made and where it went (reports.cpp).
+py::dict accounting_dict(const neat::FrameAccounting& a);
+/// A finished run's frame accounting and latency per sink (reports.cpp).
+py::dict report_dict(const neat::RunReport& r);
+/// graph.stats(): the live counters of every node, edge and pool (reports.cpp).
+py::dict stats_dict(const neat::GraphStats& s);
+/// graph.plan(): what explain() prints, as data (reports.cpp).
+py::dict plan_dict(const neat::GraphPlan& p);
 /// Binds MetricsServer and serve_metrics (metrics.cpp).
 void bind_metrics(py::module_& m);
 

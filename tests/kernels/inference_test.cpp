@@ -16,32 +16,15 @@
 #include "neat/stages/inference.hpp"
 #include "neat/telemetry/event_sink.hpp"
 #include "support/fakes.hpp"
+#include "support/models.hpp"
 
 namespace neat {
 namespace {
 
-std::string model_path(const char* name) {
-  return std::string(NEAT_TEST_MODEL_DIR) + "/" + name;
-}
-
-NeatTensor floats_tensor(const std::vector<float>& v, Dims shape) {
-  auto t = NeatTensor::allocate(DType::F32, shape);
-  EXPECT_TRUE(t.ok());
-  auto w = std::move(*t).make_writable();
-  {
-    auto m = w->map(MapMode::Write);
-    std::memcpy(m->mutable_data(), v.data(), v.size() * sizeof(float));
-  }
-  return *w;
-}
-
-std::vector<float> values(const NeatTensor& t) {
-  auto c = t.contiguous();
-  EXPECT_TRUE(c.ok());
-  auto m = c->map();
-  const auto* p = reinterpret_cast<const float*>(m->data());
-  return std::vector<float>(p, p + t.numel());
-}
+using testing::floats_tensor;
+using testing::model_path;
+using testing::ramp;
+using testing::values;
 
 // ---- Model ---------------------------------------------------------------------
 

@@ -16,6 +16,7 @@
 #include "neat/stages/inference.hpp"
 #include "neat/telemetry/event_sink.hpp"
 #include "support/fakes.hpp"
+#include "support/models.hpp"
 
 #if NEAT_WITH_TORCH
 #include <ATen/Parallel.h>
@@ -24,30 +25,10 @@
 namespace neat {
 namespace {
 
-std::string model_path(const char* name) {
-  return std::string(NEAT_TEST_MODEL_DIR) + "/" + name;
-}
-
-NeatTensor ramp(Dims shape, float step) {
-  auto t = NeatTensor::allocate(DType::F32, shape);
-  EXPECT_TRUE(t.ok());
-  auto w = std::move(*t).make_writable();
-  {
-    auto m = w->map(MapMode::Write);
-    auto* p = reinterpret_cast<float*>(m->mutable_data());
-    for (std::int64_t i = 0; i < w->numel(); ++i)
-      p[i] = static_cast<float>(i) * step;
-  }
-  return *w;
-}
-
-std::vector<float> values(const NeatTensor& t) {
-  auto c = t.contiguous();
-  EXPECT_TRUE(c.ok());
-  auto m = c->map();
-  const auto* p = reinterpret_cast<const float*>(m->data());
-  return std::vector<float>(p, p + t.numel());
-}
+using testing::floats_tensor;
+using testing::model_path;
+using testing::ramp;
+using testing::values;
 
 #if NEAT_WITH_TORCH
 

@@ -1,0 +1,120 @@
+// Python dicts of a graph's reports: the live stats, the plan that explain()
+// prints, and a finished run's frame accounting and latency. Internal to the
+// extension.
+#include <pybind11/stl.h>
+
+#include "graph_state.hpp"
+
+namespace neatpy {
+
+py::dict accounting_dict(const neat::FrameAccounting& a) {
+  py::dict d;
+  d["source_frames"] = a.source_frames;
+  d["deliveries"] = a.produced;  // the word `neat run` prints (C++: FrameAccounting::produced)
+  d["consumed"] = a.consumed;
+  d["dropped"] = a.dropped;
+  d["balanced"] = a.balanced();
+  return d;
+}
+
+py::dict report_dict(const neat::RunReport& r) {
+  py::dict d;
+  d["frames"] = accounting_dict(r.frames);
+  d["seconds"] = r.seconds;
+  d["edge_frames"] = r.edge_frames;
+  py::dict latency;
+  for (const auto& [sink, s] : r.latency)
+    latency[py::str(sink)] = duration_summary_dict(s);
+  d["latency"] = latency;
+  return d;
+}
+
+py::dict stats_dict(const neat::GraphStats& s) {
+  py::dict d;
+  d["graph"] = s.graph;
+  d["running"] = s.running;
+  d["seconds"] = s.seconds;
+  d["frame_memory_bytes"] = s.frame_memory_bytes;
+  d["frames"] = accounting_dict(s.frames);
+  py::list nodes;
+  for (const auto& n : s.nodes) {
+    py::dict nd;
+    nd["name"] = n.name;
+    nd["kind"] = n.kind == neat::NodeKind::Source  ? "source"
+                 : n.kind == neat::NodeKind::Stage ? "stage"
+                                                   : "sink";
+    nd["frames_in"] = n.frames_in;
+    nd["frames_out"] = n.frames_out;
+    nd["dropped"] = n.dropped;
+    nd["busy"] = duration_summary_dict(n.busy_summary);
+    nd["queue_wait"] = duration_summary_dict(n.queue_wait);
+    nd["latency"] = duration_summary_dict(n.latency);
+    nodes.append(nd);
+  }
+  d["nodes"] = nodes;
+  py::list edges;
+  for (const auto& e : s.edges) {
+    py::dict ed;
+    ed["name"] = e.name;
+    ed["frames"] = e.frames;
+    ed["queue_depth"] = e.queue_depth;
+    ed["capacity"] = e.capacity;
+    edges.append(ed);
+  }
+  d["edges"] = edges;
+  py::list pools;
+  for (const auto& p : s.pools) {
+    py::dict pd;
+    pd["name"] = p.name;
+    pd["frame_bytes"] = p.frame_bytes;
+    pd["planned_buffers"] = p.planned_buffers;
+    pd["peak_buffers"] = p.peak_buffers;
+    pools.append(pd);
+  }
+  d["pools"] = pools;
+  return d;
+}
+
+py::dict plan_dict(const neat::GraphPlan& p) {
+  py::dict d;
+  d["graph"] = p.graph;
+  d["policy"] = std::string(neat::to_string(p.policy));
+  d["frame_memory_bytes"] = p.frame_memory_bytes();
+  d["edge_bytes_per_frame"] = p.edge_bytes_per_frame();
+  d["inner_bytes_per_frame"] = p.inner_bytes_per_frame();
+  py::list nodes;
+  for (const auto& n : p.nodes) {
+    py::dict nd;
+    nd["name"] = n.name;
+    nd["description"] = n.description;
+    nd["output"] = n.output.to_string();
+    nodes.append(nd);
+  }
+  d["nodes"] = nodes;
+  py::list edges;
+  for (const auto& e : p.edges) {
+    py::dict ed;
+    ed["name"] = e.name;
+    ed["produced"] = e.produced.to_string();
+    ed["consumed"] = e.consumed.to_string();
+    ed["policy"] = std::string(neat::to_string(e.policy));
+    ed["bytes_per_frame"] = e.bytes_per_frame();
+    ed["capacity"] = e.capacity;
+    py::list convs;
+    for (const auto& c : e.conversions) {
+      py::dict cd;
+      cd["kind"] = std::string(neat::to_string(c.kind));
+      cd["reason"] = std::string(neat::to_string(c.reason));
+      cd["what"] = c.what;
+      cd["bytes_per_frame"] = c.bytes_per_frame;
+      cd["fix"] = c.fix;
+      convs.append(cd);
+    }
+    ed["conversions"] = convs;
+    edges.append(ed);
+  }
+  d["edges"] = edges;
+  return d;
+}
+
+}  // namespace neatpy
