@@ -115,7 +115,10 @@ void suppress(const std::vector<cv::Rect2d>& boxes, const std::vector<float>& sc
   }
 }
 
-struct YoloDecoder::Scratch {
+namespace {
+
+// What the decoder keeps between frames (grown once, reused).
+struct DecodeScratch {
   std::vector<float> best;
   std::vector<int> best_class;
   std::vector<char> class_on;
@@ -127,91 +130,68 @@ struct YoloDecoder::Scratch {
   std::vector<int> kept;
 };
 
-YoloDecoder::YoloDecoder(YoloParams params)
-    : params_(std::move(params)), scratch_(std::make_unique<Scratch>()) {}
-YoloDecoder::~YoloDecoder() = default;
-YoloDecoder::YoloDecoder(YoloDecoder&&) noexcept = default;
-YoloDecoder& YoloDecoder::operator=(YoloDecoder&&) noexcept = default;
-const YoloParams& YoloDecoder::params() const noexcept {
-  return params_;
-}
+// The model output read field-major: field f of anchor a is base[f * fs + a * as].
+struct FieldView {
+  const float* base = nullptr;
+  std::int64_t fs = 0;  // floats between fields
+  std::int64_t as = 0;  // floats between anchors
+  YoloShape shape;
+  std::int64_t first_class() const { return shape.layout == YoloLayout::V8 ? 4 : 5; }
+  float at(std::int64_t field, std::int64_t anchor) const { return base[field * fs + anchor * as]; }
+};
 
-Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOptions& options,
-                                       std::source_location where) {
-  if (!raw.defined()) return failed_precondition("yolo: the model output is undefined");
-  if (raw.device().type != DeviceType::Cpu) {
-    return failed_precondition("yolo: the model output is not in CPU memory; cpu() it first");
-  }
-  if (raw.is_image()) {
-    return invalid_argument("yolo: got the image " + raw.to_string() +
-                            ", not a detector's output (put `infer` before `yolo`)");
-  }
-  NEAT_ASSIGN_OR_RETURN(YoloShape shape, yolo_shape(raw.shape(), params_));
-  NeatTensor out_f32 = raw;
-  if (raw.dtype() != DType::F32) {  // explicit, recorded once per frame
-    NEAT_ASSIGN_OR_RETURN(out_f32, convert_dtype(raw, DType::F32, options, where));
-  }
-  // The field-major view [fields, anchors]: the output itself (V8) or its
-  // transpose (V5). No bytes move.
-  NEAT_ASSIGN_OR_RETURN(NeatTensor fields, out_f32.squeeze(0));
-  if (shape.layout == YoloLayout::V5) {
-    NEAT_ASSIGN_OR_RETURN(fields, fields.transpose(0, 1));
-  }
-  const std::int64_t fs = fields.strides()[0] / 4, as = fields.strides()[1] / 4;  // in floats
-  NEAT_ASSIGN_OR_RETURN(Mapping map, fields.map(MapMode::Read));
-  const auto* base = reinterpret_cast<const float*>(map.data());
-  const std::int64_t A = shape.anchors, C = shape.classes;
-  const std::int64_t first_class = shape.layout == YoloLayout::V8 ? 4 : 5;
-
-  Scratch& s = *scratch_;
+// The best class and its score per anchor (V5: times the objectness).
+// Returns whether a score read was NaN.
+bool score_anchors(const FieldView& v, const YoloParams& params, DecodeScratch& s) {
+  const std::int64_t A = v.shape.anchors, C = v.shape.classes;
   s.best.assign(static_cast<std::size_t>(A), -1.f);
   s.best_class.assign(static_cast<std::size_t>(A), -1);
-  s.class_on.assign(static_cast<std::size_t>(C), params_.classes.empty() ? 1 : 0);
-  for (int c : params_.classes)
+  s.class_on.assign(static_cast<std::size_t>(C), params.classes.empty() ? 1 : 0);
+  for (int c : params.classes)
     s.class_on[static_cast<std::size_t>(c)] = 1;
   bool nan = false;
-  // Best class per anchor. Rows are contiguous in V8: scan class by class.
+  // Rows are contiguous in V8: scan class by class.
   for (std::int64_t c = 0; c < C; ++c) {
     if (!s.class_on[static_cast<std::size_t>(c)]) continue;
-    const float* row = base + (first_class + c) * fs;
+    const float* row = v.base + (v.first_class() + c) * v.fs;
     float* best = s.best.data();
     int* best_class = s.best_class.data();
     const int ci = static_cast<int>(c);
-    if (as == 1) {  // V8: a contiguous row, branch-free so that it vectorizes
+    if (v.as == 1) {  // V8: a contiguous row, branch-free so that it vectorizes
       int nans = 0;
       for (std::int64_t a = 0; a < A; ++a) {
-        const float v = row[a];
-        const bool gt = v > best[a];
-        nans |= static_cast<int>(v != v);
-        best[a] = gt ? v : best[a];
+        const float x = row[a];
+        const bool gt = x > best[a];
+        nans |= static_cast<int>(x != x);
+        best[a] = gt ? x : best[a];
         best_class[a] = gt ? ci : best_class[a];
       }
       nan |= nans != 0;
     } else {
       for (std::int64_t a = 0; a < A; ++a) {
-        const float v = row[a * as];
-        nan |= std::isnan(v);
-        if (v > best[a]) {
-          best[a] = v;
+        const float x = row[a * v.as];
+        nan |= std::isnan(x);
+        if (x > best[a]) {
+          best[a] = x;
           best_class[a] = ci;
         }
       }
     }
   }
-  if (shape.layout == YoloLayout::V5) {  // score = objectness x class score
-    const float* obj = base + 4 * fs;
+  if (v.shape.layout == YoloLayout::V5) {  // score = objectness x class score
     for (std::int64_t a = 0; a < A; ++a) {
-      nan |= std::isnan(obj[a * as]);
-      s.best[static_cast<std::size_t>(a)] *= obj[a * as];
+      const float obj = v.at(4, a);
+      nan |= std::isnan(obj);
+      s.best[static_cast<std::size_t>(a)] *= obj;
     }
   }
-  if (nan) {
-    return invalid_argument(
-        "yolo: the model output " + raw.to_string() +
-        " has NaN scores: the model or its input is broken (check the preprocess "
-        "normalization and the model file)");
-  }
+  return nan;
+}
 
+// The anchors at or above the confidence, as boxes in source pixels (and,
+// for class-aware NMS, offset per class so that classes never overlap).
+Status collect_candidates(const FieldView& v, const NeatTensor& raw, const YoloParams& params,
+                          DecodeScratch& s) {
   const FrameGeometry& g = raw.meta().geometry;
   const double span = std::max<double>(
       {static_cast<double>(g.source_width), static_cast<double>(g.source_height), 1e6});
@@ -219,11 +199,10 @@ Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOp
   s.source_boxes.clear();
   s.scores.clear();
   s.classes.clear();
-  for (std::int64_t a = 0; a < A; ++a) {
+  for (std::int64_t a = 0; a < v.shape.anchors; ++a) {
     const float score = s.best[static_cast<std::size_t>(a)];
-    if (!(score >= params_.confidence) || s.best_class[static_cast<std::size_t>(a)] < 0) continue;
-    const float cx = base[0 * fs + a * as], cy = base[1 * fs + a * as];
-    const float w = base[2 * fs + a * as], h = base[3 * fs + a * as];
+    if (!(score >= params.confidence) || s.best_class[static_cast<std::size_t>(a)] < 0) continue;
+    const float cx = v.at(0, a), cy = v.at(1, a), w = v.at(2, a), h = v.at(3, a);
     if (std::isnan(cx) || std::isnan(cy) || std::isnan(w) || std::isnan(h)) {
       return invalid_argument("yolo: the model output " + raw.to_string() +
                               " has a NaN box at anchor " + std::to_string(a) +
@@ -232,19 +211,23 @@ Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOp
     const auto p1 = g.to_source_clamped(cx - w / 2.0, cy - h / 2.0);
     const auto p2 = g.to_source_clamped(cx + w / 2.0, cy + h / 2.0);
     const int cls = s.best_class[static_cast<std::size_t>(a)];
-    const double off = params_.class_agnostic ? 0.0 : static_cast<double>(cls) * 2.0 * span;
+    const double off = params.class_agnostic ? 0.0 : static_cast<double>(cls) * 2.0 * span;
     s.source_boxes.emplace_back(p1.x, p1.y, p2.x - p1.x, p2.y - p1.y);
     s.boxes.emplace_back(p1.x + off, p1.y + off, p2.x - p1.x, p2.y - p1.y);
     s.scores.push_back(score);
     s.classes.push_back(cls);
   }
-  suppress(s.boxes, s.scores, params_.confidence, params_.iou,
-           static_cast<std::size_t>(params_.max_detections), s.order, s.kept);
-  const auto n = static_cast<std::int64_t>(
-      std::min<std::size_t>(s.kept.size(), static_cast<std::size_t>(params_.max_detections)));
+  return {};
+}
 
+// The kept boxes as [n, 6] rows (x1, y1, x2, y2, score, class) of the same
+// frame, now in its source pixels.
+Result<NeatTensor> detections_tensor(const NeatTensor& raw, const YoloParams& params,
+                                     const DecodeScratch& s, const ConversionOptions& options) {
+  const auto n = static_cast<std::int64_t>(
+      std::min<std::size_t>(s.kept.size(), static_cast<std::size_t>(params.max_detections)));
   NEAT_ASSIGN_OR_RETURN(NeatTensor dets,
-                        NeatTensor::allocate(DType::F32, {params_.max_detections, 6},
+                        NeatTensor::allocate(DType::F32, {params.max_detections, 6},
                                              AllocOptions{false, options.allocator}));
   NEAT_ASSIGN_OR_RETURN(dets, std::move(dets).make_writable());
   {
@@ -262,13 +245,71 @@ Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOp
     }
   }
   NEAT_ASSIGN_OR_RETURN(NeatTensor result, dets.narrow(0, 0, n));
-  // The same frame; the boxes are now in its source pixels.
+  const FrameGeometry& g = raw.meta().geometry;
   FrameMeta meta = raw.meta();
   meta.geometry = FrameGeometry{};
   meta.geometry.source_width = g.source_width;
   meta.geometry.source_height = g.source_height;
   result.set_meta(meta);
   return result;
+}
+
+Status check_model_output(const NeatTensor& raw) {
+  if (!raw.defined()) return failed_precondition("yolo: the model output is undefined");
+  if (raw.device().type != DeviceType::Cpu) {
+    return failed_precondition("yolo: the model output is not in CPU memory; cpu() it first");
+  }
+  if (raw.is_image()) {
+    return invalid_argument("yolo: got the image " + raw.to_string() +
+                            ", not a detector's output (put `infer` before `yolo`)");
+  }
+  return {};
+}
+
+}  // namespace
+
+struct YoloDecoder::Scratch : DecodeScratch {};
+
+YoloDecoder::YoloDecoder(YoloParams params)
+    : params_(std::move(params)), scratch_(std::make_unique<Scratch>()) {}
+YoloDecoder::~YoloDecoder() = default;
+YoloDecoder::YoloDecoder(YoloDecoder&&) noexcept = default;
+YoloDecoder& YoloDecoder::operator=(YoloDecoder&&) noexcept = default;
+const YoloParams& YoloDecoder::params() const noexcept {
+  return params_;
+}
+
+Result<NeatTensor> YoloDecoder::decode(const NeatTensor& raw, const ConversionOptions& options,
+                                       std::source_location where) {
+  NEAT_RETURN_IF_ERROR(check_model_output(raw));
+  FieldView view;
+  NEAT_ASSIGN_OR_RETURN(view.shape, yolo_shape(raw.shape(), params_));
+  NeatTensor out_f32 = raw;
+  if (raw.dtype() != DType::F32) {  // explicit, recorded once per frame
+    NEAT_ASSIGN_OR_RETURN(out_f32, convert_dtype(raw, DType::F32, options, where));
+  }
+  // The field-major view [fields, anchors]: the output itself (V8) or its
+  // transpose (V5). No bytes move.
+  NEAT_ASSIGN_OR_RETURN(NeatTensor fields, out_f32.squeeze(0));
+  if (view.shape.layout == YoloLayout::V5) {
+    NEAT_ASSIGN_OR_RETURN(fields, fields.transpose(0, 1));
+  }
+  view.fs = fields.strides()[0] / 4;  // in floats
+  view.as = fields.strides()[1] / 4;
+  NEAT_ASSIGN_OR_RETURN(Mapping map, fields.map(MapMode::Read));
+  view.base = reinterpret_cast<const float*>(map.data());
+
+  Scratch& s = *scratch_;
+  if (score_anchors(view, params_, s)) {
+    return invalid_argument(
+        "yolo: the model output " + raw.to_string() +
+        " has NaN scores: the model or its input is broken (check the preprocess "
+        "normalization and the model file)");
+  }
+  NEAT_RETURN_IF_ERROR(collect_candidates(view, raw, params_, s));
+  suppress(s.boxes, s.scores, params_.confidence, params_.iou,
+           static_cast<std::size_t>(params_.max_detections), s.order, s.kept);
+  return detections_tensor(raw, params_, s, options);
 }
 
 Result<NeatTensor> decode_yolo(const NeatTensor& output, const YoloParams& params,
