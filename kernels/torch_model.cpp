@@ -12,6 +12,7 @@
 #include <ATen/Parallel.h>
 #include <torch/script.h>
 
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "neat/contract/mapping.hpp"
@@ -24,6 +25,20 @@ PoolSizeHold& torch_pool() {
   static PoolSizeHold hold(
       "libtorch", [] { return at::get_num_threads(); }, [](int n) { at::set_num_threads(n); });
   return hold;
+}
+
+// A frame's model runs on the intra-op pool; inter-op parallelism (forks in
+// a scripted model) gets one thread, so the pool size is what the model asks
+// for. Set once per process, before torch starts any inter-op work; a process
+// that started it already keeps its own setting.
+void single_interop_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      at::set_num_interop_threads(1);
+    } catch (const c10::Error&) {
+    }
+  });
 }
 
 std::optional<DType> dtype_of(at::ScalarType t) {
@@ -108,6 +123,7 @@ Status TorchModel::open_module(const ModelOptions& options, std::string& metadat
   } catch (const c10::Error&) {
     // A module freeze cannot handle (e.g. it has attributes it mutates) runs as it is.
   }
+  single_interop_thread();
   NEAT_RETURN_IF_ERROR(torch_pool().acquire(options.threads, what()));
   threads = options.threads;
   return {};

@@ -29,7 +29,7 @@ std::vector<PixelFormat> dense_or_interleaved() {
 }
 
 ConversionOptions options_for(const StageContext& ctx) {
-  return ctx.conversion_options(kernel_threads());
+  return ctx.conversion_options(ctx.kernel_threads > 0 ? ctx.kernel_threads : kernel_threads());
 }
 
 std::string size_text(std::int64_t w, std::int64_t h) {

@@ -404,7 +404,7 @@ void add_inference_stages(std::vector<ElementSpec>& r) {
         prop("output", T::Text, "", "the output to hand on (default: the first)"),
         prop("threads", T::Integer, "0",
              "the engine's thread pool size (process-wide: held while the model lives, restored "
-             "after; 0: leave it)"),
+             "after; 0: the machine's hardware threads, the kernel stages keep one)"),
         prop("backend", T::Choice, "auto",
              "the engine: auto (by the file), opencv (ONNX), torch (TorchScript)",
              {"auto", "opencv", "torch"})},

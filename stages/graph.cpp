@@ -1,5 +1,7 @@
 #include "neat/stages/graph.hpp"
 
+#include <algorithm>
+
 #include "neat/stages/internal/graph_impl.hpp"
 
 namespace neat {
@@ -28,6 +30,21 @@ std::int64_t GraphPlan::inner_bytes_per_frame() const noexcept {
       b += c.bytes_written;
   }
   return b;
+}
+
+int ThreadBudget::total() const noexcept {
+  int opencv = kernels;  // the kernel stages' pool is OpenCV's
+  int others = 0;
+  std::vector<std::string_view> counted;
+  for (const Engine& e : engines) {
+    if (e.pool.name == "opencv") {
+      opencv = std::max(opencv, e.pool.threads);
+    } else if (std::find(counted.begin(), counted.end(), e.pool.name) == counted.end()) {
+      counted.push_back(e.pool.name);
+      others += e.pool.threads;
+    }
+  }
+  return opencv + others;
 }
 
 std::int64_t GraphPlan::frame_memory_bytes() const noexcept {

@@ -136,6 +136,28 @@ struct FramePool {
   std::string holders() const;
 };
 
+/// The threads a graph computes on: each model engine's process-wide pool,
+/// and the row workers the kernel stages (preprocess, convert, resize) split
+/// a frame over on OpenCV's pool. Together they never ask for more than the
+/// machine's hardware threads plus one: a model engine's pool takes the
+/// cores (a model is most of a frame's work), the kernel stages what is left
+/// (at least one); a model asking for more than the machine has fails build().
+struct ThreadBudget {
+  int hardware = 1;  ///< std::thread::hardware_concurrency()
+  int kernels = 1;   ///< row workers per kernel stage
+  struct Engine {
+    std::string stage;  ///< the stage computing on it
+    EnginePool pool;
+  };
+  std::vector<Engine> engines;
+  /// What the graph asks for: the kernels' pool (shared with OpenCV's model
+  /// engine) plus every other engine pool, each counted once.
+  int total() const noexcept;
+  int limit() const noexcept { return hardware + 1; }
+  /// The budget as explain() prints it (one line).
+  std::string explain() const;
+};
+
 struct GraphPlan {
   std::string graph;
   ConversionPolicy policy = ConversionPolicy::Strict;
@@ -148,6 +170,8 @@ struct GraphPlan {
   /// Every source ends its stream after this many frames
   /// (GraphBuilder::set_max_source_frames); 0: when the source ends.
   std::int64_t max_source_frames = 0;
+  /// The threads the graph's stages compute on.
+  ThreadBudget threads;
   /// The most bytes of frames the graph holds at once: the sum of `memory`.
   std::int64_t frame_memory_bytes() const noexcept;
   /// Bytes the edges copy per frame (conversions + copy-on-write).

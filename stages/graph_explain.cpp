@@ -85,6 +85,17 @@ std::string GraphPlan::explain() const {
   out += "frame memory in all: " + bytes_text(frame_memory_bytes());
   if (max_frame_memory > 0) out += " (budget " + bytes_text(max_frame_memory) + ")";
   out += "\n";
+  return out + threads.explain();
+}
+
+// "threads: 3 of 3 (2 hardware + 1): libtorch pool 2 (infer), kernel stages 1 (OpenCV's pool)"
+std::string ThreadBudget::explain() const {
+  std::string out = "threads: " + std::to_string(total()) + " of " + std::to_string(limit()) +
+                    " (" + std::to_string(hardware) + " hardware + 1):";
+  for (const Engine& e : engines) {
+    out += " " + e.pool.name + " pool " + std::to_string(e.pool.threads) + " (" + e.stage + "),";
+  }
+  out += " kernel stages " + std::to_string(kernels) + " (OpenCV's pool)\n";
   return out;
 }
 

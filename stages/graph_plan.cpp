@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "neat/kernels/color.hpp"
 #include "neat/policy/policy.hpp"
@@ -306,6 +307,7 @@ class Planner {
     }
     plan_.max_frame_memory = b_.max_frame_memory;
     plan_.max_source_frames = b_.max_source_frames;
+    plan_threads();
     plan_memory(plan_, order_, b_.nodes);
     if (b_.max_frame_memory > 0) fit_frame_memory();
     if (!problems_.empty()) {
@@ -313,6 +315,41 @@ class Planner {
       return fail();
     }
     return {};
+  }
+
+  // The thread budget: every model engine's pool, and what is left of the
+  // machine's hardware threads plus one for the kernel stages (at least one).
+  void plan_threads() {
+    ThreadBudget& t = plan_.threads;
+    t.hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    for (int idx : order_) {
+      const NodeDecl& d = b_.nodes[static_cast<std::size_t>(idx)];
+      if (!d.stage) continue;
+      if (auto pool = d.stage->engine_pool()) t.engines.push_back({d.name, std::move(*pool)});
+    }
+    int others = 0;  // threads of pools other than OpenCV's (which the kernels share)
+    std::vector<std::string_view> counted;
+    for (const auto& e : t.engines) {
+      if (e.pool.name == "opencv" || std::ranges::find(counted, e.pool.name) != counted.end())
+        continue;
+      counted.push_back(e.pool.name);
+      others += e.pool.threads;
+    }
+    t.kernels = others > 0 ? std::max(1, t.limit() - others) : t.hardware;
+    for (const auto& e : t.engines) {
+      const int asked = e.pool.name == "opencv" ? e.pool.threads : others + 1;
+      if (e.pool.threads > t.hardware || asked > t.limit()) {
+        problem("stage '" + e.stage + "'",
+                "its " + e.pool.name + " pool of " + std::to_string(e.pool.threads) +
+                    " threads asks for more than this machine's " + std::to_string(t.hardware) +
+                    " hardware threads (a graph computes on at most " + std::to_string(t.limit()) +
+                    ": the model's pool and one for the other stages)",
+                {Fix{"threads=" + std::to_string(t.hardware) +
+                         " or fewer (0: the machine's hardware threads)",
+                     {}}});
+        return;
+      }
+    }
   }
 
   // Under a frame-memory budget: lowers edge queues deeper than 1, one frame

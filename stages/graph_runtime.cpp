@@ -238,6 +238,7 @@ struct Graph::Impl {
     sc.graph = plan.graph;
     sc.stage = node.plan.name;
     sc.allocator = node.pool.get();
+    sc.kernel_threads = plan.threads.kernels;
     NodeCounters& counters = *node.counters;
     Item item;
     while (wait_for_outputs(node) && pop(node, item)) {
@@ -565,7 +566,8 @@ Graph make_graph(GraphPlan plan, std::vector<NodeRt> nodes, std::vector<RuleRegi
   impl->plan = std::move(plan);
   // The edges' contexts point at the plan's strings: made once the plan is in place.
   for (const EdgePlan& ep : impl->plan.edges) {
-    impl->edges.push_back(std::make_unique<EdgeRt>(ep, ep.capacity, impl->plan.graph));
+    impl->edges.push_back(
+        std::make_unique<EdgeRt>(ep, ep.capacity, impl->plan.graph, impl->plan.threads.kernels));
   }
   impl->nodes = std::move(nodes);
   for (auto& e : impl->edges) {

@@ -1,5 +1,8 @@
 #include "neat/stages/inference.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include <filesystem>
 #include <vector>
 
@@ -74,6 +77,9 @@ class InferStage final : public Stage {
   }
   bool may_forward_input(const FrameSpec&) const override { return false; }
   std::vector<InnerConversion> inner_conversions() const override { return inner_; }
+  std::optional<EnginePool> engine_pool() const override {
+    return EnginePool{model_->engine() == "libtorch" ? "libtorch" : "opencv", model_->threads()};
+  }
   std::string describe() const override {
     return "infer model=" + std::filesystem::path(model_->path()).filename().string() + " " +
            model_->input().to_string() + " -> " + model_->outputs()[output_].to_string() + " (" +
@@ -150,6 +156,9 @@ class YoloStage final : public Stage {
 }  // namespace
 
 Result<std::unique_ptr<Stage>> infer_stage(InferOptions options) {
+  if (options.model.threads == 0) {
+    options.model.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
   NEAT_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(options.model));
   if (model->inputs().size() != 1) {
     std::string names;

@@ -29,6 +29,9 @@
 namespace neat {
 
 struct InferOptions {
+  /// model.threads 0 gives the model the machine's hardware threads (a model
+  /// is most of a frame's work; the graph's thread budget leaves the kernel
+  /// stages one): the engine's process-wide pool, held while the stage lives.
   ModelOptions model;
   /// The output to hand on: a name, or empty for the first.
   std::string output;

@@ -62,6 +62,9 @@ struct StageContext {
   std::optional<ConversionPolicy> policy;
   std::string_view requested_by;
   std::string_view fix;
+  /// The row workers a kernel stage splits a frame over: the graph's thread
+  /// budget sets it (GraphPlan::threads); 0 outside a graph (the machine's).
+  int kernel_threads = 0;
 
   /// What a stage passes to the kernels it calls: this context's allocator,
   /// policy and implicit/explicit standing, and `threads` row workers.
@@ -75,6 +78,14 @@ struct StageContext {
     o.threads = threads;
     return o;
   }
+};
+
+/// A thread pool a stage computes on besides the graph's own threads (a
+/// model engine's process-wide pool): the graph's thread budget counts each
+/// pool once.
+struct EnginePool {
+  std::string name;  ///< "libtorch", "opencv" (the pool the kernel stages use too)
+  int threads = 0;   ///< its size while the stage lives
 };
 
 class Stage {
@@ -116,6 +127,9 @@ class Stage {
   /// runtime's buffers), known after prepare(): explain() lists them. The
   /// stage records them itself, as they happen.
   virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
+  /// The engine pool the stage computes on, if it has one (the infer stage):
+  /// the graph's thread budget counts it and gives the kernel stages what is left.
+  virtual std::optional<EnginePool> engine_pool() const { return std::nullopt; }
 };
 
 using StageFunction = std::function<Result<NeatTensor>(NeatTensor, StageContext&)>;

@@ -141,7 +141,7 @@ struct EdgeRt {
   /// One context per planned conversion: its stage runs implicitly, under the
   /// edge's policy, into the edge's pool.
   std::vector<StageContext> contexts;
-  EdgeRt(EdgePlan p, std::size_t capacity, std::string_view graph)
+  EdgeRt(EdgePlan p, std::size_t capacity, std::string_view graph, int kernel_threads)
       : plan(std::move(p)),
         requested_by("edge '" + plan.name + "'"),
         queue(capacity),
@@ -155,6 +155,7 @@ struct EdgeRt {
       ctx.policy = plan.policy;
       ctx.requested_by = requested_by;
       ctx.fix = c.fix;
+      ctx.kernel_threads = kernel_threads;
       contexts.push_back(ctx);
     }
   }

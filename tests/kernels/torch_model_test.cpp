@@ -14,9 +14,12 @@
 #include "neat/kernels/model.hpp"
 #include "neat/stages/elements.hpp"
 #include "neat/stages/inference.hpp"
+#include "neat/stages/pipeline.hpp"
 #include "neat/telemetry/event_sink.hpp"
 #include "support/fakes.hpp"
 #include "support/models.hpp"
+
+#include <thread>
 
 #if NEAT_WITH_TORCH
 #include <ATen/Parallel.h>
@@ -217,6 +220,91 @@ TEST(TorchModel, TheInferElementPicksTheFileThatFitsTheEngine) {
   NEAT_ASSERT_OK(out);
   NEAT_ASSERT_OK((*stage)->prepare(in, *out));
   EXPECT_TRUE((*stage)->inner_conversions().empty());
+}
+
+// yolov8n, the timing model: the same network and weights on both engines.
+TEST(TorchModel, Yolov8nGivesTheSameOutputOnBothEngines) {
+  auto torch_model = Model::load({.path = model_path("yolov8n.pt"), .threads = 2});
+  NEAT_ASSERT_OK(torch_model);
+  auto cv_model = Model::load({.path = model_path("yolov8n.onnx"), .threads = 2});
+  NEAT_ASSERT_OK(cv_model);
+  EXPECT_EQ((*torch_model)->input().to_string(), "images f32 [1, 3, 640, 640]");
+  EXPECT_EQ((*cv_model)->input().to_string(), "images f32 [1, 3, 640, 640]");
+  // An image-like input: smooth gradients in 0..1 with a bright square.
+  std::vector<float> v(3 * 640 * 640);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::size_t x = i % 640, y = (i / 640) % 640, c = i / (640 * 640);
+    const bool square = x > 200 && x < 320 && y > 260 && y < 400;
+    v[i] = square ? 1.0f : static_cast<float>((x + 2 * y + 97 * c) % 640) / 640.0f;
+  }
+  const NeatTensor x = floats_tensor(v, {1, 3, 640, 640});
+  std::vector<NeatTensor> a, b;
+  NEAT_ASSERT_OK((*torch_model)->run(x, a));
+  NEAT_ASSERT_OK((*cv_model)->run(x, b));
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].shape(), (Dims{1, 84, 8400}));
+  EXPECT_EQ(b[0].shape(), (Dims{1, 84, 8400}));
+  const auto ta = values(a[0]), tb = values(b[0]);
+  float box = 0, score = 0;
+  for (std::size_t i = 0; i < ta.size(); ++i) {
+    const float d = std::abs(ta[i] - tb[i]);
+    (i < 4 * 8400 ? box : score) = std::max(i < 4 * 8400 ? box : score, d);
+  }
+  EXPECT_LE(box, 0.05f) << "largest box difference, input pixels";
+  EXPECT_LE(score, 1e-4f) << "largest score difference";
+  // The boxes are where YOLOv8 puts them: inside the 640x640 input, widths > 0.
+  for (std::size_t k = 0; k < 8400; ++k) {
+    ASSERT_GT(ta[2 * 8400 + k], 0.f);
+    ASSERT_GT(ta[3 * 8400 + k], 0.f);
+  }
+}
+
+// The model's pool takes the machine's cores; the kernel stages keep one;
+// a model asking for more than the machine has fails build() with the fix.
+TEST(TorchModel, TheGraphsThreadBudgetGivesTheModelTheCores) {
+  const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const std::string infer = "infer model=" + model_path("scale.pt");
+  {  // (the model's pool is held while the declared graph lives)
+    auto declared = declare_pipeline("default frames=1 ! preprocess size=8x8 batch=true ! " +
+                                     infer + " ! appsink");
+    NEAT_ASSERT_OK(declared);
+    auto plan = declared->builder.plan();
+    NEAT_ASSERT_OK(plan);
+    const ThreadBudget& t = plan->threads;
+    EXPECT_EQ(t.hardware, hw);
+    ASSERT_EQ(t.engines.size(), 1u);
+    EXPECT_EQ(t.engines[0].stage, "infer");
+    EXPECT_EQ(t.engines[0].pool.name, "libtorch");
+    EXPECT_EQ(t.engines[0].pool.threads, hw);  // threads=0: the machine's
+    EXPECT_EQ(t.kernels, 1);
+    EXPECT_EQ(t.total(), hw + 1);
+    EXPECT_LE(t.total(), t.limit());
+    EXPECT_NE(plan->explain().find("threads: " + std::to_string(hw + 1) + " of " +
+                                   std::to_string(hw + 1)),
+              std::string::npos)
+        << plan->explain();
+  }
+  // Without a model the kernel stages take the machine.
+  auto plain = declare_pipeline("default frames=1 ! preprocess size=8x8 ! appsink");
+  NEAT_ASSERT_OK(plain);
+  auto plain_plan = plain->builder.plan();
+  NEAT_ASSERT_OK(plain_plan);
+  EXPECT_EQ(plain_plan->threads.kernels, hw);
+  EXPECT_TRUE(plain_plan->threads.engines.empty());
+
+  // One thread more than the machine has: refused at build, with the fix.
+  auto greedy = declare_pipeline("default frames=1 ! preprocess size=8x8 batch=true ! " + infer +
+                                 " threads=" + std::to_string(hw + 1) + " ! appsink");
+  NEAT_ASSERT_OK(greedy);
+  auto refused = greedy->builder.plan();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::FailedPrecondition);
+  EXPECT_NE(refused.error().message().find("more than this machine's"), std::string::npos)
+      << refused.error().message();
+  EXPECT_NE(refused.error().message().find("threads=" + std::to_string(hw) + " or fewer"),
+            std::string::npos)
+      << refused.error().message();
 }
 
 #else
