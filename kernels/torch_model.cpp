@@ -85,6 +85,7 @@ struct TorchModel final : Model::Impl {
   torch::jit::Module module;
   std::vector<c10::IValue> args;  // reused per run
   std::vector<at::Tensor> results_scratch;
+  std::vector<Mapping> maps;  // the inputs stay mapped for the call; reused per run
 
   ~TorchModel() override { torch_pool().release(threads); }
   std::string_view engine() const noexcept override { return "libtorch"; }
@@ -225,6 +226,7 @@ Status TorchModel::first_run() {
                             torch_message(e));
   }
   args.reserve(inputs.size());
+  maps.reserve(inputs.size());
   return {};
 }
 
@@ -261,12 +263,17 @@ Result<NeatTensor> TorchModel::wrap_output(const at::Tensor& t, std::size_t i,
 
 Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor>& results,
                        const ConversionOptions&, std::source_location) {
-  std::vector<Mapping> maps;
-  maps.reserve(given.size());
-  args.clear();
+  // Every exit releases the mappings (and so the frames) of this run.
+  struct Release {
+    TorchModel& m;
+    ~Release() {
+      m.args.clear();
+      m.maps.clear();
+    }
+  } release{*this};
   for (const NeatTensor& in : given) {
     NEAT_ASSIGN_OR_RETURN(Mapping m, in.map(MapMode::Read));
-    std::vector<std::int64_t> dims(in.shape().begin(), in.shape().end());
+    const c10::IntArrayRef dims(in.shape().begin(), in.shape().end());
     // torch reads the frame where it lies; a module that wrote its input in
     // place would write the frame (docs/inference.md).
     args.emplace_back(torch::from_blob(const_cast<std::byte*>(m.data()), dims, torch::kFloat));
@@ -276,11 +283,10 @@ Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor
     c10::InferenceMode guard;
     NEAT_RETURN_IF_ERROR(outputs_of(module.forward(args), results_scratch));
   } catch (const c10::Error& e) {
-    args.clear();
     return invalid_argument(what() + " on " + given[0].to_string() +
                             ": libtorch forward: " + torch_message(e));
   }
-  args.clear();
+  args.clear();  // torch's references to the inputs go before the outputs are wrapped
   if (results_scratch.size() != outputs.size()) {
     return internal_error(what() + ": returned " + std::to_string(results_scratch.size()) +
                           " outputs, " + std::to_string(outputs.size()) + " at load");

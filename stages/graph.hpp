@@ -94,6 +94,9 @@ struct NodePlan {
   /// its hands, in the queues downstream, passed along by stages that may
   /// forward their input, and held by sinks): its pool's buffers.
   int pool_buffers = 0;
+  /// Stages whose frames are allocated by someone else than their pool (a
+  /// model engine): who ("libtorch"). Empty: the pool.
+  std::string allocated_by;
   /// Sources and sinks: conversions inside the node on every frame (GStreamer elements).
   std::vector<InnerConversion> inside;
   /// False for sinks in a plan from GraphBuilder::plan(): checked, not opened
@@ -131,6 +134,8 @@ struct FramePool {
   /// Who holds them ("queue cam->pre", 1), ("appsink 'out': queue 2 + 1 pulled", 3):
   /// the counts add up to `buffers`.
   std::vector<std::pair<std::string, int>> held_by;
+  /// Set when the frames are not the pool's own (NodePlan::allocated_by).
+  std::string allocated_by;
   std::int64_t bytes() const noexcept { return frame_bytes * buffers; }
   /// "queue a->b: 1, stage 'b': 1": who holds them, as explain() prints it.
   std::string holders() const;
@@ -240,6 +245,9 @@ struct PoolStats {
   std::int64_t frame_bytes = 0;
   int planned_buffers = 0;
   std::int64_t peak_buffers = 0;
+  /// Who allocates these frames when not the pool (then peak_buffers stays
+  /// 0: the pool hands out none), e.g. "libtorch".
+  std::string allocated_by;
 };
 
 /// A graph's live state, read while it runs (stats()) from any thread.

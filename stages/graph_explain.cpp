@@ -80,7 +80,10 @@ std::string GraphPlan::explain() const {
   out += "frame memory (the most frames alive at once, by who holds them):\n";
   for (const FramePool& p : memory) {
     out += "  " + p.name + "  " + std::to_string(p.buffers) + " x " + bytes_text(p.frame_bytes) +
-           " = " + bytes_text(p.bytes()) + "\n      " + p.holders() + "\n";
+           " = " + bytes_text(p.bytes()) +
+           (p.allocated_by.empty() ? std::string()
+                                   : " (allocated by " + p.allocated_by + ", not pooled)") +
+           "\n      " + p.holders() + "\n";
   }
   out += "frame memory in all: " + bytes_text(frame_memory_bytes());
   if (max_frame_memory > 0) out += " (budget " + bytes_text(max_frame_memory) + ")";

@@ -208,6 +208,7 @@ void plan_memory(GraphPlan& plan, const std::vector<int>& order,
     pool.name = std::string(node_kind_text(np.kind)) + " '" + np.name + "'";
     pool.frames = np.output;
     pool.frame_bytes = np.output.bytes();
+    pool.allocated_by = np.allocated_by;
     std::int64_t total = 0;
     if (np.kind == NodeKind::Source) {
       const NodeDecl& d = decl(k);
@@ -515,6 +516,7 @@ class Planner {
     // After prepare(): stages may name what they decided (e.g. a
     // colour standard), sinks what their pipeline negotiated.
     np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
+    if (d.kind == NodeKind::Stage) np.allocated_by = d.stage->output_allocator();
     np.inside =
         d.kind == NodeKind::Stage ? d.stage->inner_conversions() : d.sink->inner_conversions();
   }

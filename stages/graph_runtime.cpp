@@ -522,7 +522,7 @@ GraphStats Graph::stats() const {
     }
     if (n.pool && n.plan.kind == NodeKind::Stage) {
       g.pools.push_back({"stage '" + n.plan.name + "'", n.plan.output.bytes(), n.plan.pool_buffers,
-                         n.pool->stats().peak_in_use_buffers});
+                         n.pool->stats().peak_in_use_buffers, n.plan.allocated_by});
     }
     g.nodes.push_back(std::move(s));
   }
@@ -537,8 +537,11 @@ GraphStats Graph::stats() const {
     s.capacity = e->plan.capacity;
     g.edges.push_back(std::move(s));
     if (!e->plan.conversions.empty()) {
-      g.pools.push_back({"edge '" + e->plan.name + "' conversions", e->plan.consumed.bytes(),
-                         e->plan.pool_buffers, e->pool->stats().peak_in_use_buffers});
+      g.pools.push_back({"edge '" + e->plan.name + "' conversions",
+                         e->plan.consumed.bytes(),
+                         e->plan.pool_buffers,
+                         e->pool->stats().peak_in_use_buffers,
+                         {}});
     }
   }
   return g;

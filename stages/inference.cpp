@@ -77,6 +77,9 @@ class InferStage final : public Stage {
   }
   bool may_forward_input(const FrameSpec&) const override { return false; }
   std::vector<InnerConversion> inner_conversions() const override { return inner_; }
+  std::string output_allocator() const override {
+    return model_->engine() == "libtorch" ? "libtorch" : std::string();
+  }
   std::optional<EnginePool> engine_pool() const override {
     return EnginePool{model_->engine() == "libtorch" ? "libtorch" : "opencv", model_->threads()};
   }

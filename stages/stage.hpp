@@ -130,6 +130,11 @@ class Stage {
   /// The engine pool the stage computes on, if it has one (the infer stage):
   /// the graph's thread budget counts it and gives the kernel stages what is left.
   virtual std::optional<EnginePool> engine_pool() const { return std::nullopt; }
+  /// Who allocates the frames process() returns when not the stage's pool
+  /// (StageContext::allocator): e.g. "libtorch" for a model engine's own
+  /// tensors. Empty (the default): the pool. The memory plan counts the
+  /// frames either way; explain and the run's report say whose they are.
+  virtual std::string output_allocator() const { return {}; }
 };
 
 using StageFunction = std::function<Result<NeatTensor>(NeatTensor, StageContext&)>;

@@ -181,6 +181,12 @@ void print_memory(const GraphStats& stats, const GraphPlan& plan) {
   }
   std::printf("\n");
   for (const PoolStats& p : stats.pools) {
+    if (!p.allocated_by.empty()) {
+      std::printf("  %-34s up to %d frames allocated by %s, not pooled (%.2f MiB each)\n",
+                  p.name.c_str(), p.planned_buffers, p.allocated_by.c_str(),
+                  static_cast<double>(p.frame_bytes) / (1 << 20));
+      continue;
+    }
     std::printf("  %-34s %lld of %d planned buffers in use at most (%.2f MiB each)\n",
                 p.name.c_str(), static_cast<long long>(p.peak_buffers), p.planned_buffers,
                 static_cast<double>(p.frame_bytes) / (1 << 20));

@@ -69,6 +69,7 @@ py::dict stats_dict(const neat::GraphStats& s) {
     pd["frame_bytes"] = p.frame_bytes;
     pd["planned_buffers"] = p.planned_buffers;
     pd["peak_buffers"] = p.peak_buffers;
+    pd["allocated_by"] = p.allocated_by.empty() ? py::object(py::none()) : py::str(p.allocated_by);
     pools.append(pd);
   }
   d["pools"] = pools;
