@@ -12,200 +12,24 @@
 // forward, the usual YOLOv8 decode (transpose, best class per anchor,
 // NMSBoxes, boxes mapped back to the source). Its Mats persist across
 // frames; both sides use OpenCV's pool of 2 threads.
-#include <benchmark/benchmark.h>
-
-#include <atomic>
 #include <chrono>
 #include <opencv2/core/utility.hpp>
-#include <opencv2/dnn.hpp>
 
-#include <neat/neat.hpp>
-#include <neat/stages/appsink.hpp>
-#include <neat/stages/builtin.hpp>
-#include <neat/stages/graph.hpp>
-#include <neat/stages/inference.hpp>
-#include <neat/stages/source.hpp>
-
-#include "alloc_counter.hpp"
-#include "frames.hpp"
+#include "detection.hpp"
 
 namespace {
 
 using namespace neat::bench;
 
-std::string detector_path() {
-  return std::string(NEAT_BENCH_MODEL_DIR) + "/detector.onnx";
-}
-
-// A dark, slightly textured 1080p NV12 frame with a white square: one object
-// for the detector, background it must reject.
-neat::NeatTensor scene(int x, int y, int side) {
-  auto f =
-      neat::NeatTensor::allocate_image(neat::PixelFormat::NV12, 1920, 1080, {.zero_fill = false});
-  auto w = std::move(*f).make_writable();
-  {
-    auto m = w->map(neat::MapMode::Write);
-    cv::Mat luma(1080, 1920, CV_8UC1, *m->mutable_plane_data(neat::PlaneRole::Y),
-                 static_cast<size_t>(w->plane_layout(0).row_stride));
-    cv::randu(luma, 16, 80);
-    cv::GaussianBlur(luma, luma, cv::Size(9, 9), 3);
-    luma(cv::Rect(x, y, side, side)).setTo(235);
-    cv::Mat chroma(540, 960, CV_8UC2, *m->mutable_plane_data(neat::PlaneRole::UV),
-                   static_cast<size_t>(w->plane_layout(1).row_stride));
-    chroma.setTo(cv::Scalar(128, 128));
-  }
-  return *std::move(w)->with_colorimetry(neat::kBT601Limited);
-}
-
-const std::vector<neat::NeatTensor>& scenes() {
-  static const std::vector<neat::NeatTensor> frames = [] {
-    std::vector<neat::NeatTensor> v;
-    for (int i = 0; i < 4; ++i)
-      v.push_back(scene(300 + 250 * i, 200 + 120 * i, 60 + 10 * i));
-    return v;
-  }();
-  return frames;
-}
-
-neat::PreprocessParams letterbox_params() {
-  neat::PreprocessParams p;
-  p.resize_mode = neat::ResizeMode::Letterbox;
-  p.batch_dim = true;
-  return p;  // scale 1/255, no mean/std: what the detector takes
-}
-
-// The hand-written loop: one frame in, detections [x1, y1, x2, y2, score, class] out.
-struct OpenCvDetector {
-  OpenCvDetector() : net(cv::dnn::readNetFromONNX(detector_path())) {
-    net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
-    net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-  }
-  void operator()(const Planes& in) {
-    const double r = std::min(640.0 / in.y.cols, 640.0 / in.y.rows);
-    const int w = static_cast<int>(std::lround(in.y.cols * r)) & ~1;
-    const int h = static_cast<int>(std::lround(in.y.rows * r)) & ~1;
-    const int left = (640 - w) / 2, top = (640 - h) / 2;
-    cv::resize(in.y, y_small, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
-    cv::resize(in.uv, uv_small, cv::Size(w / 2, h / 2), 0, 0, cv::INTER_LINEAR);
-    cv::cvtColorTwoPlane(y_small, uv_small, rgb, cv::COLOR_YUV2RGB_NV12);
-    cv::copyMakeBorder(rgb, boxed, top, 640 - h - top, left, 640 - w - left, cv::BORDER_CONSTANT,
-                       cv::Scalar(114, 114, 114));
-    cv::dnn::blobFromImage(boxed, blob, 1.0 / 255.0, cv::Size(), cv::Scalar(), false, false);
-    net.setInput(blob);
-    cv::Mat out = net.forward();  // [1, 84, 8400]
-    cv::Mat rows(out.size[1], out.size[2], CV_32F, out.ptr<float>());
-    cv::transpose(rows, anchors);  // [8400, 84]
-    boxes.clear();
-    scores.clear();
-    classes.clear();
-    for (int a = 0; a < anchors.rows; ++a) {
-      const float* p = anchors.ptr<float>(a);
-      cv::Mat cls(1, anchors.cols - 4, CV_32F, const_cast<float*>(p + 4));
-      double best = 0;
-      cv::Point at;
-      cv::minMaxLoc(cls, nullptr, &best, nullptr, &at);
-      if (best < 0.25) continue;
-      const float x = (p[0] - p[2] / 2 - static_cast<float>(left)) / static_cast<float>(r);
-      const float y = (p[1] - p[3] / 2 - static_cast<float>(top)) / static_cast<float>(r);
-      boxes.emplace_back(x, y, p[2] / static_cast<float>(r), p[3] / static_cast<float>(r));
-      scores.push_back(static_cast<float>(best));
-      classes.push_back(at.x);
-    }
-    cv::dnn::NMSBoxes(boxes, scores, 0.25f, 0.45f, keep);
-    result.clear();
-    for (int k : keep) {
-      const cv::Rect2d& b = boxes[static_cast<std::size_t>(k)];
-      result.push_back({static_cast<float>(b.x), static_cast<float>(b.y),
-                        static_cast<float>(b.x + b.width), static_cast<float>(b.y + b.height),
-                        scores[static_cast<std::size_t>(k)],
-                        static_cast<float>(classes[static_cast<std::size_t>(k)])});
-    }
-    benchmark::DoNotOptimize(result.data());
-  }
-  cv::dnn::Net net;
-  cv::Mat y_small, uv_small, rgb, boxed, blob, anchors;
-  std::vector<cv::Rect2d> boxes;
-  std::vector<float> scores;
-  std::vector<int> classes, keep;
-  std::vector<std::array<float, 6>> result;
-};
-
-// The graph, built once and kept running: each call pushes `n` frames and
-// returns when the appsink has taken them all.
-class DetectionGraph {
- public:
-  static std::unique_ptr<DetectionGraph> create() {
-    auto g = std::unique_ptr<DetectionGraph>(new DetectionGraph());
-    return g->build() ? std::move(g) : nullptr;
-  }
-  ~DetectionGraph() {
-    if (!graph_) return;
-    push_->end_of_stream();
-    (void)graph_->wait();
-  }
-  bool run(std::int64_t n) {
-    const auto& frames = scenes();
-    const std::int64_t target = taken_.load() + n;
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (!push_->push(frames[static_cast<std::size_t>(i) % frames.size()]).ok()) return false;
-    }
-    for (auto now = taken_.load(); now < target; now = taken_.load())
-      taken_.wait(now);
-    return true;
-  }
-  std::int64_t taken() const { return taken_.load(); }
-  const neat::NeatTensor& last() const { return last_; }  // read when idle
-  neat::Graph& graph() { return *graph_; }
-  // Allocation counts at given frame numbers, read by the sink.
-  std::atomic<std::int64_t> mark_from{-1}, mark_to{-1};
-  std::atomic<std::uint64_t> allocs_from{0}, allocs_to{0};
-
- private:
-  DetectionGraph() = default;
-  bool build() {
-    push_ = neat::PushSource::create(neat::FrameSpec::of(scenes().front()), 4);
-    auto infer = neat::infer_stage({.model = {.path = detector_path()}});
-    auto yolo = neat::yolo_stage({});
-    if (!infer.ok() || !yolo.ok()) return false;
-    auto out = neat::AppSink::create();
-    out->set_callback([this](const neat::NeatTensorRef& t) {
-      const std::int64_t k = taken_.load() + 1;
-      if (k == mark_from.load()) allocs_from = allocation_count();
-      if (k == mark_to.load()) allocs_to = allocation_count();
-      last_ = t.to_owned();
-      taken_.store(k);
-      taken_.notify_all();
-    });
-    neat::GraphBuilder b("detect");
-    b.add_source("cam", neat::shared_source(push_));
-    b.add_stage("preprocess", neat::preprocess_stage(letterbox_params()));
-    b.add_stage("infer", std::move(*infer));
-    b.add_stage("yolo", std::move(*yolo));
-    b.add_sink("out", out);
-    if (!b.connect("cam", "preprocess").ok() || !b.connect("preprocess", "infer").ok() ||
-        !b.connect("infer", "yolo").ok() || !b.connect("yolo", "out").ok()) {
-      return false;
-    }
-    auto g = b.build();
-    if (!g.ok()) return false;
-    graph_.emplace(std::move(*g));
-    return graph_->start().ok();
-  }
-  std::shared_ptr<neat::PushSource> push_;
-  std::optional<neat::Graph> graph_;
-  std::atomic<std::int64_t> taken_{0};
-  neat::NeatTensor last_;
-};
-
 // The first detection of each side on the same frame agree (same object, a
 // few pixels): the two sides do the same work.
 double first_box_gap(const neat::NeatTensor& ours, const OpenCvDetector& cv) {
-  if (ours.rank() != 2 || ours.shape()[0] < 1 || cv.result.empty()) return -1;
+  if (ours.rank() != 2 || ours.shape()[0] < 1 || cv.result().empty()) return -1;
   auto m = ours.map();
   const auto* p = reinterpret_cast<const float*>(m->data());
   double gap = 0;
   for (int i = 0; i < 4; ++i)
-    gap = std::max(gap, static_cast<double>(std::abs(p[i] - cv.result.front()[i])));
+    gap = std::max(gap, static_cast<double>(std::abs(p[i] - cv.result().front()[i])));
   return gap;
 }
 

@@ -13,7 +13,8 @@ branch's last bias starts where Ultralytics starts it (a prior of 5 objects
 per image), so a frame has few candidates, as with a trained model.
 
 yolov8n.pt: TorchScript, batch norm folded into the convolutions (as an
-export does), traced and frozen by the engine at load; neat.json (an extra
+export does), weights channels-last (oneDNN's native layout on a CPU),
+traced, and frozen by the engine at load; neat.json (an extra
 file of the archive) carries its input's name and shape.
 
 yolov8n.onnx: the same weights, exported with the ops OpenCV 4.6's importer
@@ -206,13 +207,16 @@ def main():
     x = torch.zeros(1, 3, SIZE, SIZE)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        traced = torch.jit.trace(model, x)
-        meta = json.dumps({"inputs": [{"name": "images", "shape": [1, 3, SIZE, SIZE]}],
-                           "parameters": params})
-        torch.jit.save(traced, os.path.join(out, "yolov8n.pt"), _extra_files={"neat.json": meta})
         torch.onnx.export(model, x, os.path.join(out, "yolov8n.onnx"), opset_version=12,
                           input_names=["images"], output_names=["output0"],
                           do_constant_folding=True)
+        # Weights channels-last, as a CPU deployment exports them: oneDNN's
+        # convolutions then take and give NHWC without reordering each layer
+        # (about 13% faster here); the input stays NCHW.
+        traced = torch.jit.trace(model.to(memory_format=torch.channels_last), x)
+        meta = json.dumps({"inputs": [{"name": "images", "shape": [1, 3, SIZE, SIZE]}],
+                           "parameters": params})
+        torch.jit.save(traced, os.path.join(out, "yolov8n.pt"), _extra_files={"neat.json": meta})
 
 
 if __name__ == "__main__":
