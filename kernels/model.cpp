@@ -13,6 +13,7 @@
 #include "neat/contract/copy_gate.hpp"
 #include "neat/contract/mapping.hpp"
 #include "neat/kernels/internal/model_engine.hpp"
+#include "neat/kernels/internal/onnx_diagnosis.hpp"
 #include "neat/storage/cv_mat.hpp"
 
 namespace neat {
@@ -366,6 +367,9 @@ Status OpenCvModel::open_net(const ModelOptions& options) {
   try {
     net = cv::dnn::readNetFromONNX(path);
   } catch (const cv::Exception& e) {
+    if (auto node = node_in_import_error(cv_message(e))) {
+      return opencv_cannot(path, *node, false, {}, cv_message(e));
+    }
     return invalid_argument(what() + ": OpenCV DNN cannot load it: " + cv_message(e));
   }
   if (net.empty()) return invalid_argument(what() + ": OpenCV DNN loaded an empty network");
@@ -391,6 +395,9 @@ Status OpenCvModel::first_run() {
     }
     net.forward(forward_out, output_names);
   } catch (const cv::Exception& e) {
+    if (auto node = first_failing_node(net, path)) {
+      return opencv_cannot(path, *node, true, shapes, cv_message(e));
+    }
     return invalid_argument(what() + ": OpenCV DNN cannot run it on input " + shapes + ": " +
                             cv_message(e));
   }

@@ -20,6 +20,9 @@ context window of 9s.
 scale.onnx: y = 2 * x + 1 on [1, 3, 8, 8] (a minimal model for the
 stage's tests). two_outputs.onnx: [1, 4] -> ([1, 4] x + 1, [1, 2, 2] reshaped x).
 two_inputs.onnx: a [1, 4], b [1, 4] -> y = a + 2 * b (the input order matters).
+cannot_import.onnx and cannot_run.onnx: graphs OpenCV DNN 4.6 cannot import
+(a TopK node) or cannot run (a Mul that broadcasts a constant), for the
+errors that name the node.
 """
 import os
 import sys
@@ -169,6 +172,37 @@ def two_inputs(path):
     save(graph, path)
 
 
+def cannot_import(path):
+    """OpenCV DNN 4.6 has no TopK layer: the import fails at node head/topk."""
+    inits = []
+    k = numpy_helper.from_array(np.array([2], dtype=np.int64), "k")
+    inits.append(k)
+    nodes = [helper.make_node("Relu", ["images"], ["r"], name="stem/relu"),
+             helper.make_node("TopK", ["r", "k"], ["values", "indices"], name="head/topk",
+                              axis=3)]
+    graph = helper.make_graph(
+        nodes, "neat_cannot_import",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("values", TensorProto.FLOAT, [1, 3, 8, 2])], inits)
+    save(graph, path)
+
+
+def cannot_run(path):
+    """Imports, but OpenCV DNN 4.6 cannot run node head/scale: a Mul by a
+    constant that broadcasts ([1, 3, 8, 8] x [1, 1, 1, 8])."""
+    inits = []
+    nodes = [helper.make_node("Relu", ["images"], ["r"], name="stem/relu"),
+             helper.make_node("Sigmoid", ["r"], ["s"], name="mid/sigmoid"),
+             helper.make_node("Mul", ["s", "r"], ["m"], name="mid/mul"),
+             helper.make_node("Mul", ["m", const("c", np.ones((1, 1, 1, 8)), inits)], ["y"],
+                              name="head/scale")]
+    graph = helper.make_graph(
+        nodes, "neat_cannot_run",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])], inits)
+    save(graph, path)
+
+
 def save(graph, path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="neat models/make_models.py")
@@ -188,6 +222,8 @@ def main():
     scale(os.path.join(out, "scale.onnx"))
     two_outputs(os.path.join(out, "two_outputs.onnx"))
     two_inputs(os.path.join(out, "two_inputs.onnx"))
+    cannot_import(os.path.join(out, "cannot_import.onnx"))
+    cannot_run(os.path.join(out, "cannot_run.onnx"))
 
 
 if __name__ == "__main__":

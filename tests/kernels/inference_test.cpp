@@ -130,6 +130,36 @@ TEST(Model, ThreadsHoldOpenCvsPoolOnlyWhileTheModelLives) {
 // later write to our buffer does not reach the net); forward(name) returns a
 // header over the net's own buffer, rewritten by the next forward(); and
 // forward(vector, names) copies each output into the Mat it is given.
+// A graph OpenCV cannot import or run: the error names the node, its op
+// type, and the fix (the TorchScript engine, or an export OpenCV takes).
+TEST(Model, AGraphOpenCvCannotTakeNamesTheNodeAndTheFix) {
+  auto imported = Model::load({.path = model_path("cannot_import.onnx")});
+  ASSERT_FALSE(imported.ok());
+  EXPECT_EQ(imported.error().code(), ErrorCode::Unimplemented);
+  EXPECT_EQ(imported.error().where(), "model 'cannot_import.onnx' node 'head/topk' (TopK)");
+  EXPECT_NE(imported.error().what().find("cannot import this node"), std::string::npos)
+      << imported.error().message();
+  ASSERT_GE(imported.error().fixes().size(), 2u);
+  EXPECT_NE(imported.error().fixes()[0].cpp.find("backend=torch"), std::string::npos);
+
+  auto ran = Model::load({.path = model_path("cannot_run.onnx")});
+  ASSERT_FALSE(ran.ok());
+  EXPECT_EQ(ran.error().code(), ErrorCode::Unimplemented);
+  // The first node that fails, not the first node: stem/relu, mid/sigmoid and
+  // mid/mul run; head/scale does not.
+  EXPECT_EQ(ran.error().where(), "model 'cannot_run.onnx' node 'head/scale' (Mul)");
+  EXPECT_NE(ran.error().what().find("cannot run this node on input images f32 [1, 3, 8, 8]"),
+            std::string::npos)
+      << ran.error().message();
+  EXPECT_NE(ran.error().message().find("TorchScript"), std::string::npos);
+
+  // In a pipeline the same error reaches the infer element.
+  auto stage = infer_stage({.model = {.path = model_path("cannot_run.onnx")}});
+  ASSERT_FALSE(stage.ok());
+  EXPECT_NE(stage.error().message().find("node 'head/scale' (Mul)"), std::string::npos)
+      << stage.error().message();
+}
+
 TEST(Model, OpenCvCopiesOnSetInputAndReusesItsOutputBuffers) {
   cv::dnn::Net net = cv::dnn::readNetFromONNX(model_path("scale.onnx"));
   const std::string name = net.getUnconnectedOutLayersNames()[0];
