@@ -250,6 +250,46 @@ std::string cv_message(const cv::Exception& e) {
   return e.err.empty() ? std::string(e.what()) : e.err;
 }
 
+// The first of the net's layers whose forward fails (inputs set): growing
+// prefixes of the layers, in the file's order, are run (every layer of a
+// prefix is an output, so a prefix runs exactly when none of its layers
+// fails), halving the range each time. A failure path only: a few partial
+// forwards at load.
+std::optional<OnnxNode> first_failing_node(cv::dnn::Net& net, const std::string& path) {
+  std::vector<cv::String> names;
+  try {
+    names = net.getLayerNames();
+  } catch (const cv::Exception&) {
+    return std::nullopt;
+  }
+  auto prefix_runs = [&](std::size_t last) {
+    try {
+      std::vector<cv::Mat> outs;
+      net.forward(outs, std::vector<cv::String>(
+                            names.begin(), names.begin() + static_cast<std::ptrdiff_t>(last) + 1));
+      return true;
+    } catch (const cv::Exception&) {
+      return false;
+    }
+  };
+  if (names.empty() || prefix_runs(names.size() - 1)) return std::nullopt;
+  std::size_t lo = 0, hi = names.size() - 1;  // the prefix ending at hi fails
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (prefix_runs(mid)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  std::string type;
+  try {
+    type = net.getLayer(names[lo])->type;
+  } catch (const cv::Exception&) {
+  }
+  return node_of_layer(path, names[lo], type);
+}
+
 PoolSizeHold& opencv_pool() {
   static PoolSizeHold hold(
       "OpenCV", [] { return cv::getNumThreads(); }, [](int n) { cv::setNumThreads(n); });

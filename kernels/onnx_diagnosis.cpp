@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <opencv2/core/version.hpp>
 #include <vector>
 
 namespace neat {
@@ -31,18 +32,6 @@ std::optional<OnnxNode> find_node(const std::string& path, const std::string& na
     }
   }
   return std::nullopt;
-}
-
-// Runs the net up to (and including) every layer of names[0..end].
-bool prefix_runs(cv::dnn::Net& net, const std::vector<cv::String>& names, std::size_t end) {
-  try {
-    std::vector<cv::Mat> outs;
-    net.forward(outs, std::vector<cv::String>(
-                          names.begin(), names.begin() + static_cast<std::ptrdiff_t>(end) + 1));
-    return true;
-  } catch (const cv::Exception&) {
-    return false;
-  }
 }
 
 // OpenCV's words without its frame: "OpenCV(4.6.0) file:line: error: (-2:...)
@@ -84,32 +73,11 @@ std::optional<OnnxNode> node_in_import_error(std::string_view message) {
   return node;
 }
 
-std::optional<OnnxNode> first_failing_node(cv::dnn::Net& net, const std::string& path) {
-  std::vector<cv::String> names;
-  try {
-    names = net.getLayerNames();
-  } catch (const cv::Exception&) {
-    return std::nullopt;
-  }
-  if (names.empty() || prefix_runs(net, names, names.size() - 1)) return std::nullopt;
-  // prefix_runs(names.size() - 1) fails; find the shortest failing prefix.
-  std::size_t lo = 0, hi = names.size() - 1;
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    if (prefix_runs(net, names, mid)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  const std::string name = node_name_of_layer(names[lo]);
-  if (auto node = find_node(path, name)) return node;
-  std::string type;
-  try {
-    type = net.getLayer(names[lo])->type;
-  } catch (const cv::Exception&) {
-  }
-  return OnnxNode{name, type};
+OnnxNode node_of_layer(const std::string& path, std::string_view layer,
+                       std::string_view layer_type) {
+  const std::string name = node_name_of_layer(layer);
+  if (auto node = find_node(path, name)) return *node;
+  return OnnxNode{name, std::string(layer_type)};
 }
 
 Error opencv_cannot(const std::string& model, const OnnxNode& node, bool at_run,

@@ -160,10 +160,13 @@ Status TorchModel::read_inputs(const ModelOptions& options, const std::string& m
     inputs.push_back(std::move(info));
   }
   if (inputs.empty()) {
-    return Error(ErrorCode::InvalidArgument, what(),
-                 "a TorchScript file does not say the shape of its input",
-                 {Fix{"give it: ModelOptions::input_shape (e.g. {1, 3, 640, 640})", {}},
-                  Fix{"export it with a neat.json extra file, as models/make_models.py does", {}}});
+    return Error(
+        ErrorCode::InvalidArgument, what(),
+        "a TorchScript file does not say the shape of its input",
+        {Fix{"give it: input-shape=1x3x640x640 on the infer element (C++: "
+             "ModelOptions::input_shape = {1, 3, 640, 640})",
+             "give it: neat.element('infer', ..., input_shape='1x3x640x640')"},
+         Fix{"export it with a neat.json extra file, as models/make_torch_models.py does", {}}});
   }
   const ModelTensorInfo& first = inputs.front();
   if (first.shape.size() != 4 || (first.shape[1] != 3 && first.shape[1] != 1)) {

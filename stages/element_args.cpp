@@ -14,6 +14,17 @@ Error ElementArgs::fail(const std::string& what) const {
   return pipeline_error(text_, el_.offset, el_.length, what);
 }
 
+Error ElementArgs::fail(const Error& cause) const {
+  const Error at = pipeline_error(text_, el_.offset, el_.length, "");
+  // "pipeline:  (column N)\n  text\n  ^^^" -> the column and the caret lines.
+  std::string what(cause.where());
+  if (!what.empty()) what += ": ";
+  what += cause.what();
+  what += at.message().substr(std::string_view("pipeline: ").size());
+  std::vector<Fix> fixes(cause.fixes().begin(), cause.fixes().end());
+  return Error(cause.code(), "pipeline", std::move(what), std::move(fixes));
+}
+
 std::optional<std::string> ElementArgs::take(const std::string& key) {
   for (std::size_t i = 0; i < el_.properties.size(); ++i) {
     if (el_.properties[i].first == key && !used_[i]) {
@@ -99,6 +110,25 @@ Result<std::pair<std::int64_t, std::int64_t>> ElementArgs::size(const std::strin
     }
   }
   return fail(key + "=" + *v + " is not WIDTHxHEIGHT (e.g. 640x640)");
+}
+
+Result<std::vector<std::int64_t>> ElementArgs::shape(const std::string& key) {
+  auto v = take(key);
+  std::vector<std::int64_t> dims;
+  if (!v) return dims;
+  const char* p = v->data();
+  const char* end = v->data() + v->size();
+  while (p < end) {
+    std::int64_t d = 0;
+    auto r = std::from_chars(p, end, d);
+    if (r.ec != std::errc() || d <= 0 || dims.size() >= 8) break;
+    dims.push_back(d);
+    p = r.ptr;
+    if (p == end) return dims;
+    if (*p != 'x') break;
+    ++p;
+  }
+  return fail(key + "=" + *v + " is not a shape of positive extents (e.g. 1x3x640x640)");
 }
 
 Result<PixelFormat> ElementArgs::format(const std::string& key, PixelFormat fallback) {

@@ -405,6 +405,9 @@ void add_inference_stages(std::vector<ElementSpec>& r) {
         prop("threads", T::Integer, "0",
              "the engine's thread pool size (process-wide: held while the model lives, restored "
              "after; 0: the machine's hardware threads, the kernel stages keep one)"),
+        prop("input-shape", T::Text, "",
+             "a TorchScript file's input shape NxCxHxW (e.g. 1x3x640x640), for a .pt that does "
+             "not carry it (make_models.py's do)"),
         prop("backend", T::Choice, "auto",
              "the engine: auto (by the file), opencv (ONNX), torch (TorchScript)",
              {"auto", "opencv", "torch"})},
@@ -416,14 +419,15 @@ void add_inference_stages(std::vector<ElementSpec>& r) {
                                                        {"opencv", ModelBackend::OpenCv},
                                                        {"torch", ModelBackend::Torch}}));
          auto model = resolve_model_path(a.take("model").value_or(""), o.model.backend);
-         if (!model.ok()) return a.fail(model.error().message());
+         if (!model.ok()) return a.fail(model.error());
          o.model.path = std::move(*model);
          o.output = a.take("output").value_or("");
+         NEAT_ASSIGN_OR_RETURN(o.model.input_shape, a.shape("input-shape"));
          NEAT_ASSIGN_OR_RETURN(std::int64_t threads, a.integer("threads", 0));
          if (threads < 0 || threads > 1024) return a.fail("threads must be from 0 to 1024");
          o.model.threads = static_cast<int>(threads);
          auto st = infer_stage(std::move(o));
-         if (!st.ok()) return a.fail(st.error().message());
+         if (!st.ok()) return a.fail(st.error());
          return stage(std::move(*st));
        }});
   r.push_back(
@@ -472,7 +476,7 @@ void add_inference_stages(std::vector<ElementSpec>& r) {
              p.class_agnostic,
              a.choice<bool>("agnostic", false, {{"false", false}, {"true", true}}));
          auto st = yolo_stage(std::move(p));
-         if (!st.ok()) return a.fail(st.error().message());
+         if (!st.ok()) return a.fail(st.error());
          return stage(std::move(*st));
        }});
 }

@@ -97,6 +97,8 @@ class ElementArgs {
   const PipelineElement& element() const noexcept { return el_; }
   const PipelineOptions& options() const noexcept { return options_; }
   Error fail(const std::string& what) const;
+  /// A stage's own error pointed at this element: its code, place and fixes kept.
+  Error fail(const Error& cause) const;
 
   std::optional<std::string> take(const std::string& key);
   bool has(const std::string& key) const;
@@ -107,6 +109,8 @@ class ElementArgs {
   Result<std::array<float, 3>> numbers3(const std::string& key, std::array<float, 3> fallback);
   /// {0, 0} when absent and not required.
   Result<std::pair<std::int64_t, std::int64_t>> size(const std::string& key, bool required);
+  /// "1x3x640x640": positive extents separated by 'x' (empty when absent).
+  Result<std::vector<std::int64_t>> shape(const std::string& key);
   template <class T>
   Result<T> choice(const std::string& key, T fallback,
                    std::initializer_list<std::pair<const char*, T>> options);

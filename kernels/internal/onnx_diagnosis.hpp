@@ -5,7 +5,6 @@
 // Internal: not installed.
 #pragma once
 
-#include <opencv2/dnn.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,10 +22,11 @@ struct OnnxNode {
 /// The node an importer error names ("Node [TopK@ai.onnx]:(onnx_node!head/topk) ...").
 std::optional<OnnxNode> node_in_import_error(std::string_view message);
 
-/// The first of the net's layers whose forward fails (inputs already set):
-/// growing prefixes of the layers in the file's order are run, halving the
-/// range each time. Its node, looked up in the ONNX file at `path`.
-std::optional<OnnxNode> first_failing_node(cv::dnn::Net& net, const std::string& path);
+/// The node of an OpenCV layer (named "onnx_node!" + the node's name, or
+/// after its output), looked up in the ONNX file at `path`; `layer_type` (the
+/// layer's OpenCV type) when the file does not have it.
+OnnxNode node_of_layer(const std::string& path, std::string_view layer,
+                       std::string_view layer_type);
 
 /// The error of a graph OpenCV DNN cannot import (`at_run` false) or run on
 /// `input` (at_run true) at `node`: Unimplemented, the node and op in the

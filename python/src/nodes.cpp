@@ -69,7 +69,13 @@ PyElement make_element(const std::string& name, const py::kwargs& props) {
   e.element.offset = 0;
   e.element.length = name.size();
   for (auto [k, v] : props) {
-    const std::string key = py::str(k);
+    std::string key = py::str(k);
+    // Python keywords spell a property's '-' as '_' (input_shape: input-shape).
+    if (spec->property(key) == nullptr) {
+      std::string dashed = key;
+      std::replace(dashed.begin(), dashed.end(), '_', '-');
+      if (spec->property(dashed) != nullptr) key = std::move(dashed);
+    }
     const std::string value = property_text(spec->property(key), v);
     e.element.properties.emplace_back(key, value);
     e.text += " " + key + "=" + quote(value);

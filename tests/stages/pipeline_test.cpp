@@ -194,11 +194,12 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
       EXPECT_FALSE(p.help.empty()) << p.name;
       if (p.name == "name") continue;
       // Values an element checks against the world: a real model, its output, a class id.
-      const std::string v = p.name == "model"     ? "models:scale"
-                            : p.name == "output"  ? "y"
-                            : p.name == "classes" ? "0"
-                            : p.name == "pattern" ? "ball"
-                                                  : value(p);
+      const std::string v = p.name == "model"         ? "models:scale"
+                            : p.name == "output"      ? "y"
+                            : p.name == "classes"     ? "0"
+                            : p.name == "input-shape" ? "1x3x8x8"
+                            : p.name == "pattern"     ? "ball"
+                                                      : value(p);
       props += " " + p.name + "=" + v;
     }
     std::string text;
