@@ -512,8 +512,10 @@ Result<NeatTensor> NeatTensor::clone(ConversionOptions options, std::source_loca
   CopyRequest request;
   request.kind = ConversionKind::Pack;
   request.reason = options.reason.value_or(ConversionReason::UserRequest);
-  request.explicit_call = true;
-  request.operation = "clone";
+  request.explicit_call = !options.implicit;
+  request.operation = options.requested_by.empty() ? "clone" : options.requested_by;
+  request.fix = options.fix;
+  request.fix_python = options.fix_python;
   request.where = where;
   request.policy = options.policy;
   request.bytes = nbytes();

@@ -88,6 +88,7 @@ struct ConversionOptions {
   bool implicit = false;
   std::string_view requested_by;  ///< the consumer, for traces and errors
   std::string_view fix;           ///< the explicit call or stage that would avoid it
+  std::string_view fix_python;    ///< the same fix in the Python API's words, when they differ
   /// Why the consumer needs a pack (default: StrideMismatch for contiguous(),
   /// UserRequest for clone(), Device for cpu()).
   std::optional<ConversionReason> reason;

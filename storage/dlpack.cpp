@@ -93,6 +93,42 @@ void delete_export(DLManagedTensor* self) {
   g_live_exports.fetch_sub(1, std::memory_order_relaxed);
 }
 
+// Whether a write through an export could reach bytes someone else reads:
+// another holder of a storage (a view, a queue, another branch), or read-only
+// storage. `holders` is how many handles the caller's own count for.
+bool others_could_see_writes(const NeatTensor& t, long holders) {
+  if (t.is_broadcast()) return true;
+  for (int i = 0; i < t.storage_count(); ++i) {
+    if (t.storage(i).use_count() > holders || t.storage(i)->read_only()) return true;
+  }
+  return false;
+}
+
+// The copy a consumer that may write gets of a tensor others can see: its
+// own buffer, through the copy gate.
+Result<NeatTensor> private_copy(const NeatTensor& t, const DlpackExportOptions& options,
+                                std::string_view what, std::source_location where) {
+  ConversionOptions copy;
+  copy.policy = options.policy;
+  copy.implicit = true;
+  copy.requested_by = what;
+  copy.reason = ConversionReason::NotWritable;
+  copy.fix =
+      "call make_writable() first (a copy only when the tensor is shared), or pass "
+      "read_only_consumer = true when the consumer will not write";
+  copy.fix_python =
+      "call frame.make_writable() first (a copy only when the frame is shared: torch then gets a "
+      "frame of its own), or read it zero-copy with np.asarray(frame) (read-only)";
+  auto c = t.clone(copy, where);
+  if (!c.ok()) {
+    return std::move(c).error().with_context(
+        std::string(what) + ": " + t.to_string() +
+        " is shared with other holders or read-only, and a DLPack consumer may write (DLPack "
+        "0.6 has no read-only flag)");
+  }
+  return c;
+}
+
 Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExportOptions& options,
                                       std::string_view what, std::source_location where) {
   NEAT_ASSIGN_OR_RETURN(DLDataType dtype, dl_dtype(input.dtype()));
@@ -100,21 +136,18 @@ Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExpor
     return failed_precondition(std::string(what) + ": " + input.to_string() +
                                " is not in CPU memory; transfer it with cpu() first");
   }
-  for (int i = 0; i < input.storage_count(); ++i) {
-    if (input.storage(i)->read_only() && !options.allow_read_only) {
-      return failed_precondition(
-          std::string(what) + ": " + input.to_string() + " lives in read-only " +
-          input.storage(i)->describe() +
-          " and DLPack 0.6 cannot mark it read-only; pass allow_read_only = true if the consumer "
-          "will not write (numpy's from_dlpack arrays are read-only), or clone() it");
-    }
-  }
   const std::int64_t item = item_size(input.dtype());
   bool divisible = true;
   for (int d = 0; d < input.rank(); ++d) {
     if (input.strides()[d] % item != 0) divisible = false;
   }
+  // Checked before this function takes a handle of its own.
+  const bool needs_copy = !options.read_only_consumer && others_could_see_writes(input, 1);
   NeatTensor tensor = input;
+  if (needs_copy) {
+    NEAT_ASSIGN_OR_RETURN(tensor, private_copy(input, options, what, where));
+    divisible = true;  // the copy is packed
+  }
   if (!divisible) {
     ConversionOptions copy;
     copy.policy = options.policy;
@@ -179,19 +212,30 @@ Result<std::vector<DLManagedTensor*>> export_dlpack_planes(const NeatTensor& ima
                  image.to_string() + " is not a planar frame",
                  {Fix{"export it whole with export_dlpack()", "pass it whole to the consumer"}});
   }
+  // One check (and at most one copy) for the frame, before this function
+  // takes a handle of its own: a consumer that may write gets the planes
+  // zero-copy only when the caller's handle is the frame's only holder (the
+  // planes' views and exports are disjoint rows of it).
+  const bool needs_copy = !options.read_only_consumer && others_could_see_writes(image, 1);
+  NeatTensor frame = image;
+  if (needs_copy) {
+    NEAT_ASSIGN_OR_RETURN(frame, private_copy(image, options, "export_dlpack_planes", where));
+  }
+  DlpackExportOptions per_plane = options;
+  per_plane.read_only_consumer = true;  // checked above for the whole frame
   std::vector<DLManagedTensor*> out;
-  out.reserve(static_cast<std::size_t>(image.plane_count()));
+  out.reserve(static_cast<std::size_t>(frame.plane_count()));
   auto release = [&out] {
     for (DLManagedTensor* m : out)
       m->deleter(m);
   };
-  for (int i = 0; i < image.plane_count(); ++i) {
-    auto plane = image.plane(image.plane_layout(i).role);
+  for (int i = 0; i < frame.plane_count(); ++i) {
+    auto plane = frame.plane(frame.plane_layout(i).role);
     if (!plane.ok()) {
       release();
       return std::move(plane).error();
     }
-    auto m = export_dense(*plane, options, "export_dlpack_planes", where);
+    auto m = export_dense(*plane, per_plane, "export_dlpack_planes", where);
     if (!m.ok()) {
       release();
       return std::move(m).error().with_context("plane " + std::to_string(i));

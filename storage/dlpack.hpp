@@ -36,9 +36,15 @@ struct DLManagedTensor;
 namespace neat {
 
 struct DlpackExportOptions {
-  /// Export a tensor over read-only storage anyway: the consumer promises not
-  /// to write (DLPack 0.6 cannot say so).
-  bool allow_read_only = false;
+  /// The consumer promises not to write (numpy's from_dlpack arrays are
+  /// read-only): a tensor shared with other holders, or over read-only
+  /// storage, is handed out as it is. Otherwise (the default: DLPack 0.6
+  /// cannot mark memory read-only, and a torch tensor is writable) only a
+  /// tensor this handle holds alone, over writable storage, is handed out
+  /// zero-copy; any other is handed out as a copy the consumer may write: an
+  /// implicit conversion (not_writable) the policy rules, refused under
+  /// Strict with the fix (make_writable() first).
+  bool read_only_consumer = false;
   /// Per-call policy for the pack that strides not divisible by the item size
   /// need (default: the effective policy; Strict refuses).
   std::optional<ConversionPolicy> policy;

@@ -193,11 +193,11 @@ py::object dlpack_capsule(const NeatTensor& t, const py::object& stream) {
     raise(neat::invalid_argument("__dlpack__: stream must be None for CPU tensors, not " +
                                  std::string(py::str(py::repr(stream)))));
   }
-  neat::DlpackExportOptions options;
-  // DLPack 0.6 cannot say read-only: numpy's from_dlpack arrays are read-only
-  // anyway; other consumers must not write a shared tensor (docs/python.md).
-  options.allow_read_only = true;
-  DLManagedTensor* m = unwrap(neat::export_dlpack(t, options, python_call_site()));
+  // The consumer may write (DLPack 0.6 cannot say read-only, and numpy's
+  // from_dlpack cannot be told from torch's: both call __dlpack__()): a
+  // frame this object does not hold alone goes out as a copy the policy
+  // rules (docs/python.md, "torch").
+  DLManagedTensor* m = unwrap(neat::export_dlpack(t, {}, python_call_site()));
   PyObject* capsule = PyCapsule_New(m, "dltensor", dlpack_capsule_destructor);
   if (capsule == nullptr) {
     m->deleter(m);

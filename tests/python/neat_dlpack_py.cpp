@@ -107,7 +107,7 @@ PyObject* consume(PyObject*, PyObject* args) {
     PyList_Append(strides, st);
     Py_DECREF(st);
   }
-  auto again = neat::export_dlpack(*t, {.allow_read_only = true});
+  auto again = neat::export_dlpack(*t, {.read_only_consumer = true});
   if (!again.ok()) return error(again.error());
   held().push_back(std::move(*t));
   return Py_BuildValue("(KNNN)", reinterpret_cast<unsigned long long>(addr), shape, strides,

@@ -17,10 +17,11 @@ def rss_bytes():
 
 def one_round(i, arrays):
     t = neat.zeros([16, 16], "f32")
+    d = np.from_dlpack(t)  # while t is held alone: zero-copy
     a = np.asarray(t)
-    a[0, 0] = i
     m = memoryview(t)
-    d = np.from_dlpack(t)
+    with neat.policy("silent"):
+        c = np.from_dlpack(t)  # shared now: a copy of its own
     w = neat.from_numpy(arrays[i % 4])
     b = np.asarray(w)
     u = neat.from_dlpack(np.arange(4.0))

@@ -165,8 +165,16 @@ def test_dlpack_both_ways_is_zero_copy():
 def test_dlpack_of_a_planar_frame_names_the_planes(nv12_frame):
     with pytest.raises(neat.Error, match=r'plane\("Y"\)'):
         nv12_frame.__dlpack__()
-    y = np.from_dlpack(nv12_frame.plane("Y"))
+    # A plane shares its frame's bytes: read it zero-copy through the buffer
+    # protocol; DLPack (whose consumers may write) follows the policy.
+    y = np.asarray(nv12_frame.plane("Y"))
     assert y.strides == (128, 1)
+    with pytest.raises(neat.FailedPrecondition, match="shared with other holders") as e:
+        np.from_dlpack(nv12_frame.plane("Y"))
+    assert "np.asarray(frame)" in e.value.fix
+    with neat.policy("trace"):
+        own = np.from_dlpack(nv12_frame.plane("Y"))
+    assert own.shape == y.shape and (own == y).all()
 
 
 def test_the_array_outlives_the_tensor():

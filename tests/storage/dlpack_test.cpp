@@ -57,7 +57,7 @@ TEST(DlpackExport, DenseTensorsExportTheirOwnBytesWithElementStrides) {
   NEAT_ASSERT_OK(t);
   const auto before = dlpack_live_exports();
   auto view = t->transpose(0, 1);
-  auto m = export_dlpack(*view);
+  auto m = export_dlpack(*view, {.read_only_consumer = true});  // the view shares t's bytes
   NEAT_ASSERT_OK(m);
   const DLTensor& dl = (*m)->dl_tensor;
   EXPECT_EQ(dl.ndim, 2);
@@ -82,27 +82,73 @@ TEST(DlpackExport, StridesThatAreNotWholeElementsPackUnderPolicyOnly) {
   NEAT_ASSERT_OK(bytes);
   auto odd = NeatTensor::from_storage(bytes->storage(), DType::F32, Dims{4}, Dims{6});
   NEAT_ASSERT_OK(odd);
-  NEAT_EXPECT_ERROR(export_dlpack(*odd, {.policy = ConversionPolicy::Strict}),
-                    ErrorCode::FailedPrecondition, "not multiples of the 4-byte item size");
-  auto packed = export_dlpack(*odd, {.policy = ConversionPolicy::AllowSilent});
+  // (A reader: `odd` shares the bytes of `bytes`.)
+  NEAT_EXPECT_ERROR(
+      export_dlpack(*odd, {.read_only_consumer = true, .policy = ConversionPolicy::Strict}),
+      ErrorCode::FailedPrecondition, "not multiples of the 4-byte item size");
+  auto packed =
+      export_dlpack(*odd, {.read_only_consumer = true, .policy = ConversionPolicy::AllowSilent});
   NEAT_ASSERT_OK(packed);
   EXPECT_EQ((*packed)->dl_tensor.strides[0], 1);
   EXPECT_NE((*packed)->dl_tensor.data, static_cast<const void*>(bytes->map()->data()));
   (*packed)->deleter(*packed);
 }
 
-TEST(DlpackExport, ReadOnlyStorageNeedsTheCallersConsent) {
+// DLPack 0.6 cannot mark memory read-only and its consumers (torch) write:
+// a tensor others can see goes out as a copy the policy rules, never as a
+// writable alias of shared or read-only bytes.
+TEST(DlpackExport, ReadOnlyStorageGoesOutAsACopyThePolicyRules) {
   std::vector<float> v(6, 1.0f);
   auto t =
       wrap_external(v.data(), 24, std::make_shared<int>(0), DType::F32, Dims{2, 3}, Dims{12, 4});
   NEAT_ASSERT_OK(t);
-  NEAT_EXPECT_ERROR(export_dlpack(*t), ErrorCode::FailedPrecondition, "allow_read_only");
-  auto m = export_dlpack(*t, {.allow_read_only = true});
+  NEAT_EXPECT_ERROR(export_dlpack(*t, {.policy = ConversionPolicy::Strict}),
+                    ErrorCode::FailedPrecondition, "make_writable()");
+  // A consumer that will not write (numpy) reads it where it lies.
+  auto m = export_dlpack(*t, {.read_only_consumer = true});
   NEAT_ASSERT_OK(m);
+  EXPECT_EQ((*m)->dl_tensor.data, static_cast<void*>(v.data()));
   (*m)->deleter(*m);
+  // Allowed: the consumer gets its own copy; writing it leaves the source alone.
+  const auto before = conversion_counters().snapshot();
+  auto copy = export_dlpack(*t, {.policy = ConversionPolicy::AllowSilent});
+  NEAT_ASSERT_OK(copy);
+  EXPECT_NE((*copy)->dl_tensor.data, static_cast<void*>(v.data()));
+  static_cast<float*>((*copy)->dl_tensor.data)[0] = 7.0f;
+  EXPECT_EQ(v[0], 1.0f);
+  const auto d = conversion_counters().snapshot().since(before);
+  EXPECT_EQ(d.at(ConversionKind::Pack, ConversionReason::NotWritable, false).count, 1u);
+  (*copy)->deleter(*copy);
   auto b = NeatTensor::allocate(DType::Bool, Dims{3});
   NEAT_EXPECT_ERROR(export_dlpack(*b), ErrorCode::Unimplemented, "reinterpret(DType::U8)");
   NEAT_EXPECT_ERROR(export_dlpack(NeatTensor()), ErrorCode::FailedPrecondition, "undefined");
+}
+
+TEST(DlpackExport, ATensorHeldAloneGoesOutZeroCopyASharedOneNever) {
+  auto a = NeatTensor::allocate(DType::F32, Dims{4, 4});
+  NEAT_ASSERT_OK(a);
+  const void* bytes = a->map()->data();
+  {
+    auto alone = export_dlpack(*a, {.policy = ConversionPolicy::Strict});
+    NEAT_ASSERT_OK(alone);
+    EXPECT_EQ((*alone)->dl_tensor.data, bytes);  // held by this handle only: zero-copy
+    (*alone)->deleter(*alone);
+  }
+  const NeatTensor other = *a;  // a second holder (another branch, a queue)
+  auto refused = export_dlpack(*a, {.policy = ConversionPolicy::Strict});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::FailedPrecondition);
+  EXPECT_NE(refused.error().message().find("shared with other holders"), std::string::npos)
+      << refused.error().message();
+  ASSERT_NE(refused.error().first_fix(), nullptr);
+  EXPECT_NE(refused.error().first_fix()->cpp.find("make_writable()"), std::string::npos);
+  // A view shares the storage too.
+  auto view = a->narrow(0, 0, 2);
+  NEAT_ASSERT_OK(view);
+  auto view_copy = export_dlpack(*view, {.policy = ConversionPolicy::AllowSilent});
+  NEAT_ASSERT_OK(view_copy);
+  EXPECT_NE((*view_copy)->dl_tensor.data, bytes);
+  (*view_copy)->deleter(*view_copy);
 }
 
 TEST(DlpackExport, PlanarFramesExportOneTensorPerPlane) {
