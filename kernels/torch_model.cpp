@@ -12,6 +12,8 @@
 #include <ATen/Parallel.h>
 #include <torch/script.h>
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -86,13 +88,27 @@ struct TorchModel final : Model::Impl {
   std::vector<c10::IValue> args;  // reused per run
   std::vector<at::Tensor> results_scratch;
   std::vector<Mapping> maps;  // the inputs stay mapped for the call; reused per run
+  /// Per input: the module writes it in place (TorchScript's alias analysis
+  /// at load). Such an input is handed over only when nobody else holds it.
+  std::vector<bool> writes_input;
+  std::vector<NeatTensor> own_copies;  // inputs copied for a module that writes them; per run
 
   ~TorchModel() override { torch_pool().release(threads); }
   std::string_view engine() const noexcept override { return "libtorch"; }
   std::string boundary() const override {
-    return "the input is handed over its own memory (torch::from_blob) and each output is "
-           "torch's own buffer, shared read-only: nothing is copied";
+    std::string b =
+        "the input is handed over its own memory (torch::from_blob) and each output is "
+        "torch's own buffer, shared read-only: nothing is copied";
+    if (std::find(writes_input.begin(), writes_input.end(), true) != writes_input.end()) {
+      b += "; the model writes its input in place, so a frame others also hold is copied for it "
+           "first (policy: not_writable)";
+    }
+    return b;
   }
+  void find_input_writes();
+  Result<const NeatTensor*> input_for_torch(const NeatTensor& in, std::size_t k,
+                                            const ConversionOptions& options,
+                                            std::source_location where);
 
   Status open_module(const ModelOptions& options, std::string& metadata);
   Status read_inputs(const ModelOptions& options, const std::string& metadata);
@@ -230,6 +246,7 @@ Status TorchModel::first_run() {
   }
   args.reserve(inputs.size());
   maps.reserve(inputs.size());
+  own_copies.reserve(inputs.size());  // (pointers into it stay valid for the run)
   return {};
 }
 
@@ -264,17 +281,67 @@ Result<NeatTensor> TorchModel::wrap_output(const at::Tensor& t, std::size_t i,
   return NeatTensor::from_storage(std::move(storage), outputs[i].dtype, shape, strides, -lo);
 }
 
+// TorchScript's alias analysis: does forward() write an input, or a view of
+// it (x.add_(1), x[0].zero_())? A model that does would write the frame it is
+// handed over its own memory.
+void TorchModel::find_input_writes() {
+  writes_input.assign(inputs.size(), false);
+  try {
+    const auto graph = module.get_method("forward").graph();
+    torch::jit::AliasDb aliases(graph);
+    const auto values = graph->inputs();  // self, then the inputs
+    for (std::size_t k = 0; k + 1 < values.size() && k < writes_input.size(); ++k)
+      writes_input[k] = aliases.hasWriters(values[k + 1]);
+  } catch (const c10::Error&) {
+    writes_input.assign(inputs.size(), true);  // cannot tell: assume it writes
+  }
+}
+
+// The tensor torch gets for input k: the frame itself, unless the module
+// writes that input and someone else also holds the frame (another branch,
+// a queue, the user) or its storage is read-only: then a copy of its own,
+// through the copy gate (implicit, not_writable: refused under Strict).
+Result<const NeatTensor*> TorchModel::input_for_torch(const NeatTensor& in, std::size_t k,
+                                                      const ConversionOptions& options,
+                                                      std::source_location where) {
+  if (k >= writes_input.size() || !writes_input[k]) return &in;
+  bool others = false;
+  for (int s = 0; s < in.storage_count(); ++s) {
+    others |= in.storage(s).use_count() > 1 || in.storage(s)->read_only();
+  }
+  if (!others) return &in;
+  ConversionOptions copy = options;
+  copy.implicit = true;
+  copy.reason = ConversionReason::NotWritable;
+  copy.requested_by = "Model::run (the model writes its input)";
+  copy.fix =
+      "hand the model a frame nothing else holds (make_writable() first), or export it without "
+      "the in-place op on its input";
+  copy.fix_python = copy.fix;
+  auto c = in.clone(copy, where);
+  if (!c.ok()) {
+    return std::move(c).error().with_context(
+        what() + ": its forward() writes input " + std::to_string(k) + " in place, and " +
+        in.to_string() + " is also held elsewhere (a write would change it behind their backs)");
+  }
+  own_copies.push_back(std::move(*c));
+  return &own_copies.back();
+}
+
 Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor>& results,
-                       const ConversionOptions&, std::source_location) {
+                       const ConversionOptions& options, std::source_location where) {
   // Every exit releases the mappings (and so the frames) of this run.
   struct Release {
     TorchModel& m;
     ~Release() {
       m.args.clear();
       m.maps.clear();
+      m.own_copies.clear();
     }
   } release{*this};
-  for (const NeatTensor& in : given) {
+  for (std::size_t k = 0; k < given.size(); ++k) {
+    NEAT_ASSIGN_OR_RETURN(const NeatTensor* handed, input_for_torch(given[k], k, options, where));
+    const NeatTensor& in = *handed;
     NEAT_ASSIGN_OR_RETURN(Mapping m, in.map(MapMode::Read));
     const c10::IntArrayRef dims(in.shape().begin(), in.shape().end());
     // torch reads the frame where it lies; a module that wrote its input in
@@ -296,7 +363,7 @@ Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor
   }
   for (std::size_t i = 0; i < results_scratch.size(); ++i) {
     NEAT_ASSIGN_OR_RETURN(NeatTensor out,
-                          wrap_output(results_scratch[i], i, given[0], maps[0].data()));
+                          wrap_output(results_scratch[i], i, maps[0].tensor(), maps[0].data()));
     out.set_meta(given[0].meta());
     results.push_back(std::move(out));
   }
@@ -312,6 +379,7 @@ Result<std::unique_ptr<Model::Impl>> open_torch_model(const ModelOptions& option
   std::string metadata;
   NEAT_RETURN_IF_ERROR(m->open_module(options, metadata));
   NEAT_RETURN_IF_ERROR(m->read_inputs(options, metadata));
+  m->find_input_writes();
   NEAT_RETURN_IF_ERROR(m->first_run());
   return std::unique_ptr<Model::Impl>(std::move(m));
 }

@@ -307,6 +307,47 @@ TEST(TorchModel, TheGraphsThreadBudgetGivesTheModelTheCores) {
       << refused.error().message();
 }
 
+// TorchScript's alias analysis finds a forward() that writes its input: the
+// frame is handed over only when nothing else holds it; a shared one gets a
+// copy of its own, through the policy.
+TEST(TorchModel, AModelThatWritesItsInputNeverWritesAFrameOthersHold) {
+  auto m = Model::load({.path = model_path("in_place.pt")});
+  NEAT_ASSERT_OK(m);
+  EXPECT_NE((*m)->boundary().find("writes its input in place"), std::string::npos)
+      << (*m)->boundary();
+  auto plain = Model::load({.path = model_path("scale.pt")});
+  NEAT_ASSERT_OK(plain);
+  EXPECT_EQ((*plain)->boundary().find("writes its input"), std::string::npos);
+
+  std::vector<NeatTensor> out;
+  {  // held alone: handed over as it is (the model writes its own frame)
+    NeatTensor x = ramp({1, 3, 4, 4}, 1.0f);
+    const auto before = conversion_counters().snapshot();
+    NEAT_ASSERT_OK((*m)->run(x, out));
+    EXPECT_EQ(conversion_counters().snapshot().since(before).total().count, 0u);
+    EXPECT_FLOAT_EQ(values(out[0])[5], 6.0f);
+    out.clear();
+  }
+  NeatTensor x = ramp({1, 3, 4, 4}, 1.0f);
+  const NeatTensor other = x;  // another holder: a tee's other branch
+  auto refused = (*m)->run(x, out, {.policy = ConversionPolicy::Strict});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::FailedPrecondition);
+  EXPECT_NE(refused.error().message().find("writes input 0 in place"), std::string::npos)
+      << refused.error().message();
+  ASSERT_NE(refused.error().first_fix(), nullptr);
+  EXPECT_NE(refused.error().first_fix()->cpp.find("make_writable()"), std::string::npos);
+  EXPECT_FLOAT_EQ(values(other)[5], 5.0f);
+
+  const auto before = conversion_counters().snapshot();
+  NEAT_ASSERT_OK((*m)->run(x, out, {.policy = ConversionPolicy::AllowSilent}));
+  const auto d = conversion_counters().snapshot().since(before);
+  EXPECT_EQ(d.at(ConversionKind::Pack, ConversionReason::NotWritable, false).count, 1u);
+  EXPECT_FLOAT_EQ(values(out[0])[5], 6.0f);  // the model's result, on its own copy
+  EXPECT_FLOAT_EQ(values(other)[5], 5.0f);   // the shared frame never changed
+  EXPECT_FLOAT_EQ(values(x)[5], 5.0f);
+}
+
 #else
 
 TEST(TorchModel, ABuildWithoutLibtorchSaysSo) {
