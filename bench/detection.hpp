@@ -227,4 +227,22 @@ class DetectionGraph {
   neat::NeatTensor last_;
 };
 
+// Heap allocations per frame of a detection graph in steady state: the
+// process-wide malloc count at frame `from` and at frame `to`, read by its
+// sink. -1 (and the benchmark skipped) when the graph does not build.
+inline double graph_allocs_per_frame(benchmark::State& state, const std::string& model,
+                                     neat::ModelBackend backend, std::int64_t from,
+                                     std::int64_t to) {
+  auto graph = DetectionGraph::create(model, backend);
+  if (!graph) {
+    state.SkipWithError(("the detection graph did not build (is " + model + " there?)").c_str());
+    return -1;
+  }
+  graph->mark_from = from;
+  graph->mark_to = to;
+  graph->run(to);
+  return static_cast<double>(graph->allocs_to.load() - graph->allocs_from.load()) /
+         static_cast<double>(to - from);
+}
+
 }  // namespace neat::bench

@@ -121,15 +121,8 @@ void BM_Detection_AllocsPerFrame(benchmark::State& state) {
   cv::setNumThreads(2);
   double per_frame = -1;
   for (auto _ : state) {
-    auto graph = DetectionGraph::create();
-    if (!graph) {
-      state.SkipWithError("the detection graph did not build");
-      return;
-    }
-    graph->mark_from = 20;
-    graph->mark_to = 220;
-    graph->run(220);
-    per_frame = static_cast<double>(graph->allocs_to.load() - graph->allocs_from.load()) / 200.0;
+    per_frame = graph_allocs_per_frame(state, detector_path(), neat::ModelBackend::Auto, 20, 220);
+    if (per_frame < 0) return;
   }
   // OpenCV DNN allocates inside every forward() (per-layer bookkeeping; not
   // ours to change): measured alone on the same model, the difference is

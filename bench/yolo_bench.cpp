@@ -135,15 +135,9 @@ BENCHMARK(BM_Paired_Yolov8nGraphVsLibtorchLoop)->Unit(benchmark::kMillisecond)->
 void BM_Yolov8n_AllocsPerFrame(benchmark::State& state) {
   double per_frame = -1;
   for (auto _ : state) {
-    auto graph = DetectionGraph::create(model_path("yolov8n.pt"), neat::ModelBackend::Torch);
-    if (!graph) {
-      state.SkipWithError("the yolov8n graph did not build");
-      return;
-    }
-    graph->mark_from = 5;
-    graph->mark_to = 25;
-    graph->run(25);
-    per_frame = static_cast<double>(graph->allocs_to.load() - graph->allocs_from.load()) / 20.0;
+    per_frame =
+        graph_allocs_per_frame(state, model_path("yolov8n.pt"), neat::ModelBackend::Torch, 5, 25);
+    if (per_frame < 0) return;
   }
   auto model = neat::Model::load({.path = model_path("yolov8n.pt"), .threads = 2});
   auto input = neat::preprocess(scenes().front(), letterbox_params());
