@@ -65,3 +65,17 @@ def test_a_frame_held_alone_is_zero_copy_and_writable_both_ways():
     assert a.ctypes.data == frame.data_ptr
     back = neat.from_dlpack(torch.arange(4.0))
     assert back.dtype == "f32" and not back.writable
+
+
+def test_the_fixes_the_refusal_gives():
+    g, fa, fb = two_branches()
+    # [docs:torch_fixes]
+    mine = torch.from_dlpack(fa.make_writable())  # a copy of its own (one, recorded); fa consumed
+    view = np.asarray(fb)                         # a zero-copy, read-only look, no torch
+    with neat.policy("trace"):                    # or accept the copy and have it traced
+        theirs = torch.from_dlpack(fb)
+    # [docs:end]
+    mine.add_(1.0)
+    theirs.add_(1.0)
+    assert np.array_equal(np.asarray(fb), view)
+    g.wait()
