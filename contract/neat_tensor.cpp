@@ -360,6 +360,14 @@ bool NeatTensor::can_donate() const noexcept {
   return held_alone();
 }
 
+bool NeatTensor::writes_reach_others() const noexcept {
+  if ((flags_ & kBroadcast) != 0) return true;
+  for (int i = 0; i < storage_count_; ++i) {
+    if (storages_[static_cast<std::size_t>(i)]->read_only()) return true;
+  }
+  return !held_alone();
+}
+
 Device NeatTensor::device() const noexcept {
   return defined() ? storages_[0]->device() : kCpu;
 }

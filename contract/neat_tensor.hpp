@@ -180,6 +180,12 @@ class NeatTensor {
   /// donatable storage, not a broadcast). Race-free only on a handle no other
   /// thread can copy meanwhile, e.g. one the caller took by value.
   bool can_donate() const noexcept;
+  /// Whether a write through an alias of these bytes (a DLPack export, a
+  /// tensor handed to an engine that writes its input) could change what
+  /// someone else reads: a storage held by another handle, read-only
+  /// storage, or a broadcast view. Exporters that cannot say "read-only"
+  /// copy through the gate when this is true.
+  bool writes_reach_others() const noexcept;
   Device device() const noexcept;
   StorageKind storage_kind() const noexcept;
   /// Identity of the (first) storage; views share it.

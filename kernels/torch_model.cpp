@@ -305,11 +305,7 @@ Result<const NeatTensor*> TorchModel::input_for_torch(const NeatTensor& in, std:
                                                       const ConversionOptions& options,
                                                       std::source_location where) {
   if (k >= writes_input.size() || !writes_input[k]) return &in;
-  bool others = false;
-  for (int s = 0; s < in.storage_count(); ++s) {
-    others |= in.storage(s).use_count() > 1 || in.storage(s)->read_only();
-  }
-  if (!others) return &in;
+  if (!in.writes_reach_others()) return &in;
   ConversionOptions copy = options;
   copy.implicit = true;
   copy.reason = ConversionReason::NotWritable;

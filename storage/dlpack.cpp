@@ -93,17 +93,6 @@ void delete_export(DLManagedTensor* self) {
   g_live_exports.fetch_sub(1, std::memory_order_relaxed);
 }
 
-// Whether a write through an export could reach bytes someone else reads:
-// another holder of a storage (a view, a queue, another branch), or read-only
-// storage. `holders` is how many handles the caller's own count for.
-bool others_could_see_writes(const NeatTensor& t, long holders) {
-  if (t.is_broadcast()) return true;
-  for (int i = 0; i < t.storage_count(); ++i) {
-    if (t.storage(i).use_count() > holders || t.storage(i)->read_only()) return true;
-  }
-  return false;
-}
-
 // The copy a consumer that may write gets of a tensor others can see: its
 // own buffer, through the copy gate.
 Result<NeatTensor> private_copy(const NeatTensor& t, const DlpackExportOptions& options,
@@ -142,7 +131,7 @@ Result<DLManagedTensor*> export_dense(const NeatTensor& input, const DlpackExpor
     if (input.strides()[d] % item != 0) divisible = false;
   }
   // Checked before this function takes a handle of its own.
-  const bool needs_copy = !options.read_only_consumer && others_could_see_writes(input, 1);
+  const bool needs_copy = !options.read_only_consumer && input.writes_reach_others();
   NeatTensor tensor = input;
   if (needs_copy) {
     NEAT_ASSIGN_OR_RETURN(tensor, private_copy(input, options, what, where));
@@ -216,7 +205,7 @@ Result<std::vector<DLManagedTensor*>> export_dlpack_planes(const NeatTensor& ima
   // takes a handle of its own: a consumer that may write gets the planes
   // zero-copy only when the caller's handle is the frame's only holder (the
   // planes' views and exports are disjoint rows of it).
-  const bool needs_copy = !options.read_only_consumer && others_could_see_writes(image, 1);
+  const bool needs_copy = !options.read_only_consumer && image.writes_reach_others();
   NeatTensor frame = image;
   if (needs_copy) {
     NEAT_ASSIGN_OR_RETURN(frame, private_copy(image, options, "export_dlpack_planes", where));

@@ -188,16 +188,17 @@ void dlpack_capsule_destructor(PyObject* capsule) {
 
 }  // namespace
 
-py::object dlpack_capsule(const NeatTensor& t, const py::object& stream) {
+py::object dlpack_capsule(const NeatTensor& t, const py::object& stream, bool may_write) {
   if (!stream.is_none()) {
     raise(neat::invalid_argument("__dlpack__: stream must be None for CPU tensors, not " +
                                  std::string(py::str(py::repr(stream)))));
   }
-  // The consumer may write (DLPack 0.6 cannot say read-only, and numpy's
-  // from_dlpack cannot be told from torch's: both call __dlpack__()): a
-  // frame this object does not hold alone goes out as a copy the policy
-  // rules (docs/python.md, "torch").
-  DLManagedTensor* m = unwrap(neat::export_dlpack(t, {}, python_call_site()));
+  // DLPack 0.6 cannot say read-only. A consumer that asked for the device
+  // first (torch, cupy, jax) may write: a frame this object does not hold
+  // alone goes out as a copy the policy rules. numpy 1.x asks nothing and
+  // makes read-only arrays: its view stays zero-copy (docs/python.md, "torch").
+  DLManagedTensor* m =
+      unwrap(neat::export_dlpack(t, {.read_only_consumer = !may_write}, python_call_site()));
   PyObject* capsule = PyCapsule_New(m, "dltensor", dlpack_capsule_destructor);
   if (capsule == nullptr) {
     m->deleter(m);

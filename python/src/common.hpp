@@ -74,6 +74,10 @@ struct PyTensor {
   int exports = 0;
   /// Set when make_writable() consumed the handle.
   bool consumed = false;
+  /// Set by __dlpack_device__, taken by the next __dlpack__: the consumer is
+  /// a framework that asks where the bytes live first (torch, cupy, jax) and
+  /// may write them; numpy 1.x asks nothing and makes read-only arrays.
+  bool device_asked = false;
   /// Shape and strides of the buffer exports (numpy reads them during getbuffer only).
   Py_ssize_t shape[8] = {};
   Py_ssize_t strides[8] = {};
@@ -99,8 +103,9 @@ neat::NeatTensor wrap_argument(py::handle object, std::string_view what);
 /// neat.Tensor's buffer protocol slots (buffers.cpp).
 int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags);
 void tensor_releasebuffer(PyObject* obj, Py_buffer* view);
-/// A "dltensor" capsule over the tensor's bytes (no copy); `stream` must be None.
-py::object dlpack_capsule(const neat::NeatTensor& t, const py::object& stream);
+/// A "dltensor" capsule over the tensor's bytes; `stream` must be None. A consumer that
+/// `may_write` gets a copy (through the policy) of a tensor others can see.
+py::object dlpack_capsule(const neat::NeatTensor& t, const py::object& stream, bool may_write);
 /// Imports a DLPack producer (or an unused capsule) as a read-only tensor.
 neat::NeatTensor wrap_dlpack_object(py::object x);
 

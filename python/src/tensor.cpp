@@ -422,14 +422,16 @@ void def_exports(py::class_<PyTensor>& c) {
           py::arg("dtype") = py::none())
       .def(
           "__dlpack__",
-          [](const PyTensor& s, py::object stream) {
-            return dlpack_capsule(s.get("__dlpack__"), stream);
+          [](PyTensor& s, py::object stream) {
+            const bool may_write = std::exchange(s.device_asked, false);
+            return dlpack_capsule(s.get("__dlpack__"), stream, may_write);
           },
           py::arg("stream") = py::none(),
           "A DLPack capsule over the tensor's bytes (no copy; planar frames: per plane).")
       .def("__dlpack_device__",
-           [](const PyTensor& s) {
+           [](PyTensor& s) {
              const auto& t = s.get("__dlpack_device__");
+             s.device_asked = true;
              if (t.device().type != neat::DeviceType::Cpu) {
                raise(neat::unimplemented("__dlpack_device__: " + t.to_string() + " lives on " +
                                          neat::to_string(t.device()) +

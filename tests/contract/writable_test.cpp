@@ -44,6 +44,32 @@ TEST_F(Writable, SharedTensorIsCopiedOnWriteThroughTheGate) {
   EXPECT_NE(ev[0].file.find("writable_test.cpp"), std::string::npos) << ev[0].file;
 }
 
+TEST_F(Writable, WritesReachOthersWhenSharedReadOnlyOrBroadcast) {
+  auto t = NeatTensor::allocate(DType::U8, {4, 4});
+  NEAT_ASSERT_OK(t);
+  EXPECT_FALSE(t->writes_reach_others()) << "held alone";
+  {
+    auto view = t->slice(0, 0, 2);
+    NEAT_ASSERT_OK(view);
+    EXPECT_TRUE(t->writes_reach_others()) << "a view shares the storage";
+    EXPECT_TRUE(view->writes_reach_others());
+  }
+  EXPECT_FALSE(t->writes_reach_others()) << "the view is gone";
+  auto row = t->slice(0, 0, 1);
+  NEAT_ASSERT_OK(row);
+  NeatTensor alone = *std::move(row);
+  *t = NeatTensor{};
+  EXPECT_FALSE(alone.writes_reach_others()) << "the only holder of the storage";
+  auto wide = alone.expand({3, 4});
+  NEAT_ASSERT_OK(wide);
+  alone = NeatTensor{};
+  EXPECT_TRUE(wide->writes_reach_others()) << "a broadcast: one byte is many elements";
+  auto ro = NeatTensor::from_storage_contiguous(FakeStorage::make(8, FakeCaps{.read_only = true}),
+                                                DType::U8, {8});
+  NEAT_ASSERT_OK(ro);
+  EXPECT_TRUE(ro->writes_reach_others()) << "read-only storage";
+}
+
 TEST_F(Writable, AViewNeverObservesAWriteThroughALaterWritableTensor) {
   auto t = NeatTensor::allocate(DType::U8, {8});
   auto view = t->slice(0, 0, 8);

@@ -20,8 +20,10 @@ def one_round(i, arrays):
     d = np.from_dlpack(t)  # while t is held alone: zero-copy
     a = np.asarray(t)
     m = memoryview(t)
+    c = np.from_dlpack(t)  # shared now, still zero-copy: numpy's arrays are read-only
+    t.__dlpack_device__()  # a consumer that asks the device first may write:
     with neat.policy("silent"):
-        c = np.from_dlpack(t)  # shared now: a copy of its own
+        e = t.__dlpack__()  # so a shared tensor goes out as a copy of its own
     w = neat.from_numpy(arrays[i % 4])
     b = np.asarray(w)
     u = neat.from_dlpack(np.arange(4.0))

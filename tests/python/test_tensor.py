@@ -165,16 +165,38 @@ def test_dlpack_both_ways_is_zero_copy():
 def test_dlpack_of_a_planar_frame_names_the_planes(nv12_frame):
     with pytest.raises(neat.Error, match=r'plane\("Y"\)'):
         nv12_frame.__dlpack__()
-    # A plane shares its frame's bytes: read it zero-copy through the buffer
-    # protocol; DLPack (whose consumers may write) follows the policy.
+    # A plane shares its frame's bytes. numpy (which asks no device and makes
+    # read-only arrays) reads it zero-copy through the buffer protocol and
+    # through DLPack alike.
     y = np.asarray(nv12_frame.plane("Y"))
     assert y.strides == (128, 1)
+    counts = neat.counters()
+    d = np.from_dlpack(nv12_frame.plane("Y"))
+    assert address(d) == address(y) and not d.flags.writeable
+    assert neat.counters().since(counts).count == 0
+
+
+def test_a_consumer_that_asks_the_device_first_may_write_so_the_policy_rules(nv12_frame):
+    # What torch, cupy and jax do: __dlpack_device__(), then __dlpack__().
+    class Framework:
+        def __init__(self, t):
+            self.t = t
+
+        def take(self):
+            assert self.t.__dlpack_device__() == (1, 0)
+            return self.t.__dlpack__()
+
+    plane = nv12_frame.plane("Y")
     with pytest.raises(neat.FailedPrecondition, match="shared with other holders") as e:
-        np.from_dlpack(nv12_frame.plane("Y"))
+        Framework(plane).take()
     assert "np.asarray(frame)" in e.value.fix
+    counts = neat.counters()
     with neat.policy("trace"):
-        own = np.from_dlpack(nv12_frame.plane("Y"))
-    assert own.shape == y.shape and (own == y).all()
+        Framework(plane).take()
+    assert neat.counters().since(counts).count == 1
+    # The device question is taken by one export only: a bare call after it
+    # is numpy's again.
+    Framework(plane).t.__dlpack__()
 
 
 def test_the_array_outlives_the_tensor():

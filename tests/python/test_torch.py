@@ -38,6 +38,20 @@ def test_a_shared_frame_is_refused_with_the_fix_and_branch_b_never_changes():
     g.wait()
 
 
+def test_numpy_reads_a_shared_frame_zero_copy_where_torch_is_refused():
+    g, fa, fb = two_branches()
+    counts = neat.counters()
+    a = np.from_dlpack(fa)  # numpy asks no device and makes read-only arrays
+    assert a.ctypes.data == fa.data_ptr and not a.flags.writeable
+    with pytest.raises(ValueError):
+        a[0, 0, 0] = 5.0
+    assert neat.counters().since(counts).count == 0
+    with pytest.raises(neat.FailedPrecondition):
+        torch.from_dlpack(fa)  # asks the device first: may write, so the policy rules
+    assert np.from_dlpack(fa).ctypes.data == fa.data_ptr  # and numpy's next look is a view again
+    g.wait()
+
+
 def test_make_writable_gives_torch_a_frame_of_its_own():
     g, fa, fb = two_branches()
     before = np.asarray(fb).copy()
