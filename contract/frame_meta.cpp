@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <set>
 
 namespace neat {
 
@@ -12,6 +14,15 @@ FrameGeometry::Point FrameGeometry::to_source_clamped(double x, double y) const 
   return p;
 }
 
+std::string_view intern_stream_name(std::string_view name) {
+  static std::mutex mutex;
+  static auto* names = new std::set<std::string, std::less<>>;  // never freed: process lifetime
+  std::lock_guard lock(mutex);
+  auto it = names->find(name);
+  if (it == names->end()) it = names->emplace(name).first;
+  return *it;
+}
+
 std::string to_string(const FrameMeta& meta) {
   if (meta.empty()) return "no frame metadata";
   std::string out;
@@ -19,6 +30,7 @@ std::string to_string(const FrameMeta& meta) {
     if (!out.empty()) out += ", ";
     out += part;
   };
+  if (meta.stream.known()) add("stream " + std::string(meta.stream.name));
   if (meta.frame >= 0) add("frame " + std::to_string(meta.frame));
   if (meta.pts_ns >= 0) add("pts " + std::to_string(meta.pts_ns) + " ns");
   if (meta.duration_ns >= 0) add("duration " + std::to_string(meta.duration_ns) + " ns");

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace neat {
 
@@ -56,6 +57,21 @@ struct FrameGeometry {
   friend bool operator==(const FrameGeometry&, const FrameGeometry&) = default;
 };
 
+/// The stream a frame belongs to: the source (a camera) that made it, by its
+/// name in the graph and its index among the graph's sources (plan order).
+/// The name is interned (intern_stream_name): copying it never allocates,
+/// and it lives as long as the process.
+struct StreamId {
+  std::int32_t index = -1;  ///< -1: not from a graph's source
+  std::string_view name;
+  bool known() const noexcept { return index >= 0; }
+  friend bool operator==(const StreamId&, const StreamId&) = default;
+};
+
+/// A process-lifetime copy of `name` (one per distinct name: a graph's
+/// source names, set once at build). Thread-safe; not for per-frame use.
+std::string_view intern_stream_name(std::string_view name);
+
 /// The per-frame metadata of a tensor. Negative values mean "not known".
 struct FrameMeta {
   std::int64_t frame = -1;        ///< frame number from the source (0-based)
@@ -67,13 +83,15 @@ struct FrameMeta {
   /// Sinks measure latency from it.
   std::int64_t capture_ns = -1;
   FrameGeometry geometry;  ///< where the pixels lie in the source frame
+  StreamId stream;         ///< the source it came from (set by the graph's source node)
 
   /// Nothing is known (what a freshly allocated tensor carries).
   bool empty() const noexcept { return *this == FrameMeta{}; }
   friend bool operator==(const FrameMeta&, const FrameMeta&) = default;
 };
 
-/// "frame 12, pts 400000000 ns, duration 33333333 ns, geometry x*0.5+0 y*0.5-140 of 1920x1080".
+/// "stream cam1, frame 12, pts 400000000 ns, duration 33333333 ns, geometry x*0.5+0 y*0.5-140 of
+/// 1920x1080".
 std::string to_string(const FrameMeta& meta);
 
 }  // namespace neat

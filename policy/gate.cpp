@@ -25,6 +25,7 @@ std::string place(const CopyRequest& r, const ConversionContext& c) {
   if (!c.graph.empty()) s += ", graph '" + std::string(c.graph) + "'";
   if (!c.stage.empty()) s += ", stage '" + std::string(c.stage) + "'";
   if (!c.edge.empty()) s += ", edge '" + std::string(c.edge) + "'";
+  if (!c.stream.empty()) s += ", stream '" + std::string(c.stream) + "'";
   if (c.frame >= 0) s += ", frame " + std::to_string(c.frame);
   return s;
 }
@@ -101,6 +102,7 @@ void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,
   e.graph = c.graph;
   e.stage = c.stage;
   e.edge = c.edge;
+  e.stream = c.stream;
   e.frame = c.frame;
   emit_event(e);
 }

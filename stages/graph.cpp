@@ -172,9 +172,8 @@ Status GraphBuilder::connect(std::string_view from, std::string_view to, EdgeOpt
                    " is more than 65536 frames");
   }
   for (const auto& e : impl_->edges) {
-    if (e.to == to) {
-      return problem("'" + std::string(to) + "' already takes its input from '" + e.from +
-                     "' (a stage or sink has exactly one input)");
+    if (e.to == to && e.from == from) {
+      return problem("'" + std::string(from) + "' already feeds '" + std::string(to) + "'");
     }
   }
   impl_->edges.push_back(EdgeDecl{std::string(from), std::string(to), options});

@@ -267,7 +267,7 @@ class Planner {
         open_sinks_(open_sinks),
         n_(b.nodes.size()),
         outs_(n_),
-        in_edge_(n_, -1),
+        in_edges_(n_),
         spec_(n_),
         spec_ok_(n_, false),
         edge_index_(b.edges.size(), -1),
@@ -400,18 +400,19 @@ class Planner {
              Fix{"make the frames smaller", {}}});
   }
 
-  // Every stage and sink has one input, every source and stage an output.
+  // Every stage and sink has an input (several: it takes them in turn),
+  // every source and stage an output.
   void check_connections() {
     if (n_ == 0) problem({}, "the graph has no nodes");
     for (std::size_t i = 0; i < b_.edges.size(); ++i) {
       const int f = b_.find(b_.edges[i].from), t = b_.find(b_.edges[i].to);
       if (f < 0 || t < 0) continue;  // reported by connect()
       outs_[static_cast<std::size_t>(f)].push_back(static_cast<int>(i));
-      in_edge_[static_cast<std::size_t>(t)] = static_cast<int>(i);
+      in_edges_[static_cast<std::size_t>(t)].push_back(static_cast<int>(i));
     }
     for (std::size_t i = 0; i < n_; ++i) {
       const NodeDecl& d = b_.nodes[i];
-      if (d.kind != NodeKind::Source && in_edge_[i] < 0) {
+      if (d.kind != NodeKind::Source && in_edges_[i].empty()) {
         problem(node_place(d.kind, d.name), "it has no input",
                 {Fix{"connect a source or a stage to it", {}}});
       }
@@ -422,28 +423,24 @@ class Planner {
     }
   }
 
-  // Topological order: breadth first from the sources (one input per node).
+  // Topological order (Kahn): the sources, then every node once all its
+  // producers are placed (a node fed by several streams follows all of them).
   void order_nodes() {
-    std::vector<bool> seen(n_, false);
+    std::vector<std::size_t> waiting(n_, 0);
     for (std::size_t i = 0; i < n_; ++i) {
-      if (b_.nodes[i].kind == NodeKind::Source) {
-        order_.push_back(static_cast<int>(i));
-        seen[i] = true;
-      }
+      waiting[i] = in_edges_[i].size();
+      if (b_.nodes[i].kind == NodeKind::Source) order_.push_back(static_cast<int>(i));
     }
     for (std::size_t k = 0; k < order_.size(); ++k) {
       for (int e : outs_[static_cast<std::size_t>(order_[k])]) {
         const int t = b_.find(b_.edges[static_cast<std::size_t>(e)].to);
-        if (!seen[static_cast<std::size_t>(t)]) {
-          seen[static_cast<std::size_t>(t)] = true;
-          order_.push_back(t);
-        }
+        if (--waiting[static_cast<std::size_t>(t)] == 0) order_.push_back(t);
       }
     }
     for (std::size_t i = 0; i < n_; ++i) {
-      if (!seen[i] && in_edge_[i] >= 0) {
+      if (b_.nodes[i].kind != NodeKind::Source && !in_edges_[i].empty() && waiting[i] > 0) {
         problem(node_place(b_.nodes[i].kind, b_.nodes[i].name),
-                "it is not reachable from any source (a cycle?)");
+                "it is not reachable from every node feeding it (a cycle?)");
       }
     }
   }
@@ -484,41 +481,85 @@ class Planner {
     spec_ok_[i] = true;
   }
 
-  // A stage or sink: its input edge is planned, then its own output.
+  // A stage or sink: its input edges are planned, then its own output. Edges
+  // of several streams must hand it the same frames.
   void plan_consumer(NodeDecl& d, std::size_t i, NodePlan& np) {
     np.policy = d.options.policy;
     np.opened = d.kind != NodeKind::Sink || open_sinks_;
-    const auto& edge = b_.edges[static_cast<std::size_t>(in_edge_[i])];
-    const auto producer = static_cast<std::size_t>(b_.find(edge.from));
-    if (spec_ok_[producer]) {
-      EdgePlan ep;
-      if (plan_edge(d, edge, producer, ep)) {  // the consumer's own output follows
-        if (d.kind == NodeKind::Stage) {
-          auto out = d.stage->output_spec(ep.consumed);
-          Status prepared = out.ok() ? d.stage->prepare(ep.consumed, *out) : Status{};
-          if (!out.ok() || !prepared.ok()) {
-            problems_.push_back(
-                (out.ok() ? prepared.error() : out.error()).with_context("stage '" + d.name + "'"));
-          } else {
-            spec_[i] = *out;
-            keep_rate(spec_[i], ep.consumed);
-            spec_ok_[i] = true;
-          }
-        } else if (Status st =
-                       open_sinks_ ? d.sink->prepare(ep.consumed) : d.sink->check(ep.consumed);
-                   !st.ok()) {
-          problems_.push_back(st.error().with_context("sink '" + d.name + "'"));
-        }
+    std::optional<FrameSpec> consumed;
+    bool inputs_ok = true;
+    for (int e : in_edges_[i]) {
+      const auto& edge = b_.edges[static_cast<std::size_t>(e)];
+      const auto producer = static_cast<std::size_t>(b_.find(edge.from));
+      if (!spec_ok_[producer]) {
+        inputs_ok = false;
+        continue;
       }
-      edge_index_[static_cast<std::size_t>(in_edge_[i])] = static_cast<int>(plan_.edges.size());
+      EdgePlan ep;
+      if (!plan_edge(d, edge, producer, ep)) {
+        inputs_ok = false;
+      } else if (!consumed) {
+        consumed = ep.consumed;
+      } else if (!same_frames(*consumed, ep.consumed)) {
+        inputs_ok = false;
+        problem(
+            node_place(d.kind, d.name),
+            "its inputs differ: edge '" + plan_.edges[first_edge(i)].name + "' hands it " +
+                consumed->to_string() + ", edge '" + ep.name + "' " + ep.consumed.to_string() +
+                " (a node fed by several streams takes one kind of frame)",
+            {Fix{"give every branch the same preprocess (e.g. preprocess size=640x640) before '" +
+                     d.name + "'",
+                 {}}});
+      } else if (consumed->fps_n != ep.consumed.fps_n || consumed->fps_d != ep.consumed.fps_d) {
+        consumed->fps_n = 0;  // streams at different rates: no one rate
+        consumed->fps_d = 1;
+      }
+      edge_index_[static_cast<std::size_t>(e)] = static_cast<int>(plan_.edges.size());
       plan_.edges.push_back(std::move(ep));
     }
+    if (inputs_ok && consumed) plan_output(d, i, *consumed);
     // After prepare(): stages may name what they decided (e.g. a
     // colour standard), sinks what their pipeline negotiated.
     np.description = d.kind == NodeKind::Stage ? d.stage->describe() : d.sink->describe();
     if (d.kind == NodeKind::Stage) np.allocated_by = d.stage->output_allocator();
     np.inside =
         d.kind == NodeKind::Stage ? d.stage->inner_conversions() : d.sink->inner_conversions();
+  }
+
+  // The plan index of node i's first planned input edge.
+  std::size_t first_edge(std::size_t i) const {
+    for (int e : in_edges_[i]) {
+      if (edge_index_[static_cast<std::size_t>(e)] >= 0) {
+        return static_cast<std::size_t>(edge_index_[static_cast<std::size_t>(e)]);
+      }
+    }
+    return 0;
+  }
+
+  // Frames of several streams are the same kind when all but their rate match.
+  static bool same_frames(FrameSpec a, FrameSpec b) {
+    a.fps_n = b.fps_n = 0;
+    a.fps_d = b.fps_d = 1;
+    return a == b;
+  }
+
+  // A stage's output from what it receives; a sink prepares (or checks) for it.
+  void plan_output(NodeDecl& d, std::size_t i, const FrameSpec& consumed) {
+    if (d.kind == NodeKind::Stage) {
+      auto out = d.stage->output_spec(consumed);
+      Status prepared = out.ok() ? d.stage->prepare(consumed, *out) : Status{};
+      if (!out.ok() || !prepared.ok()) {
+        problems_.push_back(
+            (out.ok() ? prepared.error() : out.error()).with_context("stage '" + d.name + "'"));
+      } else {
+        spec_[i] = *out;
+        keep_rate(spec_[i], consumed);
+        spec_ok_[i] = true;
+      }
+    } else if (Status st = open_sinks_ ? d.sink->prepare(consumed) : d.sink->check(consumed);
+               !st.ok()) {
+      problems_.push_back(st.error().with_context("sink '" + d.name + "'"));
+    }
   }
 
   // What the producer gives, what the consumer accepts, the conversions
@@ -582,7 +623,8 @@ class Planner {
       rt.source = std::move(d.source);
       rt.stage = std::move(d.stage);
       rt.sink = std::move(d.sink);
-      if (in_edge_[i] >= 0) rt.in_edge = edge_index_[static_cast<std::size_t>(in_edge_[i])];
+      for (int e : in_edges_[i])
+        rt.in_edges.push_back(edge_index_[static_cast<std::size_t>(e)]);
       for (int e : outs_[i])
         rt.out_edges.push_back(edge_index_[static_cast<std::size_t>(e)]);
       rt.pool = HeapPool::create(pool_config(rt.plan.pool_buffers, rt.plan.output.bytes()));
@@ -628,7 +670,7 @@ class Planner {
   bool open_sinks_;
   std::size_t n_;
   std::vector<std::vector<int>> outs_;
-  std::vector<int> in_edge_;
+  std::vector<std::vector<int>> in_edges_;  ///< several: the node takes its streams in turn
   std::vector<int> order_;
   std::vector<FrameSpec> spec_;
   std::vector<bool> spec_ok_;

@@ -164,6 +164,9 @@ struct Graph::Impl {
     ConversionContext cx;
     cx.graph = plan.graph;
     cx.stage = node.plan.name;
+    // The stream is the source: its name (interned once) and its index.
+    const StreamId stream{node.stream_index, intern_stream_name(node.plan.name)};
+    cx.stream = stream.name;
     ScopedContext scope(cx);
     std::int64_t frame = 0;
     const std::int64_t limit = plan.max_source_frames;
@@ -186,6 +189,7 @@ struct Graph::Impl {
       if (meta.frame < 0) meta.frame = frame;
       if (meta.capture_ns < 0) meta.capture_ns = steady_ns();  // when the source handed it over
       meta.geometry = t.source_geometry();
+      meta.stream = stream;
       t.set_meta(meta);
       Item item{std::move(t), frame++};
       emit(node, item);
@@ -194,24 +198,62 @@ struct Graph::Impl {
     node.source->close();
   }
 
-  // Pops the next item of the node's input; false at end of stream or stop.
-  // A sink is asked for its health while it waits (every kPollSlice): an error
-  // there (its downstream pipeline failed) fails the node; `failed` says so.
-  bool pop(NodeRt& node, Item& item, bool* failed = nullptr) {
-    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
+  EdgeRt& input_edge(const NodeRt& node, std::size_t i) {
+    return *edges[static_cast<std::size_t>(node.in_edges[i])];
+  }
+
+  // A sink is asked for its health while it waits (every kPollSlice): an
+  // error there (its downstream pipeline failed) fails the node.
+  bool healthy(NodeRt& node, bool* failed) {
+    if (!node.sink) return true;
+    Status st = node.sink->health();
+    if (st.ok()) return true;
+    fail(node, st.error());
+    if (failed != nullptr) *failed = true;
+    return false;
+  }
+
+  // Looks at the node's inputs once, round-robin from the one after the input
+  // served last: Popped (into `item`, when given: else only seen) with `from`
+  // the input, Closed when every input is closed and drained, Aborted, or
+  // Timeout when none has a frame yet (after waiting up to kPollSlice).
+  BoundedQueue<Item>::PopResult look(NodeRt& node, Item* item, std::size_t& from) {
+    using R = BoundedQueue<Item>::PopResult;
+    const std::size_t n = node.in_edges.size();
+    if (n == 1) {
+      from = 0;
+      auto& q = input_edge(node, 0).queue;
+      return item != nullptr ? q.pop(*item, kPollSlice) : q.wait_item(kPollSlice);
+    }
+    const std::uint64_t seen = node.doorbell->rings();
+    bool open = false;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = (node.next_input + k) % n;
+      auto& q = input_edge(node, i).queue;
+      const R r = item != nullptr ? q.try_pop(*item) : q.wait_item(std::chrono::nanoseconds(0));
+      if (r == R::Popped) {
+        from = i;
+        if (item != nullptr) node.next_input = (i + 1) % n;
+        return r;
+      }
+      if (r == R::Aborted) return r;
+      open |= r == R::Timeout;
+    }
+    if (!open) return R::Closed;
+    node.doorbell->wait(seen, kPollSlice);
+    return R::Timeout;
+  }
+
+  // Pops the node's next item (from input `from`); false at end of stream or
+  // stop, or when a sink turned unhealthy (`failed` says so).
+  bool pop(NodeRt& node, Item& item, std::size_t& from, bool* failed = nullptr) {
     for (;;) {
-      switch (in.queue.pop(item, kPollSlice)) {
+      switch (look(node, &item, from)) {
         case BoundedQueue<Item>::PopResult::Popped:
           node.counters->queue_wait.add(steady_ns() - item.queued_ns);
           return true;
         case BoundedQueue<Item>::PopResult::Timeout:
-          if (node.sink) {
-            if (Status st = node.sink->health(); !st.ok()) {
-              fail(node, st.error());
-              if (failed != nullptr) *failed = true;
-              return false;
-            }
-          }
+          if (!healthy(node, failed)) return false;
           continue;
         case BoundedQueue<Item>::PopResult::Closed:
         case BoundedQueue<Item>::PopResult::Aborted:
@@ -231,9 +273,16 @@ struct Graph::Impl {
     return cx;
   }
 
+  // A node fed by several streams: its conversions are attributed to the
+  // edge the frame came by. Every frame's conversions to its stream.
+  void enter(ScopedContext& scope, const NodeRt& node, const EdgeRt& in, const Item& item) {
+    if (node.in_edges.size() > 1) scope.set_edge(in.plan.name, in.plan.policy);
+    scope.set_stream(item.tensor.meta().stream.name);
+    scope.set_frame(item.frame);
+  }
+
   void run_stage(NodeRt& node) {
-    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
-    ScopedContext scope(consumer_context(node, in));
+    ScopedContext scope(consumer_context(node, input_edge(node, 0)));
     StageContext sc;
     sc.graph = plan.graph;
     sc.stage = node.plan.name;
@@ -241,10 +290,12 @@ struct Graph::Impl {
     sc.kernel_threads = plan.threads.kernels;
     NodeCounters& counters = *node.counters;
     Item item;
-    while (wait_for_outputs(node) && pop(node, item)) {
+    std::size_t from = 0;
+    while (wait_for_outputs(node) && pop(node, item, from)) {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
-      scope.set_frame(item.frame);
+      EdgeRt& in = input_edge(node, from);
+      enter(scope, node, in, item);
       sc.frame = item.frame;
       auto input = take_input(node, in, item);
       if (!input) break;
@@ -271,8 +322,7 @@ struct Graph::Impl {
   }
 
   void run_sink(NodeRt& node) {
-    EdgeRt& in = *edges[static_cast<std::size_t>(node.in_edge)];
-    ScopedContext scope(consumer_context(node, in));
+    ScopedContext scope(consumer_context(node, input_edge(node, 0)));
     NodeCounters& counters = *node.counters;
     Item item;
     bool ended = true;
@@ -280,37 +330,32 @@ struct Graph::Impl {
     // A frame to come, then room in the sink (an AppSink's queue), then the
     // frame: the graph holds no frame while the application is behind, and a
     // full sink does not keep the graph from seeing the end of the stream.
+    std::size_t from = 0;
     auto sink_ready = [&] {
       for (;;) {
-        const auto r = in.queue.wait_item(kPollSlice);
+        const auto r = look(node, nullptr, from);
         if (r == BoundedQueue<Item>::PopResult::Popped) break;
         if (r != BoundedQueue<Item>::PopResult::Timeout) return true;  // pop() sees the end
-        if (Status st = node.sink->health(); !st.ok()) {
-          fail(node, st.error());
-          unhealthy = true;
-          return false;
-        }
+        if (!healthy(node, &unhealthy)) return false;
       }
       while (!node.sink->wait_for_room(kPollSlice)) {
-        if (Status st = node.sink->health(); !st.ok()) {
-          fail(node, st.error());
-          unhealthy = true;
-          return false;
-        }
+        if (!healthy(node, &unhealthy)) return false;
         if (stop.load(std::memory_order_relaxed)) return false;
       }
       return true;
     };
-    while (sink_ready() && pop(node, item, &unhealthy)) {
+    while (sink_ready() && pop(node, item, from, &unhealthy)) {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
-      scope.set_frame(item.frame);
+      EdgeRt& in = input_edge(node, from);
+      enter(scope, node, in, item);
       auto input = take_input(node, in, item);
       if (!input) {
         ended = false;
         break;
       }
       const std::int64_t capture_ns = input->meta().capture_ns;
+      const std::string_view stream = input->meta().stream.name;
       auto outcome =
           guarded([&] { return node.sink->consume(std::move(*input), item.frame); }, "consume()");
       counters.add_busy(std::chrono::steady_clock::now() - busy_from);
@@ -327,6 +372,7 @@ struct Graph::Impl {
           FrameEvent fe;
           fe.graph = plan.graph;
           fe.sink = node.plan.name;
+          fe.stream = stream;
           fe.frame = item.frame;
           fe.latency_ns = latency;
           fe.timestamp_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -573,6 +619,14 @@ Graph make_graph(GraphPlan plan, std::vector<NodeRt> nodes, std::vector<RuleRegi
         std::make_unique<EdgeRt>(ep, ep.capacity, impl->plan.graph, impl->plan.threads.kernels));
   }
   impl->nodes = std::move(nodes);
+  std::int32_t sources = 0;
+  for (NodeRt& n : impl->nodes) {
+    if (n.plan.kind == NodeKind::Source) n.stream_index = sources++;
+    if (n.in_edges.size() < 2) continue;
+    n.doorbell = std::make_unique<Doorbell>();
+    for (int e : n.in_edges)
+      impl->edges[static_cast<std::size_t>(e)]->queue.set_doorbell(n.doorbell.get());
+  }
   for (auto& e : impl->edges) {
     for (std::size_t i = 0; i < impl->nodes.size(); ++i) {
       if (impl->nodes[i].plan.name == e->plan.to) e->to = static_cast<int>(i);

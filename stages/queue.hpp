@@ -5,7 +5,8 @@
 // counting as dropped). Also used by AppSink and PushSource.
 //
 // Threading: any number of producers and consumers; one mutex, two condition
-// variables. A fixed ring: no allocation per item.
+// variables. A fixed ring: no allocation per item. A Doorbell lets one
+// consumer wait on several queues.
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,35 @@
 
 namespace neat {
 
+/// Wakes a consumer that waits on several queues at once (a node fed by
+/// several streams): every queue it watches rings it on a push, a close or
+/// an abort. The consumer reads rings() before it looks at its queues and
+/// waits for a ring after that, so no wake-up falls between the two.
+class Doorbell {
+ public:
+  void ring() {
+    {
+      std::lock_guard lock(mutex_);
+      ++rings_;
+    }
+    rung_.notify_all();
+  }
+  std::uint64_t rings() const {
+    std::lock_guard lock(mutex_);
+    return rings_;
+  }
+  /// Waits up to `timeout` for a ring after the `seen`th.
+  void wait(std::uint64_t seen, std::chrono::nanoseconds timeout) {
+    std::unique_lock lock(mutex_);
+    rung_.wait_for(lock, timeout, [&] { return rings_ != seen; });
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable rung_;
+  std::uint64_t rings_ = 0;
+};
+
 template <class T>
 class BoundedQueue {
  public:
@@ -27,6 +57,10 @@ class BoundedQueue {
 
   explicit BoundedQueue(std::size_t capacity)
       : capacity_(capacity == 0 ? 1 : capacity), ring_(capacity_) {}
+
+  /// Rings `bell` on every push, close and abort from now on (set before the
+  /// queue is shared; the bell outlives the queue's use).
+  void set_doorbell(Doorbell* bell) noexcept { doorbell_ = bell; }
 
   /// Waits while full. Aborted/Closed: the item was not queued (it stays in `item`).
   PushResult push(T& item) {
@@ -109,6 +143,7 @@ class BoundedQueue {
     closed_ = true;
     not_empty_.notify_all();
     not_full_.notify_all();
+    if (doorbell_ != nullptr) doorbell_->ring();
   }
 
   /// Stops everything now and returns what was still queued.
@@ -121,6 +156,7 @@ class BoundedQueue {
       left.push_back(take());
     not_empty_.notify_all();
     not_full_.notify_all();
+    if (doorbell_ != nullptr) doorbell_->ring();
     return left;
   }
 
@@ -149,6 +185,7 @@ class BoundedQueue {
     ++count_;
     ++pushed_;
     not_empty_.notify_one();
+    if (doorbell_ != nullptr) doorbell_->ring();
   }
   T take() {
     T out = std::move(*ring_[head_]);
@@ -168,6 +205,7 @@ class BoundedQueue {
   std::uint64_t pushed_ = 0;
   bool closed_ = false;
   bool aborted_ = false;
+  Doorbell* doorbell_ = nullptr;
 };
 
 }  // namespace neat

@@ -36,6 +36,7 @@ bool filter_keeps(const AuditFilter& f, const R& r) {
   if (!f.graph.empty() && std::string_view(r.graph) != f.graph) return false;
   if (!f.stage.empty() && std::string_view(r.stage) != f.stage) return false;
   if (!f.edge.empty() && std::string_view(r.edge) != f.edge) return false;
+  if (!f.stream.empty() && std::string_view(r.stream) != f.stream) return false;
   return true;
 }
 
@@ -192,9 +193,10 @@ struct AuditAggregator::Impl {
   std::map<RowKey, RowAcc, ByView> rows;
   RowAcc* last_row = nullptr;
   RowKey last_key;
-  // Frame numbers restart with every run: a frame is (run, number).
-  std::map<std::string, std::int64_t, std::less<>> runs;
-  const std::string* last_run = nullptr;  // a key of `runs` (stable in a std::map)
+  // Frame numbers restart with every run and count per stream: a frame is
+  // (run, stream, number).
+  std::map<std::pair<std::string, std::string>, std::int64_t> runs;
+  const std::pair<std::string, std::string>* last_run = nullptr;  // a key of `runs` (stable)
   std::int64_t last_run_id = 0;
   std::uint64_t read = 0, kept = 0, headers = 0;
   std::int64_t bytes = 0, duration_ns = 0;
@@ -223,10 +225,14 @@ struct AuditAggregator::Impl {
     row->bytes += r.bytes;
     row->duration_ns += r.duration_ns;
     if (r.frame >= 0) {
-      if (last_run == nullptr || r.run != *last_run) {
-        auto it = runs.find(r.run);
-        if (it == runs.end())
-          it = runs.emplace(std::string(r.run), static_cast<std::int64_t>(runs.size())).first;
+      if (last_run == nullptr || r.run != last_run->first || r.stream != last_run->second) {
+        auto it =
+            runs.find(std::pair(std::string(r.run), std::string(r.stream)));  // on a change only
+        if (it == runs.end()) {
+          it = runs.emplace(std::pair(std::string(r.run), std::string(r.stream)),
+                            static_cast<std::int64_t>(runs.size()))
+                   .first;
+        }
         last_run = &it->first;
         last_run_id = it->second;
       }
@@ -251,7 +257,7 @@ struct AuditAggregator::Impl {
     duration_ns += r.duration_ns;
   }
 
-  // Frame records: latency per (graph, sink).
+  // Frame records: latency per (graph, sink); the graph, stream and time filters apply.
   std::map<std::pair<std::string, std::string>, std::unique_ptr<DurationRecorder>> latency;
   void add_frame(const RecordView& r) {
     if (filter.since_ns || filter.until_ns) {
@@ -260,6 +266,7 @@ struct AuditAggregator::Impl {
       if (filter.until_ns && r.timestamp_ns >= *filter.until_ns) return;
     }
     if (!filter.graph.empty() && r.graph != filter.graph) return;
+    if (!filter.stream.empty() && r.stream != filter.stream) return;
     auto& h = latency[{std::string(r.graph), std::string(r.sink)}];
     if (!h) h = std::make_unique<DurationRecorder>();
     h->add(r.latency_ns);

@@ -54,6 +54,7 @@ struct BasicAuditRecord {
   std::int64_t thread = 0;
   std::int64_t frame = -1;
   Text graph, stage, edge, operation, file;
+  Text stream;  ///< the frame's stream (a source's name); "" when none
   Text detail;  ///< e.g. the colour standard or the GStreamer element (may be empty)
   Text run;     ///< the run (trace header) it belongs to; "" when the trace has none
   std::int64_t line = 0;
@@ -78,6 +79,7 @@ struct BasicAuditRecord {
     o.edge = Other(edge);
     o.operation = Other(operation);
     o.file = Other(file);
+    o.stream = Other(stream);
     o.detail = Other(detail);
     o.run = Other(run);
     return o;
@@ -91,9 +93,9 @@ using AuditRecord = BasicAuditRecord<std::string>;
 /// events' ts_ns (nanoseconds since the epoch, end of the conversion); with a
 /// time bound, events without a timestamp are left out.
 struct AuditFilter {
-  std::optional<std::int64_t> since_ns;  ///< keep ts_ns >= since_ns
-  std::optional<std::int64_t> until_ns;  ///< keep ts_ns < until_ns
-  std::string graph, stage, edge;        ///< exact names; empty: any
+  std::optional<std::int64_t> since_ns;    ///< keep ts_ns >= since_ns
+  std::optional<std::int64_t> until_ns;    ///< keep ts_ns < until_ns
+  std::string graph, stage, edge, stream;  ///< exact names; empty: any
   bool keeps(const AuditRecord& r) const noexcept;
 };
 

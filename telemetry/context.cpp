@@ -22,4 +22,14 @@ void ScopedContext::set_frame(std::int64_t frame) noexcept {
   t_context.frame = frame;
 }
 
+void ScopedContext::set_stream(std::string_view stream) noexcept {
+  t_context.stream = stream;
+}
+
+void ScopedContext::set_edge(std::string_view edge,
+                             std::optional<ConversionPolicy> policy) noexcept {
+  t_context.edge = edge;
+  t_context.policy = policy;
+}
+
 }  // namespace neat

@@ -1,4 +1,4 @@
-// The thread-local conversion context: which graph, stage, edge and frame the
+// The thread-local conversion context: which graph, stage, edge, stream and frame the
 // current thread is working on, and the policy that graph/stage/edge set.
 // Stages set it (ScopedContext) around their work; the copy gate stamps it on
 // every event and error.
@@ -20,6 +20,7 @@ struct ConversionContext {
   std::string_view graph;
   std::string_view stage;
   std::string_view edge;
+  std::string_view stream;                 ///< the frame's stream (FrameMeta::stream); may be empty
   std::int64_t frame = -1;                 ///< -1: unknown
   std::optional<ConversionPolicy> policy;  ///< graph / stage / edge policy, if set
 };
@@ -36,6 +37,10 @@ class ScopedContext {
   ScopedContext& operator=(const ScopedContext&) = delete;
   /// Advances the frame number of the context this guard set.
   void set_frame(std::int64_t frame) noexcept;
+  /// Sets the stream of the frame being worked on (an interned name).
+  void set_stream(std::string_view stream) noexcept;
+  /// Moves to another input edge (a node fed by several streams).
+  void set_edge(std::string_view edge, std::optional<ConversionPolicy> policy) noexcept;
 
  private:
   ConversionContext previous_;

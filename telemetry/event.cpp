@@ -13,6 +13,7 @@ OwnedEvent::OwnedEvent(const ConversionEvent& e)
       graph(e.graph),
       stage(e.stage),
       edge(e.edge),
+      stream(e.stream),
       line(static_cast<int>(e.where.line())) {
   rebind();
 }
@@ -26,6 +27,7 @@ OwnedEvent::OwnedEvent(const OwnedEvent& o)
       graph(o.graph),
       stage(o.stage),
       edge(o.edge),
+      stream(o.stream),
       line(o.line) {
   rebind();
 }
@@ -40,6 +42,7 @@ OwnedEvent& OwnedEvent::operator=(const OwnedEvent& o) {
     graph = o.graph;
     stage = o.stage;
     edge = o.edge;
+    stream = o.stream;
     line = o.line;
     rebind();
   }
@@ -52,6 +55,7 @@ void OwnedEvent::rebind() noexcept {
   event.graph = graph;
   event.stage = stage;
   event.edge = edge;
+  event.stream = stream;
 }
 
 std::string to_string(const ConversionEvent& e) {

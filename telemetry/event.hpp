@@ -1,7 +1,7 @@
 // ConversionEvent: the record of one pack, convert or transfer (and of every
 // copying make_writable() and clone()): kind, typed reason, bytes, duration,
 // source and destination, explicit or implicit, the policy in force, the call
-// site, and the graph / stage / edge / frame context.
+// site, and the graph / stage / edge / stream / frame context.
 //
 // Ownership: string_views in an event point at static strings or at names
 // owned by whoever set the context; they are valid during the sink callback
@@ -37,6 +37,7 @@ struct ConversionEvent {
   std::string_view graph;
   std::string_view stage;
   std::string_view edge;
+  std::string_view stream;  ///< the frame's stream (a source's name); may be empty
   std::int64_t frame = -1;
 };
 
@@ -46,6 +47,7 @@ struct ConversionEvent {
 struct FrameEvent {
   std::string_view graph;
   std::string_view sink;
+  std::string_view stream;  ///< the frame's stream; may be empty
   std::int64_t frame = -1;
   std::int64_t latency_ns = 0;
   std::int64_t timestamp_ns = 0;  ///< system clock, ns since the Unix epoch, at the sink
@@ -55,7 +57,7 @@ struct FrameEvent {
 /// An event with its strings copied, for sinks that keep events.
 struct OwnedEvent {
   ConversionEvent event;  ///< string_views below point into this object's strings
-  std::string operation, detail, file, function, graph, stage, edge;
+  std::string operation, detail, file, function, graph, stage, edge, stream;
   int line = 0;
 
   explicit OwnedEvent(const ConversionEvent& e);

@@ -123,7 +123,8 @@ struct Writer {
 // Upper bound of the encoded size of a description and of an event.
 constexpr std::size_t kDescriptionBound = 400;
 std::size_t bound(const ConversionEvent& e, const CallSiteCache::Entry* cached) noexcept {
-  std::size_t strings = e.graph.size() + e.stage.size() + e.edge.size() + e.detail.size();
+  std::size_t strings =
+      e.graph.size() + e.stage.size() + e.edge.size() + e.stream.size() + e.detail.size();
   std::size_t site = 0;
   if (cached != nullptr) {  // the call site's encoding is known: no strlen
     site = cached->encoded.size();
@@ -186,6 +187,10 @@ void encode(Writer& w, const ConversionEvent& e, CallSiteCache* cache) {
   w.str(e.stage);
   w.lit(",\"edge\":");
   w.str(e.edge);
+  if (!e.stream.empty()) {
+    w.lit(",\"stream\":");
+    w.str(e.stream);
+  }
   w.lit(",\"frame\":");
   w.num(e.frame);
   w.lit(",\"src\":");
@@ -309,6 +314,10 @@ void append_frame_json(std::string& out, const FrameEvent& e) {
   append_json_string(out, e.graph);
   out += ",\"sink\":";
   append_json_string(out, e.sink);
+  if (!e.stream.empty()) {
+    out += ",\"stream\":";
+    append_json_string(out, e.stream);
+  }
   out += ",\"frame\":";
   number(e.frame);
   out += ",\"latency_ns\":";

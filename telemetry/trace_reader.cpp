@@ -120,6 +120,7 @@ constexpr std::pair<std::string_view, std::string_view RecordView::*> kStringFie
     {"stage", &RecordView::stage},         {"edge", &RecordView::edge},
     {"operation", &RecordView::operation}, {"file", &RecordView::file},
     {"detail", &RecordView::detail},       {"sink", &RecordView::sink},
+    {"stream", &RecordView::stream},
 };
 struct IntegerField {
   std::string_view key;

@@ -77,6 +77,7 @@ int run_audit(const AuditOptions& o) {
   filter.graph = o.graph;
   filter.stage = o.stage;
   filter.edge = o.edge;
+  filter.stream = o.stream;
   for (const auto& [text, slot, flag] : {std::tuple{&o.since, &filter.since_ns, "--since"},
                                          std::tuple{&o.until, &filter.until_ns, "--until"}}) {
     if (text->empty()) continue;

@@ -5,7 +5,7 @@
 //            [--metrics-listen HOST:PORT] [--quiet]
 //   neat explain [PIPELINE] [--policy strict|trace|silent] [--frames N]
 //   neat audit TRACE... [--format table|json] [--top N] [--fail-on pack,transfer]
-//              [--since T] [--until T] [--graph G] [--stage S] [--edge E]
+//              [--since T] [--until T] [--graph G] [--stage S] [--edge E] [--stream NAME]
 //              [--baseline OLD... [--tolerance PCT]] [--allow-cut-short]
 //   neat timeline TRACE --out timeline.png [--width 1400]
 //
@@ -150,6 +150,8 @@ void add_audit(CLI::App& app, Commands& c) {
   audit->add_option("--graph", ao.graph, "only this graph's events");
   audit->add_option("--stage", ao.stage, "only this stage's events");
   audit->add_option("--edge", ao.edge, "only this edge's events (FROM->TO)");
+  audit->add_option("--stream", ao.stream,
+                    "only this stream's events and frames (a source's name, e.g. cam1)");
   audit
       ->add_option("--baseline", ao.baseline,
                    "compare with these traces: exit 3 when an edge started copying or copies "

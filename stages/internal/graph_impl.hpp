@@ -166,7 +166,12 @@ struct NodeRt {
   std::unique_ptr<Source> source;
   std::unique_ptr<Stage> stage;
   std::shared_ptr<Sink> sink;
-  int in_edge = -1;
+  /// Its input edges: one, or one per stream feeding it (then it takes
+  /// them round-robin and `doorbell` wakes it when any has a frame).
+  std::vector<int> in_edges;
+  std::unique_ptr<Doorbell> doorbell;
+  std::size_t next_input = 0;      ///< round-robin: the input to look at first
+  std::int32_t stream_index = -1;  ///< sources: their stream's index (plan order)
   std::vector<int> out_edges;
   std::shared_ptr<HeapPool> pool;
   std::thread thread;
