@@ -42,6 +42,15 @@ struct PipelineElement {
   std::string branch_from;
   std::size_t branch_offset = 0;
   std::size_t branch_length = 0;
+  /// Set on the last element of a chain that links into an element named
+  /// elsewhere (`element ! NAME.`): its frames go to NAME (a node fed by
+  /// several streams). Where `NAME.` stands in the text.
+  std::string link_to;
+  std::size_t link_offset = 0;
+  std::size_t link_length = 0;
+  /// The element starts a chain of its own (the first element, or one after
+  /// `! NAME.`): a source, or a node fed only by links into it.
+  bool chain_start = false;
 };
 
 struct PipelineOptions {

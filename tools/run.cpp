@@ -89,10 +89,13 @@ bool is_detections(const FrameSpec& s) {
   return s.dtype == DType::F32 && !s.is_image() && s.shape.size() == 2 && s.shape[1] == 6;
 }
 
-// "frame 12 pts 0.400 s: 2 detections" and a line per box.
+// "cam1: frame 12 pts 0.400 s: 2 detections" (the stream first) and a line per box.
 void print_detections(const NeatTensor& d) {
   const FrameMeta& m = d.meta();
   const std::int64_t n = d.rank() == 2 ? d.shape()[0] : 0;
+  if (m.stream.known()) {
+    std::printf("%.*s: ", static_cast<int>(m.stream.name.size()), m.stream.name.data());
+  }
   std::printf("frame %lld", static_cast<long long>(m.frame));
   if (m.pts_ns >= 0) std::printf(" pts %.3f s", static_cast<double>(m.pts_ns) / 1e9);
   std::printf(": %lld detection%s\n", static_cast<long long>(n), n == 1 ? "" : "s");

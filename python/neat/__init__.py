@@ -38,6 +38,25 @@ def _frames(self, timeout=None):
 
 AppSink.frames = _frames
 
+
+class FrameMeta(dict):
+    """A frame's metadata: a dict whose keys are also attributes
+    (``frame.meta.stream`` is ``frame.meta["stream"]``)."""
+    __slots__ = ()
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(f"frame metadata has no {key!r} (it has: {', '.join(self)})") from None
+
+
+def _with_meta_attributes(plain):
+    return property(lambda self: FrameMeta(plain.fget(self)), doc=plain.__doc__)
+
+
+Tensor.meta = _with_meta_attributes(Tensor.meta)
+
 for _cls in (Accepts, AppSink, AuditReport, Counters, Element, FrameSpec, Graph, MetricsServer,
              PolicyScope,
              PushSource, Rule, Tensor, TraceSink):
@@ -46,7 +65,7 @@ del _cls
 
 __all__ = [
     "Accepts", "AppSink", "AuditReport", "Cancelled", "Counters", "Element", "Error",
-    "FailedPrecondition", "FrameSpec", "Graph", "Internal", "InvalidArgument", "MetricsServer",
+    "FailedPrecondition", "FrameMeta", "FrameSpec", "Graph", "Internal", "InvalidArgument", "MetricsServer",
     "OutOfRange",
     "PolicyScope", "PushSource", "ResourceExhausted", "Rule", "Tensor", "Timeout", "TraceSink",
     "Unavailable", "Unimplemented", "audit", "compose", "copy_budget", "counters",

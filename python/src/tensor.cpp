@@ -97,6 +97,9 @@ py::dict meta_dict(const neat::FrameMeta& m) {
   d["pts_ns"] = m.pts_ns;
   d["duration_ns"] = m.duration_ns;
   d["capture_ns"] = m.capture_ns;
+  d["stream"] = m.stream.known() ? py::object(py::str(m.stream.name.data(), m.stream.name.size()))
+                                 : py::object(py::none());
+  d["stream_index"] = m.stream.index;
   return d;
 }
 
@@ -212,10 +215,20 @@ void def_properties(py::class_<PyTensor>& c) {
           "The plane roles of a planar frame, in order ([\"Y\", \"UV\"] for NV12); [] otherwise.")
       .def_property_readonly(
           "meta", [](const PyTensor& s) { return meta_dict(s.get("meta").meta()); },
-          "The frame's metadata: frame number, pts_ns, duration_ns, capture_ns (-1: unknown).")
+          "The frame's metadata: frame number, pts_ns, duration_ns, capture_ns (-1: unknown), "
+          "stream (the source's name; None outside a graph) and stream_index.")
       .def_property_readonly(
           "frame", [](const PyTensor& s) { return s.get("frame").meta().frame; },
           "The frame number from the source (-1: none).")
+      .def_property_readonly(
+          "stream",
+          [](const PyTensor& s) -> py::object {
+            const neat::StreamId& id = s.get("stream").meta().stream;
+            if (!id.known()) return py::none();
+            return py::str(id.name.data(), id.name.size());
+          },
+          "The stream the frame came from: its source's name in the graph (None: not from a "
+          "graph's source).")
       .def_property_readonly(
           "data_ptr",
           [](const PyTensor& s) {

@@ -31,6 +31,32 @@ def test_pipeline_text_runs_and_frames_become_numpy_without_a_copy():
     assert g.done and "appsink" in report["latency"]
 
 
+def test_several_streams_share_one_stage_and_every_frame_names_its_stream():
+    g = neat.pipeline("synthetic name=a size=32x24 frames=4 ! shared.  "
+                      "synthetic name=b size=32x24 frames=3 ! shared.  "
+                      "resize name=shared size=16x12 ! appsink")
+    g.start()
+    seen = {}
+    for f in g.appsink:
+        assert f.meta.stream == f.stream == f.meta["stream"]
+        assert f.meta.stream_index == {"a": 0, "b": 1}[f.stream]
+        seen.setdefault(f.stream, []).append(f.frame)
+    g.wait()
+    assert seen == {"a": [0, 1, 2, 3], "b": [0, 1, 2]}
+    # from Python objects: connect() twice into one stage
+    sink = neat.AppSink(capacity=8)
+    h = neat.Graph("py")
+    h.add_source("x", neat.element("synthetic", size="8x8", frames=2))
+    h.add_source("y", neat.element("synthetic", size="8x8", frames=2))
+    h.add_sink("out", sink).connect("x", "out").connect("y", "out")
+    h.start()
+    assert sorted((f.stream, f.frame) for f in sink) == [("x", 0), ("x", 1), ("y", 0), ("y", 1)]
+    h.wait()
+    with pytest.raises(AttributeError, match="has no 'nope'"):
+        neat.zeros([1], "u8").meta.nope
+    assert neat.zeros([1], "u8").stream is None
+
+
 def test_taking_a_frame_into_numpy_copies_nothing():
     g = neat.pipeline("synthetic format=NV12 size=64x48 frames=20 ! appsink", frames=20)
     g.start()

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "neat/stages/queue.hpp"
@@ -328,6 +329,76 @@ TEST(PipelineBranches, BadBranchesPointAtTheToken) {
                     ErrorCode::InvalidArgument, "two elements are named 't'");
   // A dot inside a quoted value or a property is not a branch.
   NEAT_ASSERT_OK(declare_pipeline("default ! resize size=4x4 name=\"a.\" ! appsink"));
+}
+
+TEST(PipelineStreams, BranchesLinkIntoOneNamedStageAndEveryFrameKeepsItsStream) {
+  // The form of docs/streams.md: each source's chain ends by linking into
+  // the element named elsewhere (`NAME.`), which exists once.
+  auto p = declare_pipeline(
+      "synthetic name=a format=NV12 size=64x48 frames=7 ! resize size=32x24 ! join.\n"
+      "synthetic name=b format=NV12 size=64x48 frames=5 ! resize size=32x24 ! join.\n"
+      "convert name=join format=RGB ! appsink");
+  NEAT_ASSERT_OK(p);
+  auto g = p->builder.build();
+  NEAT_ASSERT_OK(g);
+  std::vector<std::string> edges;
+  for (const EdgePlan& e : g->plan().edges)
+    edges.push_back(e.name);
+  std::sort(edges.begin(), edges.end());
+  EXPECT_EQ(edges, (std::vector<std::string>{"a->resize", "b->resize2", "join->appsink",
+                                             "resize->join", "resize2->join"}));
+  NEAT_ASSERT_OK(g->start());
+  std::map<std::string, std::vector<std::int64_t>> frames;
+  while (auto f = p->appsink->pull(std::chrono::seconds(10))) {
+    const FrameMeta& m = f->meta();
+    ASSERT_TRUE(m.stream.known());
+    frames[std::string(m.stream.name)].push_back(m.frame);
+    EXPECT_EQ(m.stream.index, m.stream.name == "a" ? 0 : 1);
+  }
+  NEAT_ASSERT_OK(g->wait());
+  EXPECT_EQ(frames["a"], (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6}));  // in order, each
+  EXPECT_EQ(frames["b"], (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(g->frames().balanced());
+}
+
+TEST(PipelineStreams, ALinkMayNameAnElementBeforeItAndASinkMayTakeSeveralStreams) {
+  auto p = declare_pipeline(
+      "synthetic name=a size=8x8 frames=2 ! appsink name=out  "
+      "synthetic name=b size=8x8 frames=3 ! out.");
+  NEAT_ASSERT_OK(p);
+  auto g = p->builder.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->start());
+  int n = 0;
+  while (p->appsink->pull(std::chrono::seconds(10)))
+    ++n;
+  NEAT_ASSERT_OK(g->wait());
+  EXPECT_EQ(n, 5);
+}
+
+TEST(PipelineStreams, BadLinksPointAtTheTokenWithTheFix) {
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! det.  default name=b ! det."),
+                    ErrorCode::InvalidArgument,
+                    "no element is named 'det' (links go into: none); name the element that "
+                    "takes the streams, e.g. infer name=det");
+  NEAT_EXPECT_ERROR(declare_pipeline("default name=a ! b.  default name=b ! appsink"),
+                    ErrorCode::InvalidArgument, "'b' is a source: it takes no input");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! tee name=t ! appsink  default name=c ! t."),
+                    ErrorCode::InvalidArgument, "'t' is a tee: a link goes into a stage or a sink");
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! j. ! appsink  resize name=j size=2x2 ! appsink"),
+                    ErrorCode::InvalidArgument, "'j.' ends this chain");
+  // A chain that starts with a stage nobody links into.
+  NEAT_EXPECT_ERROR(declare_pipeline("default ! appsink  resize size=2x2 ! appsink"),
+                    ErrorCode::InvalidArgument,
+                    "an element that starts a chain must be a source (");
+  // Streams that hand the shared stage different frames: refused at build, naming both.
+  auto p = declare_pipeline(
+      "synthetic name=a size=64x48 frames=1 ! j.  synthetic name=b size=32x24 frames=1 ! j.  "
+      "convert name=j format=BGR ! appsink");
+  NEAT_ASSERT_OK(p);
+  NEAT_EXPECT_ERROR(
+      p->builder.build(), ErrorCode::FailedPrecondition,
+      "its inputs differ: edge 'a->j' hands it NV12 64x48 cpu:0, edge 'b->j' NV12 32x24");
 }
 
 }  // namespace

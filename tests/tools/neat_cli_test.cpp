@@ -338,7 +338,7 @@ TEST(NeatCliRun, PrintsDetectionsOfTheGeneratedDetector) {
           "video/x-raw,format=NV12,width=640,height=480\" ! preprocess fit=letterbox batch=true ! "
           "infer model=models:detector ! yolo ! appsink'");
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("frame 0 pts 0.000 s: 1 detection\n  class 0  score 1.000  box ("),
+  EXPECT_NE(r.out.find("source: frame 0 pts 0.000 s: 1 detection\n  class 0  score 1.000  box ("),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("frame 2 pts 0.067 s: 1 detection"), std::string::npos) << r.out;
