@@ -37,6 +37,7 @@
 #include "neat/stages/builtin.hpp"
 #include "neat/stages/frame_spec.hpp"
 #include "neat/stages/graph.hpp"
+#include "neat/stages/streams.hpp"
 #include "neat/stages/gst_io.hpp"
 #include "neat/stages/inference.hpp"
 #include "neat/stages/pipeline.hpp"

@@ -113,4 +113,10 @@ std::string Accepts::to_string() const {
   return out;
 }
 
+bool same_frames(FrameSpec a, FrameSpec b) noexcept {
+  a.fps_n = b.fps_n = 0;
+  a.fps_d = b.fps_d = 1;
+  return a == b;
+}
+
 }  // namespace neat

@@ -45,6 +45,10 @@ struct FrameSpec {
   friend bool operator==(const FrameSpec&, const FrameSpec&) = default;
 };
 
+/// Whether frames of `a` and `b` are the same kind: all but their rate
+/// match (streams a node takes in turn; a source that came back).
+bool same_frames(FrameSpec a, FrameSpec b) noexcept;
+
 /// A conversion a node performs inside itself on every frame (a GStreamer
 /// element of a source or sink that converts, scales, decodes or encodes; a
 /// model runtime's copies in the infer stage): named in explain() and

@@ -115,9 +115,19 @@ GraphBuilder& GraphBuilder::add_steady_state_rule(SteadyStateRule rule) {
   return *this;
 }
 
-GraphBuilder& GraphBuilder::add_source(std::string name, std::unique_ptr<Source> source) {
+GraphBuilder& GraphBuilder::add_source(std::string name, std::unique_ptr<Source> source,
+                                       SourceOptions options) {
   if (!source) impl_->problems.push_back("source '" + name + "' is null");
+  if (options.stall_timeout.count() < 0 || options.backoff_min.count() <= 0 ||
+      options.backoff_max < options.backoff_min) {
+    impl_->problems.push_back("source '" + name +
+                              "': stall_timeout must be >= 0 and 0 < backoff_min <= backoff_max");
+  }
+  if (!(options.rate >= 0)) {
+    impl_->problems.push_back("source '" + name + "': rate must be >= 0 frames per second");
+  }
   NodeDecl d;
+  d.source_options = options;
   d.name = std::move(name);
   d.kind = NodeKind::Source;
   d.source = std::move(source);

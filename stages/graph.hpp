@@ -49,12 +49,17 @@
 #include "neat/stages/sink.hpp"
 #include "neat/stages/source.hpp"
 #include "neat/stages/stage.hpp"
+#include "neat/stages/streams.hpp"
 #include "neat/telemetry/duration_histogram.hpp"
 
 namespace neat {
 
 struct StageOptions {
   std::optional<ConversionPolicy> policy;  ///< for conversions on this stage's input edge
+  /// A frame that reaches the stage later than this after its capture
+  /// (FrameMeta::capture_ns) is dropped before process(), oldest first
+  /// (reason "late", counted per stream). 0: no bound.
+  std::chrono::milliseconds max_latency{0};
 };
 
 /// Frames an edge's queue holds unless EdgeOptions::capacity says otherwise:
@@ -99,6 +104,12 @@ struct NodePlan {
   std::string allocated_by;
   /// Sources and sinks: conversions inside the node on every frame (GStreamer elements).
   std::vector<InnerConversion> inside;
+  /// Sources: how their stream is supervised (and rate-limited).
+  SourceOptions source;
+  /// Sources: live (a camera, a network stream), as prepare() found it.
+  bool live = false;
+  /// Stages: StageOptions::max_latency.
+  std::chrono::milliseconds max_latency{0};
   /// False for sinks in a plan from GraphBuilder::plan(): checked, not opened
   /// (what a GStreamer sink converts inside is known once its pipeline starts).
   bool opened = true;
@@ -259,7 +270,8 @@ struct GraphStats {
   FrameAccounting frames;
   std::vector<NodeStats> nodes;  ///< in plan order
   std::vector<EdgeStats> edges;
-  std::vector<PoolStats> pools;  ///< the stages' and converting edges' pools
+  std::vector<PoolStats> pools;      ///< the stages' and converting edges' pools
+  std::vector<StreamStats> streams;  ///< one per source, in stream index order
 };
 
 /// The live graph metrics in the Prometheus text format, every family once
@@ -270,7 +282,10 @@ struct GraphStats {
 ///   neat_stage_dropped_frames_total, neat_stage_busy_seconds (histogram),
 ///   neat_sink_latency_seconds (histogram: capture to sink),
 ///   neat_graph_frame_memory_bytes (the memory plan's total),
-///   neat_edge_frames_total, neat_edge_queue_depth, neat_edge_queue_capacity.
+///   neat_edge_frames_total, neat_edge_queue_depth, neat_edge_queue_capacity,
+///   neat_stream_up, neat_stream_state (one series per state, 1 for the current),
+///   neat_stream_frames_total, neat_stream_dropped_frames_total (reason),
+///   neat_stream_restarts_total, neat_stream_last_frame_age_seconds (label stream).
 std::string graph_prometheus_text(const std::vector<GraphStats>& graphs);
 
 struct RunReport {
@@ -316,8 +331,9 @@ class Graph {
   /// True once every node's thread has finished (end of stream, stop or error);
   /// wait() then returns at once.
   bool done() const noexcept;
-  /// Live per-node and per-edge counts, queue depths and busy times (from
-  /// any thread; reads atomics and each queue's size, allocates the result).
+  /// Live per-node and per-edge counts, queue depths and busy times, and
+  /// every stream's state (from any thread; reads atomics and each queue's
+  /// size, allocates the result).
   GraphStats stats() const;
   /// graph_prometheus_text({stats()}): what a metrics endpoint serves for
   /// this graph (MetricsServer::add_collector).
@@ -362,12 +378,16 @@ class GraphBuilder {
 
   /// Node names must be unique and non-empty; errors come back from build()
   /// (all of them), and also at once from connect().
-  GraphBuilder& add_source(std::string name, std::unique_ptr<Source> source);
+  /// A source is a stream named after it: `options` say how it is watched,
+  /// restarted and rate-limited (streams.hpp).
+  GraphBuilder& add_source(std::string name, std::unique_ptr<Source> source,
+                           SourceOptions options = {});
   GraphBuilder& add_stage(std::string name, std::unique_ptr<Stage> stage,
                           StageOptions options = {});
   GraphBuilder& add_sink(std::string name, std::shared_ptr<Sink> sink);
-  /// An edge. Fan-out (one producer, several consumers) is allowed; a stage
-  /// or sink has exactly one input.
+  /// An edge. Fan-out (one producer, several consumers) and fan-in (a stage
+  /// or sink fed by several producers: it takes their frames round-robin,
+  /// and they must hand it the same kind of frame) are allowed.
   Status connect(std::string_view from, std::string_view to, EdgeOptions options = {});
 
   /// Checks the whole graph and plans every edge (see the file comment).

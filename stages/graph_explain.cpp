@@ -7,6 +7,39 @@ namespace neat {
 
 using namespace detail;
 
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(ms.count()) / 1000.0);
+  return buf;
+}
+
+// "live; stalled after 5 s without a frame; restarted (backoff 0.5 s to 30 s); every frame"
+std::string stream_text(const NodePlan& n) {
+  const SourceOptions& o = n.source;
+  std::string out = n.live ? "live" : "not live";
+  out += o.stall_timeout.count() > 0
+             ? "; stalled after " + seconds_text(o.stall_timeout) + " without a frame"
+             : "; no stall watchdog";
+  const bool restarts =
+      o.restart == RestartPolicy::Always || (o.restart == RestartPolicy::Live && n.live);
+  out += restarts ? "; restarted when down (backoff " + seconds_text(o.backoff_min) + " to " +
+                        seconds_text(o.backoff_max) + ")"
+         : o.restart == RestartPolicy::Never ? "; restart never: down fails the graph"
+                                             : "; an error fails the graph";
+  if (o.rate > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "; at most %g frames/s (the rest skipped, counted)", o.rate);
+    out += buf;
+  } else {
+    out += "; every frame";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string GraphPlan::explain() const {
   std::string out = "graph '" + graph + "' (policy " + std::string(to_string(policy)) + ")\n";
   if (max_source_frames > 0) {
@@ -26,6 +59,20 @@ std::string GraphPlan::explain() const {
     if (n.policy) line += "  (policy " + std::string(to_string(*n.policy)) + ")";
     if (n.kind == NodeKind::Stage) line += "  [pool " + std::to_string(n.pool_buffers) + "]";
     out += line + "\n";
+    if (n.kind == NodeKind::Source) out += "      stream: " + stream_text(n) + "\n";
+    std::string inputs;
+    int count = 0;
+    for (const auto& e : edges) {
+      if (e.to != n.name) continue;
+      inputs += (inputs.empty() ? "" : ", ") + e.from;
+      ++count;
+    }
+    if (count > 1)
+      out += "      takes its " + std::to_string(count) + " inputs in turn: " + inputs + "\n";
+    if (n.max_latency.count() > 0) {
+      out += "      drops frames older than " + std::to_string(n.max_latency.count()) +
+             " ms since capture (oldest first, counted as late)\n";
+    }
     if (!n.opened) out += "      checked, not opened: a plan writes nothing\n";
     for (const auto& c : n.inside) {
       out += "      inside: " + c.element + " " + std::string(to_string(c.kind)) + " (" +

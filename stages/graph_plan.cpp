@@ -477,6 +477,8 @@ class Planner {
       return;
     }
     np.inside = d.source->inner_conversions();
+    np.source = d.source_options;
+    np.live = d.source->live();
     spec_[i] = *s;
     spec_ok_[i] = true;
   }
@@ -485,6 +487,7 @@ class Planner {
   // of several streams must hand it the same frames.
   void plan_consumer(NodeDecl& d, std::size_t i, NodePlan& np) {
     np.policy = d.options.policy;
+    np.max_latency = d.options.max_latency;
     np.opened = d.kind != NodeKind::Sink || open_sinks_;
     std::optional<FrameSpec> consumed;
     bool inputs_ok = true;
@@ -534,13 +537,6 @@ class Planner {
       }
     }
     return 0;
-  }
-
-  // Frames of several streams are the same kind when all but their rate match.
-  static bool same_frames(FrameSpec a, FrameSpec b) {
-    a.fps_n = b.fps_n = 0;
-    a.fps_d = b.fps_d = 1;
-    return a == b;
   }
 
   // A stage's output from what it receives; a sink prepares (or checks) for it.

@@ -51,7 +51,19 @@ struct Graph::Impl {
   std::chrono::steady_clock::time_point t0;
   double seconds = 0;
   std::atomic<int> live_threads{0};
+  std::atomic<int> sources_running{0};  // the watchdog watches while any runs
+  std::thread watchdog;
+  std::mutex watchdog_mutex;
+  std::condition_variable watchdog_wake;
   std::atomic<std::int64_t> finished_ns{-1};  // since t0, when the last thread ended
+
+  void source_done() {
+    {
+      std::lock_guard lock(watchdog_mutex);
+      sources_running.fetch_sub(1);
+    }
+    watchdog_wake.notify_all();
+  }
 
   void thread_done() {
     if (live_threads.fetch_sub(1) == 1) {
@@ -61,12 +73,19 @@ struct Graph::Impl {
     }
   }
 
-  // A drop counted for the graph and for the node it happened at (an edge's
-  // drops count for its consumer).
-  void drop(NodeRt& at, DropReason r, std::uint64_t n = 1) {
-    dropped[r].fetch_add(n, std::memory_order_relaxed);
-    at.counters->dropped[r].fetch_add(n, std::memory_order_relaxed);
+  // A drop counted for the graph, for the node it happened at (an edge's
+  // drops count for its consumer) and for the frame's stream.
+  void drop(NodeRt& at, DropReason r, std::int32_t stream = -1) {
+    dropped[r].fetch_add(1, std::memory_order_relaxed);
+    at.counters->dropped[r].fetch_add(1, std::memory_order_relaxed);
+    if (stream >= 0 && static_cast<std::size_t>(stream) < streams.size()) {
+      streams[static_cast<std::size_t>(stream)]->dropped[r].fetch_add(1, std::memory_order_relaxed);
+    }
   }
+  static std::int32_t stream_of(const Item& item) noexcept {
+    return item.tensor.meta().stream.index;
+  }
+  std::vector<StreamRt*> streams;  // by stream index (owned by the source nodes)
   NodeRt& consumer(const EdgeRt& e) { return nodes[static_cast<std::size_t>(e.to)]; }
 
   // Stops the graph: sources stop, the edges' queued frames are dropped
@@ -75,9 +94,13 @@ struct Graph::Impl {
   void stop_all(bool hard) {
     if (hard) hard_stop.store(true);
     stop.store(true);
+    for (StreamRt* s : streams)
+      s->interrupt.store(true);
+    watchdog_wake.notify_all();
     for (auto& e : edges) {
       auto left = e->queue.abort();
-      if (!left.empty()) drop(consumer(*e), kStopped, left.size());
+      for (const Item& item : left)
+        drop(consumer(*e), kStopped, stream_of(item));
     }
     if (!hard) return;
     for (auto& n : nodes) {
@@ -111,7 +134,7 @@ struct Graph::Impl {
       if (e.queue.push(copy) == BoundedQueue<Item>::PushResult::Pushed) {
         e.frames.fetch_add(1, std::memory_order_relaxed);
       } else {
-        drop(consumer(e), kStopped);
+        drop(consumer(e), kStopped, stream_of(copy));
       }
     }
   }
@@ -153,49 +176,191 @@ struct Graph::Impl {
   // The item's frame through its input edge's conversions, for a stage or a
   // sink; a conversion's failure drops the frame and fails the node (nullopt).
   std::optional<NeatTensor> take_input(NodeRt& node, EdgeRt& in, Item& item) {
+    const std::int32_t stream = stream_of(item);
     auto input = convert(in, std::move(item.tensor), item.frame);
     if (input.ok()) return std::move(*input);
-    drop(node, kStageError);
+    drop(node, kStageError, stream);
     fail(node, input.error().with_context("input edge '" + in.plan.name + "'"));
     return std::nullopt;
   }
 
+  // How a source's run of frames ended.
+  enum class SourceEnd { Ended, Limit, Stalled, Error, Stopped };
+
+  // A source's thread: its frames, and when its stream goes down (an error,
+  // a stall, the end of a live stream) the source alone restarted with
+  // backoff, as its SourceOptions say, while the other streams go on.
   void run_source(NodeRt& node) {
+    StreamRt& st = *node.stream;
     ConversionContext cx;
     cx.graph = plan.graph;
     cx.stage = node.plan.name;
-    // The stream is the source: its name (interned once) and its index.
-    const StreamId stream{node.stream_index, intern_stream_name(node.plan.name)};
-    cx.stream = stream.name;
+    cx.stream = st.name;
     ScopedContext scope(cx);
-    std::int64_t frame = 0;
-    const std::int64_t limit = plan.max_source_frames;
-    while (!stop.load(std::memory_order_relaxed)) {
-      if (limit > 0 && frame >= limit) break;  // as if the source had ended
-      if (!wait_for_outputs(node)) break;
-      scope.set_frame(frame);  // what the source records while producing it (GStreamer elements)
-      auto next = guarded([&] { return node.source->next(stop); }, "next()");
-      if (!next.ok()) {
-        fail(node, next.error());
-        break;
-      }
-      if (!next->has_value()) break;  // end of stream
-      source_frames.fetch_add(1, std::memory_order_relaxed);
-      node.counters->frames_out.fetch_add(1, std::memory_order_relaxed);
-      produced.fetch_add(node.out_edges.size(), std::memory_order_relaxed);
-      NeatTensor& t = **next;
-      // Every frame leaves its source numbered, its geometry rooted in itself.
-      FrameMeta meta = t.meta();
-      if (meta.frame < 0) meta.frame = frame;
-      if (meta.capture_ns < 0) meta.capture_ns = steady_ns();  // when the source handed it over
-      meta.geometry = t.source_geometry();
-      meta.stream = stream;
-      t.set_meta(meta);
-      Item item{std::move(t), frame++};
-      emit(node, item);
+    SourceRun run{SourcePacing(st.options.rate)};
+    run.seed = 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(st.index + 1) ^
+               static_cast<std::uint64_t>(steady_ns());
+    for (;;) {
+      std::optional<Error> why_down;
+      const SourceEnd end = pump_source(node, run, scope, why_down);
+      if (!down(node, end, why_down) || !restart(node, run)) break;
     }
     close_outputs(node);
     node.source->close();
+  }
+
+  struct SourceRun {
+    SourcePacing pacing;
+    std::int64_t frame = 0;    // the stream's frame numbers (skipped frames too), across restarts
+    std::int64_t emitted = 0;  // frames handed on (the --frames limit counts these)
+    int attempt = 0;           // failed restart attempts since the last frame
+    std::uint64_t seed = 0;    // restart jitter
+  };
+
+  // Frames until the source ends, stalls, fails or the graph stops.
+  SourceEnd pump_source(NodeRt& node, SourceRun& run, ScopedContext& scope,
+                        std::optional<Error>& down_error) {
+    StreamRt& st = *node.stream;
+    const StreamId stream{st.index, st.name};
+    const std::int64_t limit = plan.max_source_frames;
+    for (;;) {
+      if (stop.load(std::memory_order_relaxed)) return SourceEnd::Stopped;
+      if (limit > 0 && run.emitted >= limit) return SourceEnd::Limit;  // as if it had ended
+      if (!wait_for_outputs(node)) return SourceEnd::Stopped;
+      scope.set_frame(run.frame);  // what the source records while producing it
+      st.asking_since_ns.store(steady_ns(), std::memory_order_relaxed);
+      auto next = guarded([&] { return node.source->next(st.interrupt); }, "next()");
+      st.asking_since_ns.store(-1, std::memory_order_relaxed);
+      if (!next.ok()) {
+        down_error = next.error();
+        return SourceEnd::Error;
+      }
+      if (!next->has_value()) {
+        if (stop.load()) return SourceEnd::Stopped;
+        return st.interrupt.load() ? SourceEnd::Stalled : SourceEnd::Ended;
+      }
+      NeatTensor& t = **next;
+      // Every frame leaves its source numbered, its geometry rooted in itself.
+      FrameMeta meta = t.meta();
+      if (meta.frame < 0 || st.restarts.load(std::memory_order_relaxed) > 0) meta.frame = run.frame;
+      if (meta.capture_ns < 0) meta.capture_ns = steady_ns();  // when the source handed it over
+      meta.geometry = t.source_geometry();
+      meta.stream = stream;
+      const std::int64_t frame = run.frame++;
+      st.last_frame_ns.store(steady_ns(), std::memory_order_relaxed);
+      if (st.current() != StreamState::Up) {
+        run.attempt = 0;
+        set_stream_state(plan.graph, st, StreamState::Up,
+                         frame == 0 ? "first frame" : "frames again");
+      }
+      if (!run.pacing.admit(meta)) {
+        st.skipped.fetch_add(1, std::memory_order_relaxed);  // over the stream's rate
+        continue;
+      }
+      t.set_meta(meta);
+      ++run.emitted;
+      source_frames.fetch_add(1, std::memory_order_relaxed);
+      st.frames.fetch_add(1, std::memory_order_relaxed);
+      node.counters->frames_out.fetch_add(1, std::memory_order_relaxed);
+      produced.fetch_add(node.out_edges.size(), std::memory_order_relaxed);
+      Item item{std::move(t), frame};
+      emit(node, item);
+    }
+  }
+
+  // The stream went down or ended: true when its source is to be restarted;
+  // otherwise its final state is set (and a failure that may not be
+  // restarted fails the graph).
+  bool down(NodeRt& node, SourceEnd end, const std::optional<Error>& down_error) {
+    StreamRt& st = *node.stream;
+    const bool live = node.source->live();
+    if (end == SourceEnd::Stopped || end == SourceEnd::Limit ||
+        (end == SourceEnd::Ended && !live && st.options.restart != RestartPolicy::Always)) {
+      set_stream_state(plan.graph, st, StreamState::Ended,
+                       end == SourceEnd::Stopped ? "the graph stopped"
+                       : end == SourceEnd::Limit ? "frame limit reached"
+                                                 : "end of stream");
+      return false;
+    }
+    std::string why = end == SourceEnd::Error ? down_error->message()
+                      : end == SourceEnd::Stalled
+                          ? [&] {
+                              std::lock_guard lock(st.mutex);
+                              return st.last_error;
+                            }()
+                          : std::string("the live source ended its stream");
+    const bool restarts = st.options.restart == RestartPolicy::Always ||
+                          (st.options.restart == RestartPolicy::Live && live);
+    if (restarts) {
+      set_stream_state(plan.graph, st, StreamState::Restarting, why);
+      return true;
+    }
+    set_stream_state(plan.graph, st, StreamState::Failed, why);
+    const std::string fix =
+        st.options.restart == RestartPolicy::Never
+            ? " (restart never: the graph fails fast; restart=live or always brings it back)"
+            : " (not a live source: restart=always would start it again)";
+    fail(node, end == SourceEnd::Error
+                   ? down_error->with_context("stream '" + std::string(st.name) + "' went down" + fix)
+                   : unavailable("stream '" + std::string(st.name) + "' went down: " + why + fix));
+    return false;
+  }
+
+  // Waits out the backoff and brings the source back, attempt after
+  // attempt, until it is back (true) or the graph stops or the source comes
+  // back unlike itself (false).
+  bool restart(NodeRt& node, SourceRun& run) {
+    StreamRt& st = *node.stream;
+    for (;;) {
+      const auto delay = restart_delay(st.options, run.attempt++, run.seed);
+      const auto until = std::chrono::steady_clock::now() + delay;
+      while (std::chrono::steady_clock::now() < until) {
+        if (stop.load()) return stopped(st);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (stop.load()) return stopped(st);
+      st.interrupt.store(false);
+      if (stop.load()) st.interrupt.store(true);  // stop_all() ran meanwhile
+      st.restarts.fetch_add(1, std::memory_order_relaxed);
+      auto spec = guarded([&] { return node.source->restart(st.interrupt); }, "restart()");
+      if (stop.load()) return stopped(st);
+      if (!spec.ok()) {
+        set_stream_state(plan.graph, st, StreamState::Restarting, spec.error().message());
+        continue;
+      }
+      if (!same_frames(*spec, node.plan.output)) {
+        const std::string why = "came back with " + spec->to_string() +
+                                ", but the graph was built for " + node.plan.output.to_string();
+        set_stream_state(plan.graph, st, StreamState::Failed, why);
+        fail(node,
+             failed_precondition("stream '" + std::string(st.name) + "' " + why +
+                                 " (fix the camera's mode, or scale it in its gst: "
+                                 "description, e.g. videoscale ! video/x-raw,width=W,height=H)"));
+        return false;
+      }
+      run.pacing.restarted();
+      set_stream_state(plan.graph, st, StreamState::Starting, "restarted");
+      return true;
+    }
+  }
+
+  bool stopped(StreamRt& st) {
+    set_stream_state(plan.graph, st, StreamState::Ended, "the graph stopped");
+    return false;
+  }
+
+  // The watchdog: every 100 ms, a stream whose last frame is older than its
+  // stall timeout is stalled (its source's next() is interrupted).
+  void watch_streams() {
+    while (!stop.load() && sources_running.load() > 0) {
+      const std::int64_t now = steady_ns();
+      for (NodeRt& n : nodes) {
+        if (n.stream) check_stall(plan.graph, *n.stream, now);
+      }
+      std::unique_lock lock(watchdog_mutex);
+      watchdog_wake.wait_for(lock, kPollSlice,
+                             [&] { return stop.load() || sources_running.load() == 0; });
+    }
   }
 
   EdgeRt& input_edge(const NodeRt& node, std::size_t i) {
@@ -273,6 +438,14 @@ struct Graph::Impl {
     return cx;
   }
 
+  // A frame that waited longer since its capture than the stage's max latency.
+  static bool too_late(const NodeRt& node, const Item& item) {
+    const auto bound = node.plan.max_latency;
+    if (bound.count() <= 0) return false;
+    const std::int64_t captured = item.tensor.meta().capture_ns;
+    return captured >= 0 && steady_ns() - captured > std::chrono::nanoseconds(bound).count();
+  }
+
   // A node fed by several streams: its conversions are attributed to the
   // edge the frame came by. Every frame's conversions to its stream.
   void enter(ScopedContext& scope, const NodeRt& node, const EdgeRt& in, const Item& item) {
@@ -295,6 +468,11 @@ struct Graph::Impl {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
       EdgeRt& in = input_edge(node, from);
+      const std::int32_t stream = stream_of(item);
+      if (too_late(node, item)) {  // waited longer than the stage's max latency
+        drop(node, kLate, stream);
+        continue;
+      }
       enter(scope, node, in, item);
       sc.frame = item.frame;
       auto input = take_input(node, in, item);
@@ -303,12 +481,12 @@ struct Graph::Impl {
       auto out = guarded([&] { return node.stage->process(std::move(*input), sc); }, "process()");
       counters.add_busy(std::chrono::steady_clock::now() - busy_from);
       if (!out.ok()) {
-        drop(node, kStageError);
+        drop(node, kStageError, stream);
         fail(node, out.error());
         break;
       }
       if (!out->defined()) {
-        drop(node, kFiltered);
+        drop(node, kFiltered, stream);
         continue;
       }
       counters.frames_out.fetch_add(1, std::memory_order_relaxed);
@@ -348,6 +526,7 @@ struct Graph::Impl {
       counters.frames_in.fetch_add(1, std::memory_order_relaxed);
       const auto busy_from = std::chrono::steady_clock::now();
       EdgeRt& in = input_edge(node, from);
+      const std::int32_t stream_index = stream_of(item);
       enter(scope, node, in, item);
       auto input = take_input(node, in, item);
       if (!input) {
@@ -360,7 +539,7 @@ struct Graph::Impl {
           guarded([&] { return node.sink->consume(std::move(*input), item.frame); }, "consume()");
       counters.add_busy(std::chrono::steady_clock::now() - busy_from);
       if (!outcome.ok()) {
-        drop(node, kStageError);
+        drop(node, kStageError, stream_index);
         fail(node, outcome.error());
         ended = false;
         break;
@@ -388,10 +567,12 @@ struct Graph::Impl {
           counters.frames_out.fetch_add(1, std::memory_order_relaxed);
           break;
         case SinkOutcome::DroppedOldest:
-          drop(node, kSinkOverflow);  // the older frame; this one took its place
+          drop(
+              node,
+              kSinkOverflow);  // the older frame (its stream unknown here): this one took its place
           break;
         case SinkOutcome::Stopped:
-          drop(node, kStopped);
+          drop(node, kStopped, stream_index);
           break;
       }
     }
@@ -449,6 +630,7 @@ Status Graph::start() {
   // Every thread counted before the first starts: the count reaches 0 only
   // when all have ended.
   impl_->live_threads.store(static_cast<int>(impl_->nodes.size()));
+  impl_->sources_running.store(static_cast<int>(impl_->streams.size()));
   // Consumers first, so the sources find someone waiting.
   for (auto it = impl_->nodes.rbegin(); it != impl_->nodes.rend(); ++it) {
     NodeRt& n = *it;
@@ -458,6 +640,7 @@ Status Graph::start() {
         switch (n.plan.kind) {
           case NodeKind::Source:
             g->run_source(n);
+            g->source_done();
             break;
           case NodeKind::Stage:
             g->run_stage(n);
@@ -469,10 +652,23 @@ Status Graph::start() {
         g->thread_done();
       });
     } catch (const std::system_error& e) {
-      for (auto rest = it; rest != impl_->nodes.rend(); ++rest)
+      for (auto rest = it; rest != impl_->nodes.rend(); ++rest) {
         g->thread_done();  // this node and the ones never started
+        if (rest->plan.kind == NodeKind::Source) g->source_done();
+      }
       g->fail(n, resource_exhausted(std::string("cannot start a thread: ") + e.what()));
-      break;
+      return {};
+    }
+  }
+  const bool watched = std::any_of(impl_->streams.begin(), impl_->streams.end(), [](StreamRt* s) {
+    return s->options.stall_timeout.count() > 0;
+  });
+  if (watched) {
+    try {
+      impl_->watchdog = std::thread([g = impl_.get()] { g->watch_streams(); });
+    } catch (const std::system_error& e) {
+      impl_->fail(impl_->nodes.front(),
+                  resource_exhausted(std::string("cannot start the stream watchdog: ") + e.what()));
     }
   }
   return {};
@@ -493,6 +689,7 @@ Result<RunReport> Graph::wait() {
     for (auto& n : impl_->nodes) {
       if (n.thread.joinable()) n.thread.join();
     }
+    if (impl_->watchdog.joinable()) impl_->watchdog.join();
     impl_->joined = true;
     impl_->seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->t0).count();
@@ -590,6 +787,9 @@ GraphStats Graph::stats() const {
                          {}});
     }
   }
+  const std::int64_t now = steady_ns();
+  for (const StreamRt* st : impl_->streams)
+    g.streams.push_back(st->stats(now));
   return g;
 }
 
@@ -621,7 +821,14 @@ Graph make_graph(GraphPlan plan, std::vector<NodeRt> nodes, std::vector<RuleRegi
   impl->nodes = std::move(nodes);
   std::int32_t sources = 0;
   for (NodeRt& n : impl->nodes) {
-    if (n.plan.kind == NodeKind::Source) n.stream_index = sources++;
+    if (n.plan.kind == NodeKind::Source) {
+      n.stream_index = sources++;
+      n.stream = std::make_unique<StreamRt>();
+      n.stream->index = n.stream_index;
+      n.stream->name = intern_stream_name(n.plan.name);
+      n.stream->options = n.plan.source;
+      impl->streams.push_back(n.stream.get());
+    }
     if (n.in_edges.size() < 2) continue;
     n.doorbell = std::make_unique<Doorbell>();
     for (int e : n.in_edges)

@@ -230,6 +230,17 @@ class GstSource final : public Source {
     return spec_;
   }
 
+  bool live() const override { return live_; }
+
+  // A restart prepares afresh (a new pipeline: an RTSP session, a socket), its
+  // wait for the first frame cut short when the graph stops.
+  Result<FrameSpec> restart(const std::atomic<bool>& stop) override {
+    interrupt_ = &stop;
+    auto spec = prepare();
+    interrupt_ = nullptr;
+    return spec;
+  }
+
   std::vector<InnerConversion> inner_conversions() const override {
     return elements_.conversions();
   }
@@ -320,7 +331,8 @@ class GstSource final : public Source {
       if (std::string e = bus_error(pipeline_.get()); !e.empty()) {
         return failed_precondition("gst source \"" + description_ + "\" failed: " + e);
       }
-      if (options_.cancelled && options_.cancelled()) {
+      if ((options_.cancelled && options_.cancelled()) ||
+          (interrupt_ != nullptr && interrupt_->load())) {
         return cancelled_error("gst source \"" + description_ +
                                "\": stopped while waiting for the first frame");
       }
@@ -351,6 +363,7 @@ class GstSource final : public Source {
   bool playing_ = false;
   bool live_ = false;  // frames carry their capture time on the pipeline clock
   bool empty_ = false;
+  const std::atomic<bool>* interrupt_ = nullptr;  // set while restart() prepares
   ElementAccounting elements_;
 };
 

@@ -41,6 +41,18 @@ class Source {
   /// again. Default: close().
   virtual void close_after_plan() { close(); }
   virtual std::string describe() const { return std::string(kind()); }
+  /// After prepare(): whether the source is live (a camera, a network
+  /// stream: frames come at their own pace and its end means it went down).
+  virtual bool live() const { return false; }
+  /// Brings the source back after an error, a stall or the end of a live
+  /// stream (the graph's supervision, on the source's thread): what it will
+  /// produce now. Must return within a bounded time once `stop` is set.
+  /// Default: close(), then prepare() again.
+  virtual Result<FrameSpec> restart(const std::atomic<bool>& stop) {
+    (void)stop;
+    close();
+    return prepare();
+  }
   /// After prepare(): what the source converts inside itself on every frame.
   virtual std::vector<InnerConversion> inner_conversions() const { return {}; }
   /// Frames of its own the source may keep alive besides the ones the graph

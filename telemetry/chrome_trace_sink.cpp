@@ -207,6 +207,25 @@ void ChromeTraceSink::on_frame(const FrameEvent& e) noexcept {
   }
 }
 
+void ChromeTraceSink::on_stream(const StreamEvent& e) noexcept {
+  try {
+    std::string args;
+    append_stream_json(args, e);
+    const std::string name =
+        std::string(e.state) + (e.reason.empty() ? "" : ": ") + std::string(e.reason);
+    const std::string track = "stream '" + std::string(e.stream) + "'";
+    auto lock = file_ ? file_->lock() : std::unique_lock<std::mutex>(memory_mutex_);
+    if (file_ && !file_->is_open()) {
+      file_->count_lost();
+      return;
+    }
+    add(name, "stream", e.timestamp_ns, 0, track, args, {}, -1);
+    if (file_) file_->write_if_idle_locked(std::chrono::milliseconds(100));
+  } catch (...) {
+    if (file_) file_->count_lost();
+  }
+}
+
 std::size_t ChromeTraceSink::size() const {
   return static_cast<std::size_t>(events_.load(std::memory_order_relaxed));
 }

@@ -60,6 +60,8 @@ class ChromeTraceSink final : public EventSink {
   /// A slice from the frame's capture to the sink on the track "latency: sink
   /// '<name>'", its args {"type":"frame", ...} (as in the JSON Lines trace).
   void on_frame(const FrameEvent& event) noexcept override;
+  /// An instant on the track "stream '<name>'", named after the new state.
+  void on_stream(const StreamEvent& event) noexcept override;
   /// Memory sinks: the whole trace as JSON text, as close() would end it.
   /// File sinks: FailedPrecondition (the trace is in the file).
   Result<std::string> to_json() const;

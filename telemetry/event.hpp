@@ -54,6 +54,19 @@ struct FrameEvent {
   std::uint64_t thread_id = 0;
 };
 
+/// A stream of a stage graph changed state (up, stalled, restarting, ...),
+/// with the reason ("no frame for 5 s", the source's error). Sent to the
+/// event sinks (traces); `neat audit` reads it back.
+struct StreamEvent {
+  std::string_view graph;
+  std::string_view stream;
+  std::string_view state;         ///< "starting", "up", "stalled", "restarting", "ended", "failed"
+  std::string_view reason;        ///< may be empty
+  std::uint64_t restarts = 0;     ///< restart attempts so far
+  std::int64_t timestamp_ns = 0;  ///< system clock, ns since the Unix epoch
+  std::uint64_t thread_id = 0;
+};
+
 /// An event with its strings copied, for sinks that keep events.
 struct OwnedEvent {
   ConversionEvent event;  ///< string_views below point into this object's strings

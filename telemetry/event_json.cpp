@@ -327,4 +327,27 @@ void append_frame_json(std::string& out, const FrameEvent& e) {
   out += '}';
 }
 
+void append_stream_json(std::string& out, const StreamEvent& e) {
+  auto number = [&out](std::int64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  };
+  out += "{\"type\":\"stream\",\"ts_ns\":";
+  number(e.timestamp_ns);
+  out += ",\"graph\":";
+  append_json_string(out, e.graph);
+  out += ",\"stream\":";
+  append_json_string(out, e.stream);
+  out += ",\"state\":";
+  append_json_string(out, e.state);
+  out += ",\"reason\":";
+  append_json_string(out, e.reason);
+  out += ",\"restarts\":";
+  number(static_cast<std::int64_t>(e.restarts));
+  out += ",\"thread\":";
+  number(static_cast<std::int64_t>(e.thread_id));
+  out += '}';
+}
+
 }  // namespace neat

@@ -70,5 +70,8 @@ void append_event_json(std::string& out, const ConversionEvent& e, CallSiteCache
 /// Appends a frame record: {"type":"frame","ts_ns":..,"graph":..,"sink":..,
 /// "frame":..,"latency_ns":..,"thread":..} (no allocation beyond `out` growing).
 void append_frame_json(std::string& out, const FrameEvent& e);
+/// Appends a stream record: {"type":"stream","ts_ns":..,"graph":..,"stream":..,
+/// "state":..,"reason":..,"restarts":..,"thread":..}.
+void append_stream_json(std::string& out, const StreamEvent& e);
 
 }  // namespace neat

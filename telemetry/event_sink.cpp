@@ -85,6 +85,10 @@ void emit_frame_event(const FrameEvent& event) noexcept {
   for_each_sink([&](EventSink& s) { s.on_frame(event); });
 }
 
+void emit_stream_event(const StreamEvent& event) noexcept {
+  for_each_sink([&](EventSink& s) { s.on_stream(event); });
+}
+
 std::size_t event_sink_count() noexcept {
   return registry().count.load(std::memory_order_acquire);
 }

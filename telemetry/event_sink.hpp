@@ -25,6 +25,8 @@ class EventSink {
   virtual void on_event(const ConversionEvent& event) noexcept = 0;
   /// A frame reached a sink (its latency). Default: ignored.
   virtual void on_frame(const FrameEvent& event) noexcept { (void)event; }
+  /// A stream changed state. Default: ignored.
+  virtual void on_stream(const StreamEvent& event) noexcept { (void)event; }
 };
 
 /// RAII registration: the sink receives events until this is destroyed or reset().
@@ -48,6 +50,8 @@ class SinkRegistration {
 void emit_event(const ConversionEvent& event) noexcept;
 /// Delivers a frame's latency record to every registered sink.
 void emit_frame_event(const FrameEvent& event) noexcept;
+/// Delivers a stream's state change to every registered sink.
+void emit_stream_event(const StreamEvent& event) noexcept;
 /// Number of registered sinks (cheap; for fast paths).
 std::size_t event_sink_count() noexcept;
 

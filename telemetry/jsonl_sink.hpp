@@ -61,6 +61,8 @@ class JsonlSink final : public EventSink {
   /// A line
   /// {"type":"frame","ts_ns":..,"graph":..,"sink":..,"frame":..,"latency_ns":..,"thread":..}.
   void on_frame(const FrameEvent& event) noexcept override;
+  /// A line {"type":"stream",...} (append_stream_json).
+  void on_stream(const StreamEvent& event) noexcept override;
   /// Writes the buffered lines to the file.
   Status flush();
   /// Writes the buffered lines and the closing record, and closes the file

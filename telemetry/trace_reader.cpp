@@ -58,7 +58,7 @@ std::string number_text(double v) {
   return buf;
 }
 
-enum class Parsed { Event, Header, Frame, End };
+enum class Parsed { Event, Header, Frame, End, Stream };
 
 // Where an error is: built only when there is one.
 using Where = std::function<std::string()>;
@@ -136,7 +136,7 @@ constexpr IntegerField kIntegerFields[] = {
 
 // What a record's fields said about the record itself.
 struct Seen {
-  bool kind = false, reason = false, bytes = false, header = false, end = false;
+  bool kind = false, reason = false, bytes = false, header = false, end = false, stream = false;
   std::string_view kind_text, reason_text;
 };
 
@@ -175,10 +175,12 @@ Status read_field(const Field& f, RecordView& r, Seen& seen) {
       seen.end = true;
     } else if (type == "frame") {
       r.is_frame = true;
+    } else if (type == "stream") {
+      seen.stream = true;
     } else {
       return invalid_argument(f.where() + ": unknown record type \"" + std::string(type) +
-                              "\" (a trace holds conversion events, \"frame\" records and its "
-                              "\"end\")");
+                              "\" (a trace holds conversion events, \"frame\" and \"stream\" "
+                              "records and its \"end\")");
     }
     return {};
   }
@@ -191,6 +193,7 @@ Status read_field(const Field& f, RecordView& r, Seen& seen) {
 Result<Parsed> classify(const Seen& seen, RecordView& r, const Where& where) {
   if (seen.header) return Parsed::Header;
   if (seen.end) return Parsed::End;
+  if (seen.stream) return Parsed::Stream;
   if (r.is_frame) {
     if (r.sink.empty()) return invalid_argument(where() + ": a frame record needs \"sink\"");
     return Parsed::Frame;
@@ -246,6 +249,10 @@ void hand_on(Parsed p, RecordView& r, const OnRecord& on_record, ScanCounts& cou
   }
   if (p == Parsed::End) {
     if (!counts.runs.empty()) counts.runs.back().ended = true;
+    return;
+  }
+  if (p == Parsed::Stream) {  // a stream's state change: not a conversion
+    ++counts.stream_records;
     return;
   }
   r.run = counts.run;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +48,7 @@ struct NodeDecl {
   std::unique_ptr<Stage> stage;
   std::shared_ptr<Sink> sink;
   StageOptions options;
+  SourceOptions source_options;
 };
 
 struct EdgeDecl {
@@ -54,9 +56,9 @@ struct EdgeDecl {
   EdgeOptions options;
 };
 
-enum DropReason : std::size_t { kStopped, kStageError, kSinkOverflow, kFiltered, kReasons };
-inline constexpr std::array<const char*, kReasons> kDropNames = {"stopped", "stage_error",
-                                                                 "sink_overflow", "filtered"};
+enum DropReason : std::size_t { kStopped, kStageError, kSinkOverflow, kFiltered, kLate, kReasons };
+inline constexpr std::array<const char*, kReasons> kDropNames = {
+    "stopped", "stage_error", "sink_overflow", "filtered", "late"};
 
 // Busy-time histogram bounds of the live metrics, seconds.
 inline constexpr std::array<double, 12> kBusyBounds = {1e-5, 5e-5, 1e-4,   5e-4, 1e-3, 2.5e-3,
@@ -161,6 +163,62 @@ struct EdgeRt {
   }
 };
 
+// One stream's live state: written by its source's thread (and the
+// watchdog: state, interrupt), read by stats() from any thread.
+struct StreamRt {
+  std::int32_t index = -1;
+  std::string_view name;  ///< interned (intern_stream_name)
+  SourceOptions options;
+  std::atomic<int> state{static_cast<int>(StreamState::Starting)};
+  std::atomic<std::int64_t> last_frame_ns{-1};  ///< steady clock
+  /// Since when the source has been asked for its next frame (steady
+  /// clock; -1: not asking now, e.g. waiting for room downstream, which is
+  /// backpressure, not a stall).
+  std::atomic<std::int64_t> asking_since_ns{-1};
+  std::atomic<std::uint64_t> frames{0}, restarts{0}, skipped{0};
+  std::array<std::atomic<std::uint64_t>, kReasons> dropped{};
+  /// What the source's next() watches: the graph's stop, or the watchdog
+  /// seeing a stall.
+  std::atomic<bool> interrupt{false};
+  mutable std::mutex mutex;  ///< guards last_error
+  std::string last_error;
+
+  StreamState current() const noexcept { return static_cast<StreamState>(state.load()); }
+  StreamStats stats(std::int64_t now_ns) const;
+};
+
+/// Moves `s` to `state` with the reason: last_error (when going down) and a
+/// "stream" record to the event sinks (traces).
+void set_stream_state(std::string_view graph, StreamRt& s, StreamState state,
+                      std::string_view reason);
+/// The watchdog's state change: Up -> Stalled when the source has been
+/// asked for a frame for longer than the stall timeout (its next() is then
+/// interrupted).
+void check_stall(std::string_view graph, StreamRt& s, std::int64_t now_ns);
+/// The wait before restart attempt `attempt` (0-based): backoff_min doubled
+/// per attempt up to backoff_max, plus up to 25% jitter.
+std::chrono::milliseconds restart_delay(const SourceOptions& o, int attempt, std::uint64_t& seed);
+
+// What a source's frames go through on their way out: the rate limit (by
+// the frames' timestamps) and timestamps that continue across restarts.
+class SourcePacing {
+ public:
+  explicit SourcePacing(double rate)
+      : period_ns_(rate > 0 ? static_cast<std::int64_t>(1e9 / rate) : 0) {}
+  /// False: skip this frame (over the rate). `meta`'s pts is shifted to
+  /// follow the stream's last frame after a restart.
+  bool admit(FrameMeta& meta);
+  /// The source was restarted: its next frame's timestamps start afresh.
+  void restarted() noexcept { restarted_ = true; }
+
+ private:
+  std::int64_t period_ns_;
+  std::int64_t next_due_ = -1;
+  std::int64_t shift_ = 0;
+  std::int64_t last_pts_ = -1, last_step_ = 0;
+  bool restarted_ = false;
+};
+
 struct NodeRt {
   NodePlan plan;
   std::unique_ptr<Source> source;
@@ -170,8 +228,9 @@ struct NodeRt {
   /// them round-robin and `doorbell` wakes it when any has a frame).
   std::vector<int> in_edges;
   std::unique_ptr<Doorbell> doorbell;
-  std::size_t next_input = 0;      ///< round-robin: the input to look at first
-  std::int32_t stream_index = -1;  ///< sources: their stream's index (plan order)
+  std::size_t next_input = 0;        ///< round-robin: the input to look at first
+  std::int32_t stream_index = -1;    ///< sources: their stream's index (plan order)
+  std::unique_ptr<StreamRt> stream;  ///< sources: their stream's state
   std::vector<int> out_edges;
   std::shared_ptr<HeapPool> pool;
   std::thread thread;

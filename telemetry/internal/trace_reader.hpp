@@ -49,6 +49,7 @@ struct RunProgress {
 
 struct ScanCounts {
   std::uint64_t events = 0, headers = 0, frames = 0;
+  std::uint64_t stream_records = 0;    ///< streams' state changes (not conversions)
   std::vector<RunProgress> runs;       ///< per header, in the order of the file
   const OnRecord* on_frame = nullptr;  ///< where frame records go (set by scan_trace)
   std::string run;  ///< the last header's run id: the events after it belong to that run

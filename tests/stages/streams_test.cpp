@@ -1,7 +1,10 @@
 // Several streams in one graph: a stage or sink fed by several sources takes
 // their frames round-robin, a stalled stream never holds the others, every
 // frame and every conversion carries its stream, and graphs whose streams
-// cannot share a node are refused at build. Threaded: also run under TSan.
+// cannot share a node are refused at build. Streams are supervised: a live
+// source that fails, stalls or ends is restarted alone, with its frame
+// numbers and timestamps continuing; restart never fails fast; a rate keeps
+// every Nth frame. Threaded: also run under TSan.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +13,7 @@
 
 #include "neat/stages/appsink.hpp"
 #include "neat/stages/graph.hpp"
+#include "neat/telemetry/event_sink.hpp"
 #include "support/fakes.hpp"
 
 namespace neat {
@@ -126,6 +130,223 @@ TEST_F(Streams, EveryConversionNamesItsStreamAndTheEdgeItCameBy) {
     ++per_stream[e.stream];
   }
   EXPECT_EQ(per_stream, (std::map<std::string, int>{{"back", 2}, {"front", 3}}));
+}
+
+// A live camera driven by a script: each "session" (from prepare() or
+// restart()) sends its frames, then fails, stalls or ends, as told.
+class ScriptedCamera final : public Source {
+ public:
+  enum class Then { Fail, Stall, End };
+  struct Session {
+    std::int64_t frames;
+    Then then;
+    std::int64_t width = 64;
+  };
+  explicit ScriptedCamera(std::vector<Session> script, bool live = true)
+      : script_(std::move(script)), live_(live) {}
+  std::string_view kind() const noexcept override { return "scripted"; }
+  bool live() const override { return live_; }
+  Result<FrameSpec> prepare() override { return open(); }
+  Result<FrameSpec> restart(const std::atomic<bool>&) override {
+    ++session_;
+    if (session_ >= script_.size()) return unavailable("the camera does not answer");
+    return open();
+  }
+  Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override {
+    const Session& s = script_[session_];
+    if (sent_ < s.frames) {
+      ++sent_;
+      pts_ += 33'333'333;
+      auto f = inner_->next(stop);
+      if (f.ok() && f->has_value()) {
+        FrameMeta m = (**f).meta();
+        m.frame = -1;
+        m.pts_ns = pts_;  // each session counts from its own start
+        (**f).set_meta(m);
+      }
+      return f;
+    }
+    switch (s.then) {
+      case Then::Fail:
+        return unavailable("connection reset by peer");
+      case Then::End:
+        return std::optional<NeatTensor>{};
+      case Then::Stall:
+        while (!stop.load())
+          std::this_thread::sleep_for(1ms);
+        return std::optional<NeatTensor>{};
+    }
+    return std::optional<NeatTensor>{};
+  }
+
+ private:
+  Result<FrameSpec> open() {
+    inner_ = frames_of(1 << 20, script_[session_].width);
+    sent_ = 0;
+    pts_ = 0;
+    return inner_->prepare();
+  }
+  std::vector<Session> script_;
+  bool live_;
+  std::size_t session_ = 0;
+  std::int64_t sent_ = 0, pts_ = 0;
+  std::unique_ptr<Source> inner_;
+};
+
+SourceOptions quick(RestartPolicy restart = RestartPolicy::Live) {
+  return {.stall_timeout = 300ms, .restart = restart, .backoff_min = 20ms, .backoff_max = 80ms};
+}
+
+struct Outcome {
+  std::vector<NeatTensor> frames;
+  Status status;
+  GraphStats stats;
+  std::vector<std::string> states;  // "cam:stalled:no frame for ...", from the trace records
+};
+
+class StateRecorder final : public EventSink {
+ public:
+  void on_event(const ConversionEvent&) noexcept override {}
+  void on_stream(const StreamEvent& e) noexcept override {
+    std::lock_guard lock(mutex);
+    states.push_back(std::string(e.stream) + ":" + std::string(e.state) + ":" +
+                     std::string(e.reason));
+  }
+  std::mutex mutex;
+  std::vector<std::string> states;
+};
+
+Outcome run_cameras(std::vector<std::pair<std::string, std::unique_ptr<Source>>> cams,
+                    SourceOptions options, std::int64_t stop_after = 0) {
+  auto recorder = std::make_shared<StateRecorder>();
+  auto reg = add_event_sink(recorder);
+  GraphBuilder b("supervised");
+  auto out = AppSink::create({.capacity = 256});
+  for (auto& [name, src] : cams)
+    b.add_source(name, std::move(src), options);
+  b.add_sink("out", out);
+  for (auto& [name, src] : cams)
+    EXPECT_TRUE(b.connect(name, "out").ok());
+  Outcome o;
+  auto g = b.build();
+  if (!g.ok()) {
+    o.status = g.error();
+    return o;
+  }
+  EXPECT_TRUE(g->start().ok());
+  while (auto f = out->pull(5s)) {
+    o.frames.push_back(std::move(*f));
+    if (stop_after > 0 && static_cast<std::int64_t>(o.frames.size()) >= stop_after) g->stop();
+  }
+  auto r = g->wait();
+  if (!r.ok()) o.status = r.error();
+  o.stats = g->stats();
+  reg.reset();
+  o.states = recorder->states;
+  return o;
+}
+
+std::vector<std::pair<std::string, std::unique_ptr<Source>>> one(std::string name,
+                                                                 std::unique_ptr<Source> s) {
+  std::vector<std::pair<std::string, std::unique_ptr<Source>>> v;
+  v.emplace_back(std::move(name), std::move(s));
+  return v;
+}
+
+using Then = ScriptedCamera::Then;
+
+TEST_F(Streams, ALiveCameraThatFailsStallsAndEndsIsRestartedAndItsFramesContinue) {
+  auto cam = std::make_unique<ScriptedCamera>(std::vector<ScriptedCamera::Session>{
+      {3, Then::Fail}, {3, Then::Stall}, {3, Then::End}, {3, Then::Stall}});
+  auto o = run_cameras(one("door", std::move(cam)), quick(), /*stop_after=*/12);
+  NEAT_ASSERT_OK(o.status);
+  ASSERT_EQ(o.frames.size(), 12u);
+  for (std::size_t i = 0; i < o.frames.size(); ++i) {
+    EXPECT_EQ(o.frames[i].meta().frame, static_cast<std::int64_t>(i)) << "numbers continue";
+    EXPECT_EQ(o.frames[i].meta().pts_ns, static_cast<std::int64_t>(i + 1) * 33'333'333)
+        << "timestamps continue across restarts, frame " << i;
+  }
+  ASSERT_EQ(o.stats.streams.size(), 1u);
+  const StreamStats& s = o.stats.streams[0];
+  EXPECT_EQ(s.name, "door");
+  EXPECT_EQ(s.restarts, 3u);
+  EXPECT_EQ(s.frames, 12u);
+  EXPECT_EQ(s.state, StreamState::Ended);
+  const auto has = [&](std::string_view want) {
+    return std::any_of(o.states.begin(), o.states.end(),
+                       [&](const std::string& x) { return x.find(want) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("door:restarting:connection reset by peer"));
+  EXPECT_TRUE(has("door:stalled:no frame for"));
+  EXPECT_TRUE(has("door:restarting:the live source ended its stream"));
+  EXPECT_TRUE(has("door:up:frames again"));
+  EXPECT_TRUE(has("door:ended:the graph stopped"));
+}
+
+TEST_F(Streams, RestartNeverFailsTheGraphFastNamingTheStream) {
+  auto cam = std::make_unique<ScriptedCamera>(
+      std::vector<ScriptedCamera::Session>{{2, Then::Fail}, {2, Then::End}});
+  auto o = run_cameras(one("gate", std::move(cam)), quick(RestartPolicy::Never));
+  NEAT_EXPECT_ERROR(o.status, ErrorCode::Unavailable, "stream 'gate' went down (restart never");
+  EXPECT_EQ(o.stats.streams[0].state, StreamState::Failed);
+  EXPECT_EQ(o.stats.streams[0].restarts, 0u);
+  EXPECT_EQ(o.stats.streams[0].last_error, "connection reset by peer");
+}
+
+TEST_F(Streams, AFileThatFailsFailsTheGraphUnlessRestartAlwaysPlaysItAgain) {
+  auto failing = std::make_unique<ScriptedCamera>(
+      std::vector<ScriptedCamera::Session>{{2, Then::Fail}, {2, Then::End}}, /*live=*/false);
+  auto o = run_cameras(one("file", std::move(failing)), quick());
+  NEAT_EXPECT_ERROR(o.status, ErrorCode::Unavailable, "restart=always would start it again");
+  // restart=always: a file that fails or ends plays again from its start.
+  auto again = std::make_unique<ScriptedCamera>(
+      std::vector<ScriptedCamera::Session>{{2, Then::Fail}, {2, Then::End}, {2, Then::End}},
+      /*live=*/false);
+  auto a = run_cameras(one("file", std::move(again)), quick(RestartPolicy::Always),
+                       /*stop_after=*/6);
+  NEAT_ASSERT_OK(a.status);
+  EXPECT_EQ(a.frames.size(), 6u);
+  EXPECT_EQ(a.stats.streams[0].restarts, 2u);
+  EXPECT_EQ(a.stats.streams[0].state, StreamState::Ended);
+}
+
+TEST_F(Streams, ACameraThatComesBackAtAnotherSizeIsRefusedNamingTheStream) {
+  auto cam = std::make_unique<ScriptedCamera>(
+      std::vector<ScriptedCamera::Session>{{2, Then::Fail}, {2, Then::End, /*width=*/32}});
+  auto o = run_cameras(one("yard", std::move(cam)), quick());
+  NEAT_EXPECT_ERROR(o.status, ErrorCode::FailedPrecondition,
+                    "stream 'yard' came back with NV12 32x48");
+  EXPECT_EQ(o.stats.streams[0].state, StreamState::Failed);
+}
+
+TEST_F(Streams, AStreamThatStaysDownKeepsRetryingWhileTheOthersFlow) {
+  std::vector<std::pair<std::string, std::unique_ptr<Source>>> cams;
+  cams.emplace_back("dead", std::make_unique<ScriptedCamera>(
+                                std::vector<ScriptedCamera::Session>{{1, Then::Fail}}));
+  cams.emplace_back("live", std::make_unique<ScriptedCamera>(
+                                std::vector<ScriptedCamera::Session>{{1 << 20, Then::End}}));
+  auto o = run_cameras(std::move(cams), quick(), /*stop_after=*/400);
+  NEAT_ASSERT_OK(o.status);
+  const StreamStats& dead = o.stats.streams[0];
+  EXPECT_EQ(dead.name, "dead");
+  EXPECT_GE(dead.restarts, 1u);
+  EXPECT_EQ(dead.frames, 1u);
+  EXPECT_EQ(dead.last_error, "the camera does not answer");
+  EXPECT_GE(o.stats.streams[1].frames, 399u);
+}
+
+TEST_F(Streams, ARateKeepsEveryNthFrameByTimestampAndCountsTheRest) {
+  auto cam = std::make_unique<ScriptedCamera>(std::vector<ScriptedCamera::Session>{{30, Then::End}},
+                                              /*live=*/false);
+  SourceOptions o = quick();
+  o.rate = 10;  // of 30 frames a second
+  auto r = run_cameras(one("cam", std::move(cam)), o);
+  NEAT_ASSERT_OK(r.status);
+  ASSERT_EQ(r.frames.size(), 10u);
+  for (std::size_t i = 0; i < r.frames.size(); ++i)
+    EXPECT_EQ(r.frames[i].meta().frame, static_cast<std::int64_t>(3 * i));
+  EXPECT_EQ(r.stats.streams[0].dropped.at("rate"), 20u);
+  EXPECT_EQ(r.stats.streams[0].frames, 10u);
 }
 
 TEST_F(Streams, ACycleAndADuplicateLinkAreRefused) {
