@@ -97,9 +97,11 @@ struct Row {
 void live_latency() {
   using namespace std::chrono_literals;
   neat::GraphBuilder b("live");
-  b.add_source("cam", neat::gst_source("videotestsrc is-live=true num-buffers=300 ! "
+  // A live source that ends is down (it would be restarted): the frame limit ends it.
+  b.add_source("cam", neat::gst_source("videotestsrc is-live=true ! "
                                        "video/x-raw,format=NV12,width=1920,height=1080,"
                                        "framerate=30/1"));
+  b.set_max_source_frames(300);
   b.add_stage("preprocess", neat::preprocess_stage({.width = 640, .height = 640}));
   auto out = neat::AppSink::create();
   b.add_sink("appsink", out);

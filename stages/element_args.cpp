@@ -184,4 +184,38 @@ Result<std::optional<ConversionPolicy>> ElementArgs::policy() {
   return std::optional<ConversionPolicy>(kPolicies[*v]);
 }
 
+Result<std::chrono::milliseconds> ElementArgs::duration(const std::string& key,
+                                                        std::chrono::milliseconds fallback) {
+  auto v = take(key);
+  if (!v) return fallback;
+  std::string_view text = *v;
+  double scale = 1000.0;  // seconds by default
+  if (text.ends_with("ms")) {
+    scale = 1.0;
+    text.remove_suffix(2);
+  } else if (text.ends_with("s")) {
+    text.remove_suffix(1);
+  }
+  double value = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || !(value >= 0) ||
+      value * scale > 1e12) {
+    return fail(key + "=" + *v + " is not a duration (e.g. 5s, 250ms, 0.5)");
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(value * scale + 0.5));
+}
+
+Result<SourceOptions> ElementArgs::source_options() {
+  SourceOptions o = options_.streams;
+  NEAT_ASSIGN_OR_RETURN(o.stall_timeout, duration("stall-timeout", o.stall_timeout));
+  NEAT_ASSIGN_OR_RETURN(o.restart, choice<RestartPolicy>("restart", o.restart,
+                                                         {{"live", RestartPolicy::Live},
+                                                          {"always", RestartPolicy::Always},
+                                                          {"never", RestartPolicy::Never}}));
+  NEAT_ASSIGN_OR_RETURN(float rate, number("rate", static_cast<float>(o.rate)));
+  if (!(rate >= 0)) return fail("rate=" + std::to_string(rate) + " must be >= 0 frames per second");
+  o.rate = rate;
+  return o;
+}
+
 }  // namespace neat

@@ -54,6 +54,8 @@ std::string_view to_string(PropertyType t) noexcept {
       return "dtype";
     case PropertyType::Colorimetry:
       return "bt601|bt709|bt2020[-full]";
+    case PropertyType::Duration:
+      return "duration (5s, 250ms)";
   }
   return "?";
 }
@@ -538,6 +540,22 @@ void add_common_properties(std::vector<ElementSpec>& r) {
     if (e.has_role(R::Stage) && e.name != "tee") {
       e.properties.push_back(prop("policy", T::Choice, "", "the policy of the input edge",
                                   {"strict", "trace", "silent"}));
+      e.properties.push_back(prop("max-latency", T::Duration, "0",
+                                  "drop a frame older than this since its capture before the "
+                                  "stage (oldest first, counted per stream as late); 0: none"));
+    }
+    if (e.has_role(R::Source)) {
+      e.properties.push_back(prop("stall-timeout", T::Duration, "5s",
+                                  "no frame for this long after the first: the stream is "
+                                  "stalled and its source restarted; 0: no watchdog"));
+      e.properties.push_back(prop("restart", T::Choice, "live",
+                                  "restart the source when its stream goes down (error, stall, "
+                                  "end of a live stream): live sources only, always, or never "
+                                  "(the run fails fast)",
+                                  {"live", "always", "never"}));
+      e.properties.push_back(prop("rate", T::Number, "0",
+                                  "the most frames per second to take (by timestamp; the rest "
+                                  "are skipped and counted); 0: all"));
     }
   }
 }

@@ -27,6 +27,7 @@
 #include "neat/stages/sink.hpp"
 #include "neat/stages/source.hpp"
 #include "neat/stages/stage.hpp"
+#include "neat/stages/streams.hpp"
 
 namespace neat {
 
@@ -64,6 +65,9 @@ struct PipelineOptions {
   std::chrono::milliseconds first_frame_timeout = std::chrono::seconds(20);
   std::string timeout_setting = "PipelineOptions::first_frame_timeout";
   std::function<bool()> cancelled;
+  /// Every source's stream supervision unless its stall-timeout=, restart=
+  /// or rate= say otherwise (`neat run --stall-timeout`, `--restart`).
+  SourceOptions streams;
 };
 
 /// "pipeline: <what> (column N)\n  <text>\n  <caret>": an InvalidArgument error
@@ -84,6 +88,7 @@ enum class PropertyType : std::uint8_t {
   Format,       ///< GRAY8 RGB BGR RGBA BGRA NV12 NV21 I420 YV12
   DType,        ///< u8 i8 u16 i16 u32 i32 i64 f16 bf16 f32 f64
   Colorimetry,  ///< bt601 | bt709 | bt2020, each with -full or -limited
+  Duration,     ///< "5s", "250ms", "0.5" (seconds)
 };
 std::string_view to_string(PropertyType t) noexcept;
 
@@ -128,6 +133,11 @@ class ElementArgs {
   Result<Colorimetry> colorimetry();
   Result<Interpolation> interpolation();
   Result<std::optional<ConversionPolicy>> policy();
+  /// "5s", "250ms" or "0.5" (seconds) as milliseconds; >= 0.
+  Result<std::chrono::milliseconds> duration(const std::string& key,
+                                             std::chrono::milliseconds fallback);
+  /// A source's stall-timeout=, restart= and rate= over the pipeline's defaults.
+  Result<SourceOptions> source_options();
 
  private:
   Result<float> parse_float(const std::string& key, const std::string& v) const;

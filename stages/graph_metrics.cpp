@@ -17,6 +17,58 @@ std::string_view kind_label(NodeKind k) {
   return detail::node_kind_text(k);
 }
 
+// The neat_stream_* families: each source's stream (label stream).
+void stream_families(std::string& out, const std::vector<GraphStats>& graphs) {
+  constexpr StreamState kStates[] = {StreamState::Starting, StreamState::Up,
+                                     StreamState::Stalled,  StreamState::Restarting,
+                                     StreamState::Ended,    StreamState::Failed};
+  family(out, "neat_stream_up", "gauge", "1 while the stream's frames flow, 0 otherwise.");
+  for (const GraphStats& g : graphs) {
+    for (const StreamStats& s : g.streams)
+      sample(out, "neat_stream_up", {{"graph", g.graph}, {"stream", s.name}},
+             std::uint64_t{s.state == StreamState::Up ? 1u : 0u});
+  }
+  family(out, "neat_stream_state", "gauge",
+         "The stream's state: 1 for the current one (starting, up, stalled, restarting, ended, "
+         "failed).");
+  for (const GraphStats& g : graphs) {
+    for (const StreamStats& s : g.streams) {
+      for (StreamState st : kStates)
+        sample(out, "neat_stream_state",
+               {{"graph", g.graph}, {"stream", s.name}, {"state", to_string(st)}},
+               std::uint64_t{s.state == st ? 1u : 0u});
+    }
+  }
+  family(out, "neat_stream_frames_total", "counter", "Frames the stream handed to the graph.");
+  for (const GraphStats& g : graphs) {
+    for (const StreamStats& s : g.streams)
+      sample(out, "neat_stream_frames_total", {{"graph", g.graph}, {"stream", s.name}}, s.frames);
+  }
+  family(out, "neat_stream_dropped_frames_total", "counter",
+         "The stream's frames not handed on, by reason: rate (skipped at the source), late "
+         "(older than a stage's max latency), and the graph's drop reasons.");
+  for (const GraphStats& g : graphs) {
+    for (const StreamStats& s : g.streams) {
+      for (const auto& [reason, count] : s.dropped)
+        sample(out, "neat_stream_dropped_frames_total",
+               {{"graph", g.graph}, {"stream", s.name}, {"reason", reason}}, count);
+    }
+  }
+  family(out, "neat_stream_restarts_total", "counter", "Restart attempts of the stream's source.");
+  for (const GraphStats& g : graphs) {
+    for (const StreamStats& s : g.streams)
+      sample(out, "neat_stream_restarts_total", {{"graph", g.graph}, {"stream", s.name}},
+             s.restarts);
+  }
+  family(out, "neat_stream_last_frame_age_seconds", "gauge",
+         "Seconds since the stream's last frame (-1 before its first).");
+  for (const GraphStats& g : graphs) {
+    for (const StreamStats& s : g.streams)
+      sample(out, "neat_stream_last_frame_age_seconds", {{"graph", g.graph}, {"stream", s.name}},
+             s.last_frame_age_seconds);
+  }
+}
+
 }  // namespace
 
 std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
@@ -58,7 +110,7 @@ std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
   }
   family(out, "neat_stage_dropped_frames_total", "counter",
          "Frames dropped at a stage or sink (or on its input edge), by reason: stopped, "
-         "stage_error, sink_overflow, filtered.");
+         "stage_error, sink_overflow, filtered, late.");
   for (const GraphStats& g : graphs) {
     for (const NodeStats& n : g.nodes) {
       if (n.kind == NodeKind::Source) continue;
@@ -130,6 +182,7 @@ std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
       sample(out, "neat_edge_queue_capacity", {{"graph", g.graph}, {"edge", e.name}},
              static_cast<std::uint64_t>(e.capacity));
   }
+  stream_families(out, graphs);
   return out;
 }
 

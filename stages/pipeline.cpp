@@ -387,9 +387,14 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
                        "sink)");
     }
     NEAT_ASSIGN_OR_RETURN(BuiltElement built, make_element(el, args, role, i == 0));
-    std::optional<ConversionPolicy> policy;
+    StageOptions stage_options;
+    SourceOptions source_options;
     if (role == ElementRole::Stage) {
-      NEAT_ASSIGN_OR_RETURN(policy, args.policy());
+      NEAT_ASSIGN_OR_RETURN(stage_options.policy, args.policy());
+      NEAT_ASSIGN_OR_RETURN(stage_options.max_latency,
+                            args.duration("max-latency", std::chrono::milliseconds(0)));
+    } else if (role == ElementRole::Source) {
+      NEAT_ASSIGN_OR_RETURN(source_options, args.source_options());
     }
     const std::string base = el.name != "gst"              ? el.name
                              : role == ElementRole::Source ? "source"
@@ -399,11 +404,11 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
     roles[name] = role;
     switch (role) {
       case ElementRole::Source:
-        out.builder.add_source(name, std::move(built.source));
+        out.builder.add_source(name, std::move(built.source), source_options);
         if (out.source_name.empty()) out.source_name = name;
         break;
       case ElementRole::Stage:
-        out.builder.add_stage(name, std::move(built.stage), {.policy = policy});
+        out.builder.add_stage(name, std::move(built.stage), stage_options);
         break;
       case ElementRole::Sink:
         out.builder.add_sink(name, std::move(built.sink));

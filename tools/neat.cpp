@@ -100,6 +100,15 @@ void add_run(CLI::App& app, Commands& c) {
   run->add_option("--first-frame-timeout", ro.first_frame_timeout,
                   "seconds a GStreamer source may take to send its first frame (default 20)")
       ->check(CLI::Range(0.1, 86400.0));
+  run->add_option("--stall-timeout", ro.stall_timeout,
+                  "seconds without a frame (after the first) before a stream is stalled and "
+                  "its source restarted; 0: no watchdog (default 5; a source's "
+                  "stall-timeout= wins)")
+      ->check(CLI::Range(0.0, 86400.0));
+  run->add_option("--restart", ro.restart,
+                  "restart a source whose stream went down: live (live sources only, the "
+                  "default), always, or never (the run fails fast, exit status 1)")
+      ->check(CLI::IsMember({"live", "always", "never"}));
   run->add_option("--max-frame-memory", ro.max_frame_memory,
                   "a budget for the frames the graph holds at once (e.g. 64M): queues are sized "
                   "to fit, or the build fails saying what does not fit")

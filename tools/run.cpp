@@ -24,6 +24,8 @@
 #include <neat/telemetry/metrics.hpp>
 #include <neat/telemetry/metrics_server.hpp>
 
+#include "run_streams.hpp"
+
 namespace neat::tools {
 namespace {
 
@@ -383,6 +385,7 @@ void print_result(const Graph& graph, const BuiltPipeline& declared, const RunTa
               frames.balanced() ? " (balanced)" : " (NOT balanced)");
   if (detections) tally.detections.print();
   const GraphStats stats = graph.stats();
+  print_streams(stats);
   print_latency(stats);
   print_memory(stats, graph.plan());
 }
@@ -472,6 +475,11 @@ int run_pipeline(const RunOptions& options) {
   po.policy = *policy;
   if (options.frames > 0) po.default_frames = options.frames;
   set_source_waits(po, options.first_frame_timeout);
+  po.streams.stall_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.stall_timeout * 1000));
+  po.streams.restart = options.restart == "never"    ? RestartPolicy::Never
+                       : options.restart == "always" ? RestartPolicy::Always
+                                                     : RestartPolicy::Live;
   auto declared = declare_pipeline(text, po);
   if (!declared.ok()) return fail_with("", declared.error(), kBadInput);
   // --frames ends every source after N frames, whatever it is (live cameras
@@ -526,15 +534,18 @@ int run_pipeline(const RunOptions& options) {
   }
   const MetricsSnapshot metrics_before = labeled_metrics().snapshot();
   const auto t0 = std::chrono::steady_clock::now();
+  SinkRegistration state_lines = add_event_sink(stream_state_printer());
   if (Status st = graph->start(); !st.ok()) return fail_with("", st.error(), kGraphFailed);
   RunTally tally;
   pump(*graph, *declared, options, detections, tally);
   auto report = graph->wait();
+  state_lines.reset();
   int status = tally.interrupted ? 128 + g_signal.load() : 0;
   if (!report.ok()) {
     std::fprintf(stderr, "neat run: %s\n", report.error().message().c_str());
     status = kGraphFailed;
   }
+  if (status == 0 && any_stream_failed(graph->stats())) status = kGraphFailed;
   print_result(*graph, *declared, tally,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                detections);

@@ -22,6 +22,10 @@ struct RunOptions {
   std::string metrics_listen;
   /// How long a GStreamer source may take to send its first frame (seconds).
   double first_frame_timeout = 20;
+  /// Every source's stall timeout (seconds; 0: no watchdog) and restart
+  /// policy ("live", "always", "never") unless its own properties say otherwise.
+  double stall_timeout = 5;
+  std::string restart = "live";
   /// A budget for the graph's frame memory in bytes (0: none):
   /// GraphBuilder::set_max_frame_memory.
   std::int64_t max_frame_memory = 0;
@@ -31,7 +35,8 @@ struct RunOptions {
   bool print_detections = false;
 };
 
-/// Exit status: 0 done, 1 the graph failed (build or run), 2 a bad pipeline
+/// Exit status: 0 done, 1 the graph failed (build or run) or a stream ended
+/// in failure, 2 a bad pipeline
 /// or option, 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it. A
 /// first signal stops the graph cleanly (every sink gets its end of stream:
 /// recordings are finalized), a second at once; either way the accounting and

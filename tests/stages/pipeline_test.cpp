@@ -181,6 +181,8 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
         return "f32";
       case PropertyType::Colorimetry:
         return "bt709-full";
+      case PropertyType::Duration:
+        return "250ms";
     }
     return "";
   };
@@ -248,7 +250,8 @@ TEST(PipelineDeclare, AreaInterpolationRunsInResizeAndPreprocess) {
 TEST(PipelineElements, AnUnknownPropertyErrorListsWhatTheElementTakes) {
   NEAT_EXPECT_ERROR(declare_pipeline("default ! resize size=4x4 colour=red ! appsink"),
                     ErrorCode::InvalidArgument,
-                    "'resize' has no property 'colour' (properties: size, interp, name, policy)");
+                    "'resize' has no property 'colour' (properties: size, interp, name, policy, "
+                    "max-latency)");
   NEAT_EXPECT_ERROR(declare_pipeline("default ! appsink policy=strict"), ErrorCode::InvalidArgument,
                     "'appsink' has no property 'policy'");
 }

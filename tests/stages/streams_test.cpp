@@ -220,13 +220,15 @@ Outcome run_cameras(std::vector<std::pair<std::string, std::unique_ptr<Source>>>
                     SourceOptions options, std::int64_t stop_after = 0) {
   auto recorder = std::make_shared<StateRecorder>();
   auto reg = add_event_sink(recorder);
+  // [docs:streams_builder]
   GraphBuilder b("supervised");
   auto out = AppSink::create({.capacity = 256});
   for (auto& [name, src] : cams)
-    b.add_source(name, std::move(src), options);
+    b.add_source(name, std::move(src), options);  // e.g. {.stall_timeout = 5s, .rate = 10}
   b.add_sink("out", out);
   for (auto& [name, src] : cams)
-    EXPECT_TRUE(b.connect(name, "out").ok());
+    EXPECT_TRUE(b.connect(name, "out").ok());  // one sink, fed by every stream in turn
+  // [docs:end]
   Outcome o;
   auto g = b.build();
   if (!g.ok()) {
