@@ -78,13 +78,13 @@ demo: build
 	./$(BUILD)/tools/neat audit $(BUILD)/demo.jsonl
 
 test-normal: build-tests
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j $(JOBS)
 
 test-asan: build-asan
-	cd $(BUILD_ASAN) && ctest --output-on-failure -j $(JOBS) -LE no-sanitizer
+	cd $(BUILD_ASAN) && ctest --output-on-failure --timeout 900 -j $(JOBS) -LE no-sanitizer
 
 test-tsan: build-tsan
-	cd $(BUILD_TSAN) && ctest --output-on-failure -j $(JOBS) -L threaded
+	cd $(BUILD_TSAN) && ctest --output-on-failure --timeout 900 -j $(JOBS) -L threaded
 
 build-fuzz: deps-test $(BUILD_FUZZ)/build.ninja
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)

@@ -5,7 +5,12 @@
 // source that fails, stalls or ends is restarted alone, with its frame
 // numbers and timestamps continuing; restart never fails fast; a rate keeps
 // every Nth frame. Threaded: also run under TSan.
+#include <arpa/inet.h>
+#include <gst/gst.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -13,6 +18,7 @@
 
 #include "neat/stages/appsink.hpp"
 #include "neat/stages/graph.hpp"
+#include "neat/stages/gst_io.hpp"
 #include "neat/telemetry/event_sink.hpp"
 #include "support/fakes.hpp"
 
@@ -349,6 +355,104 @@ TEST_F(Streams, ARateKeepsEveryNthFrameByTimestampAndCountsTheRest) {
     EXPECT_EQ(r.frames[i].meta().frame, static_cast<std::int64_t>(3 * i));
   EXPECT_EQ(r.stats.streams[0].dropped.at("rate"), 20u);
   EXPECT_EQ(r.stats.streams[0].frames, 10u);
+}
+
+// A free UDP port on loopback (bound, read, released).
+int free_udp_port() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A real RTP/UDP camera on loopback: a GStreamer sender in this process.
+class RtpSender {
+ public:
+  explicit RtpSender(int port) {
+    gst_init(nullptr, nullptr);  // idempotent; the library initializes it too
+    const std::string d =
+        "videotestsrc is-live=true ! video/x-raw,format=I420,width=64,height=48,framerate=30/1 "
+        "! rtpvrawpay ! udpsink host=127.0.0.1 port=" +
+        std::to_string(port);
+    pipeline_ = gst_parse_launch(d.c_str(), nullptr);
+  }
+  ~RtpSender() {
+    if (pipeline_ != nullptr) {
+      gst_element_set_state(pipeline_, GST_STATE_NULL);
+      gst_object_unref(pipeline_);
+    }
+  }
+  bool play() {
+    return gst_element_set_state(pipeline_, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE;
+  }
+  void die() { gst_element_set_state(pipeline_, GST_STATE_NULL); }
+
+ private:
+  GstElement* pipeline_ = nullptr;
+};
+
+TEST_F(Streams, AnRtpCameraThatDiesIsStalledRestartedAndFlowsAgainWhenItReturns) {
+  const int port = free_udp_port();
+  ASSERT_GT(port, 0);
+  RtpSender sender(port);
+  ASSERT_TRUE(sender.play());
+  auto recorder = std::make_shared<StateRecorder>();
+  auto reg = add_event_sink(recorder);
+  GraphBuilder b("rtp");
+  const std::string receive =
+      "udpsrc port=" + std::to_string(port) +
+      " caps=\"application/x-rtp,media=video,clock-rate=90000,encoding-name=RAW,"
+      "sampling=YCbCr-4:2:0,depth=(string)8,width=(string)64,height=(string)48\" ! rtpvrawdepay "
+      "! video/x-raw,format=I420,width=64,height=48";
+  b.add_source("cam", gst_source(receive, {.first_frame_timeout = 1s}),
+               {.stall_timeout = 500ms, .backoff_min = 100ms, .backoff_max = 400ms});
+  auto out = AppSink::create({.capacity = 64});
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_NE(g->explain().find("stream: live; stalled after 0.5 s"), std::string::npos)
+      << g->explain();
+  NEAT_ASSERT_OK(g->start());
+  std::int64_t last = -1;
+  auto take = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      auto f = out->pull(10s);
+      ASSERT_TRUE(f.has_value()) << "frame " << i << " of " << n;
+      EXPECT_GT(f->meta().frame, last) << "frame numbers go on across the restart";
+      last = f->meta().frame;
+    }
+  };
+  take(5);
+  sender.die();  // the camera goes away without an end of stream
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (g->stats().streams[0].state == StreamState::Up &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_NE(g->stats().streams[0].state, StreamState::Up) << "the stall was seen";
+  while (out->try_pull()) {
+  }
+  ASSERT_TRUE(sender.play());  // it comes back
+  take(5);
+  g->stop();
+  NEAT_ASSERT_OK(g->wait());
+  reg.reset();
+  const StreamStats s = g->stats().streams[0];
+  EXPECT_GE(s.restarts, 1u);
+  bool stalled = false, again = false;
+  for (const std::string& x : recorder->states) {
+    stalled |= x.rfind("cam:stalled:no frame for", 0) == 0;
+    again |= x == "cam:up:frames again";
+  }
+  EXPECT_TRUE(stalled && again) << ::testing::PrintToString(recorder->states);
 }
 
 TEST_F(Streams, ACycleAndADuplicateLinkAreRefused) {

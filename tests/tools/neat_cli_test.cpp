@@ -311,6 +311,51 @@ TEST(NeatCliRun, TheDefaultPipelineRunsWithAFrameLimit) {
   std::filesystem::remove(trace);
 }
 
+TEST(NeatCliRun, TwoStreamsShareOneDetectorAndEveryLineNamesItsStream) {
+  const CliRun r = run(
+      "run --print-detections 'synthetic name=a size=320x240 frames=3 ! preprocess "
+      "fit=letterbox batch=true ! det.  synthetic name=b size=320x240 frames=2 ! preprocess "
+      "fit=letterbox batch=true ! det.  infer name=det model=models:detector ! yolo ! appsink'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("takes its 2 inputs in turn: preprocess, preprocess2"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("a: frame 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("b: frame 1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("b: frame 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== streams"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("5 frames in"), std::string::npos) << r.out;
+}
+
+// A live camera that ends (videotestsrc is-live with num-buffers): down.
+const char* kEndingCamera =
+    "'gst:\"videotestsrc is-live=true num-buffers=4 ! "
+    "video/x-raw,format=NV12,width=64,height=48,framerate=30/1\" ! appsink'";
+
+TEST(NeatCliRun, ALiveStreamThatEndsIsRestartedAndItsFramesContinue) {
+  const CliRun r = run(std::string("run --quiet --frames 10 ") + kEndingCamera);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("stream 'source' restarting: the live source ended its stream"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("stream 'source' up: frames again"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("10 frames in"), std::string::npos) << r.out;
+}
+
+TEST(NeatCliRun, RestartNeverFailsFastWithExitStatusOne) {
+  const CliRun r = run(std::string("run --quiet --restart never ") + kEndingCamera);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("stream 'source' went down: the live source ended its stream (restart "
+                       "never"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("failed"), std::string::npos) << r.out;
+  const CliRun bad = run("run --restart sometimes 'default ! appsink'");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  const CliRun prop = run("run 'default restart=sometimes stall-timeout=soon ! appsink'");
+  EXPECT_EQ(prop.status, 2) << prop.out;
+  EXPECT_NE(prop.out.find("restart=sometimes"), std::string::npos) << prop.out;
+}
+
 TEST(NeatCliRun, BadPipelinesPointAtTheToken) {
   const CliRun r = run("run 'default ! resise size=640x640 ! appsink'");
   EXPECT_EQ(r.status, 2) << r.out;
