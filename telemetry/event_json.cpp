@@ -302,12 +302,18 @@ void append_event_json(std::string& out, const ConversionEvent& e, CallSiteCache
   out.resize(static_cast<std::size_t>(w.p - out.data()));
 }
 
+namespace {
+
+void append_json_number(std::string& out, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+}  // namespace
+
 void append_frame_json(std::string& out, const FrameEvent& e) {
-  auto number = [&out](std::int64_t v) {
-    char buf[24];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
-  };
+  auto number = [&out](std::int64_t v) { append_json_number(out, v); };
   out += "{\"type\":\"frame\",\"ts_ns\":";
   number(e.timestamp_ns);
   out += ",\"graph\":";
@@ -328,11 +334,7 @@ void append_frame_json(std::string& out, const FrameEvent& e) {
 }
 
 void append_stream_json(std::string& out, const StreamEvent& e) {
-  auto number = [&out](std::int64_t v) {
-    char buf[24];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
-  };
+  auto number = [&out](std::int64_t v) { append_json_number(out, v); };
   out += "{\"type\":\"stream\",\"ts_ns\":";
   number(e.timestamp_ns);
   out += ",\"graph\":";

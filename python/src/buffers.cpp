@@ -197,8 +197,9 @@ py::object dlpack_capsule(const NeatTensor& t, const py::object& stream, bool ma
   // first (torch, cupy, jax) may write: a frame this object does not hold
   // alone goes out as a copy the policy rules. numpy 1.x asks nothing and
   // makes read-only arrays: its view stays zero-copy (docs/python.md, "torch").
-  DLManagedTensor* m =
-      unwrap(neat::export_dlpack(t, {.read_only_consumer = !may_write}, python_call_site()));
+  neat::DlpackExportOptions options;
+  options.read_only_consumer = !may_write;
+  DLManagedTensor* m = unwrap(neat::export_dlpack(t, options, python_call_site()));
   PyObject* capsule = PyCapsule_New(m, "dltensor", dlpack_capsule_destructor);
   if (capsule == nullptr) {
     m->deleter(m);

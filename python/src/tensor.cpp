@@ -135,6 +135,27 @@ neat::ImageSpec image_spec_for(const NeatTensor& t, neat::PixelFormat format,
 namespace {
 
 // What a tensor is: shape, dtype, strides, planes, device, flags.
+// The frame's metadata: meta (a dict; neat.FrameMeta adds attribute access),
+// its frame number and its stream.
+void def_frame_properties(py::class_<PyTensor>& c) {
+  c.def_property_readonly(
+       "meta", [](const PyTensor& s) { return meta_dict(s.get("meta").meta()); },
+       "The frame's metadata: frame number, pts_ns, duration_ns, capture_ns (-1: unknown), "
+       "stream (the source's name; None outside a graph) and stream_index.")
+      .def_property_readonly(
+          "frame", [](const PyTensor& s) { return s.get("frame").meta().frame; },
+          "The frame number from the source (-1: none).")
+      .def_property_readonly(
+          "stream",
+          [](const PyTensor& s) -> py::object {
+            const neat::StreamId& id = s.get("stream").meta().stream;
+            if (!id.known()) return py::none();
+            return py::str(id.name.data(), id.name.size());
+          },
+          "The stream the frame came from: its source's name in the graph (None: not from a "
+          "graph's source).");
+}
+
 void def_properties(py::class_<PyTensor>& c) {
   c.def_property_readonly(
        "dtype",
@@ -213,22 +234,6 @@ void def_properties(py::class_<PyTensor>& c) {
             return roles;
           },
           "The plane roles of a planar frame, in order ([\"Y\", \"UV\"] for NV12); [] otherwise.")
-      .def_property_readonly(
-          "meta", [](const PyTensor& s) { return meta_dict(s.get("meta").meta()); },
-          "The frame's metadata: frame number, pts_ns, duration_ns, capture_ns (-1: unknown), "
-          "stream (the source's name; None outside a graph) and stream_index.")
-      .def_property_readonly(
-          "frame", [](const PyTensor& s) { return s.get("frame").meta().frame; },
-          "The frame number from the source (-1: none).")
-      .def_property_readonly(
-          "stream",
-          [](const PyTensor& s) -> py::object {
-            const neat::StreamId& id = s.get("stream").meta().stream;
-            if (!id.known()) return py::none();
-            return py::str(id.name.data(), id.name.size());
-          },
-          "The stream the frame came from: its source's name in the graph (None: not from a "
-          "graph's source).")
       .def_property_readonly(
           "data_ptr",
           [](const PyTensor& s) {
@@ -583,6 +588,7 @@ contiguous(), make_writable() and cpu() may copy, through the copy gate.)doc");
   reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_as_buffer = &heap_type->as_buffer;
 
   def_properties(cls);
+  def_frame_properties(cls);
   def_views(cls);
   def_copies(cls);
   def_exports(cls);
