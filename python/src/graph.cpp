@@ -237,9 +237,10 @@ void def_declaring(GraphClass& c) {
               s->added = true;
               b.add_source(name, neat::shared_source(s->source));
             } else if (py::isinstance<PyElement>(source)) {
+              neat::SourceOptions so;
               auto built = build_element(source.cast<const PyElement&>(), neat::ElementRole::Source,
-                                         st.options);
-              b.add_source(name, std::move(built.source));
+                                         st.options, &so);
+              b.add_source(name, std::move(built.source), so);
             } else {
               raise(neat::invalid_argument(
                   "add_source('" + name +
@@ -260,7 +261,7 @@ void def_declaring(GraphClass& c) {
             so.policy = parse_optional_policy(policy);
             if (py::isinstance<PyElement>(stage)) {
               auto built = build_element(stage.cast<const PyElement&>(), neat::ElementRole::Stage,
-                                         st.options);
+                                         st.options, nullptr, &so);
               b.add_stage(name, std::move(built.stage), so);
             } else if (PyCallable_Check(stage.ptr())) {
               neat::Accepts a =

@@ -126,7 +126,9 @@ std::optional<std::chrono::nanoseconds> to_duration(std::optional<double> second
 PyElement make_element(const std::string& name, const py::kwargs& props);
 /// The element built in `role`; its errors point into its text.
 neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
-                                 const neat::PipelineOptions& options);
+                                 const neat::PipelineOptions& options,
+                                 neat::SourceOptions* source = nullptr,
+                                 neat::StageOptions* stage = nullptr);
 /// A Python callable as a stage (accounted like any stage).
 std::unique_ptr<neat::Stage> python_stage(py::object fn, neat::Accepts accepts, py::object output,
                                           std::shared_ptr<StageException> raised);

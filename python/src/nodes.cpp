@@ -84,7 +84,8 @@ PyElement make_element(const std::string& name, const py::kwargs& props) {
 }
 
 neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
-                                 const neat::PipelineOptions& options) {
+                                 const neat::PipelineOptions& options, neat::SourceOptions* source,
+                                 neat::StageOptions* stage) {
   const neat::ElementSpec* spec = neat::find_pipeline_element(e.element.name);
   if (!spec->has_role(role)) {
     raise(neat::invalid_argument(
@@ -92,6 +93,12 @@ neat::BuiltElement build_element(const PyElement& e, neat::ElementRole role,
         " (" + std::string(neat::to_string(role)) + "s: " + neat::element_names(role) + ")"));
   }
   neat::ElementArgs args(e.text, e.element, options);
+  // The graph's own properties of a source (stall-timeout=, restart=, rate=)
+  // and a stage (max-latency=), for add_source / add_stage.
+  if (source != nullptr) *source = unwrap(args.source_options());
+  if (stage != nullptr) {
+    stage->max_latency = unwrap(args.duration("max-latency", std::chrono::milliseconds(0)));
+  }
   return unwrap(spec->make(args, role));
 }
 

@@ -73,6 +73,20 @@ py::dict stats_dict(const neat::GraphStats& s) {
     pools.append(pd);
   }
   d["pools"] = pools;
+  py::list streams;
+  for (const auto& x : s.streams) {
+    py::dict sd;
+    sd["name"] = x.name;
+    sd["index"] = x.index;
+    sd["state"] = std::string(neat::to_string(x.state));
+    sd["frames"] = x.frames;
+    sd["restarts"] = x.restarts;
+    sd["dropped"] = x.dropped;
+    sd["last_frame_age_seconds"] = x.last_frame_age_seconds;
+    sd["last_error"] = x.last_error;
+    streams.append(sd);
+  }
+  d["streams"] = streams;
   return d;
 }
 

@@ -47,11 +47,18 @@ def test_several_streams_share_one_stage_and_every_frame_names_its_stream():
     sink = neat.AppSink(capacity=8)
     h = neat.Graph("py")
     h.add_source("x", neat.element("synthetic", size="8x8", frames=2))
-    h.add_source("y", neat.element("synthetic", size="8x8", frames=2))
+    h.add_source("y", neat.element("synthetic", size="8x8", frames=6, rate=10, stall_timeout="2s"))
     h.add_sink("out", sink).connect("x", "out").connect("y", "out")
+    assert "at most 10 frames/s" in h.explain() and "stalled after 2 s" in h.explain()
     h.start()
-    assert sorted((f.stream, f.frame) for f in sink) == [("x", 0), ("x", 1), ("y", 0), ("y", 1)]
+    got = sorted((f.stream, f.frame) for f in sink)
     h.wait()
+    # synthetic frames carry no timestamps: the rate goes by when each was handed over
+    assert [x for x in got if x[0] == "x"] == [("x", 0), ("x", 1)]
+    streams = {s["name"]: s for s in h.stats()["streams"]}
+    assert streams["x"]["state"] == "ended" and streams["x"]["frames"] == 2
+    y = streams["y"]
+    assert y["frames"] + y["dropped"]["rate"] == 6 and y["restarts"] == 0
     with pytest.raises(AttributeError, match="has no 'nope'"):
         neat.zeros([1], "u8").meta.nope
     assert neat.zeros([1], "u8").stream is None
