@@ -21,7 +21,7 @@ FUZZ_TARGETS := layout dlpack gst_caps pipeline trace
 FUZZ_CC  ?= clang-16
 FUZZ_CXX ?= clang++-16
 
-.PHONY: run demo soak bench-memory bench-python bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
+.PHONY: run demo soak bench-memory bench-python bench-streams bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
 
 # `make run` installs what building and running needs; test tools (GoogleTest,
 # Google Benchmark, clang, promtool, the ONNX test data) come with `make test`.
@@ -125,6 +125,11 @@ bench-memory: build-tests
 # graph driven from Python against the same graph pulled in C++.
 bench-python: build-tests
 	PYTHONPATH=$(BUILD)/python /usr/bin/python3 bench/python_bench.py
+
+# Four live 1080p cameras through one shared detector against four processes,
+# one per camera: aggregate fps, peak RSS, per-stream p99 latency (docs/streams.md).
+bench-streams: build-tests
+	/usr/bin/python3 bench/streams_bench.py --neat $(BUILD)/tools/neat
 
 # The default pipeline for 110,000 frames (about six minutes): RSS, fds, mappings.
 soak: build-tests
