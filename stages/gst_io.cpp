@@ -425,7 +425,8 @@ class GstAppsrcSink final : public Sink {
       const std::lock_guard lock(watch_.mutex);
       watch_.pipeline = pipeline_.get();
     }
-    gst_bus_set_sync_handler(bus.get(), &GstAppsrcSink::on_bus_message, &watch_, nullptr);
+    watch_.self.store(&watch_, std::memory_order_release);
+    gst_bus_set_sync_handler(bus.get(), &GstAppsrcSink::on_bus_message, &watch_.self, nullptr);
     NegotiationWatch negotiation(pipeline_.get());  // before PLAYING: no CAPS event is missed
     if (gst_element_set_state(pipeline_.get(), GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
       return failed_precondition("gst sink \"" + description_ +
@@ -568,6 +569,10 @@ class GstAppsrcSink final : public Sink {
   // under `mutex`, and the destructor takes `mutex` once after removing the
   // handler, so a handler call always ends before the sink goes.
   struct DownstreamWatch {
+    // What the bus handler is given: the watch, published with release once
+    // it is in place (GStreamer's threads are started under GLib's locks,
+    // which ThreadSanitizer cannot see).
+    std::atomic<DownstreamWatch*> self{nullptr};
     std::mutex mutex;
     GstElement* pipeline = nullptr;  // borrowed; guarded by mutex
     std::string error;               // the first error's text; guarded by mutex
@@ -579,7 +584,8 @@ class GstAppsrcSink final : public Sink {
   // state change runs on another thread (GStreamer's rule for streaming threads).
   static GstBusSyncReply on_bus_message(GstBus*, GstMessage* msg, gpointer data) {
     if (GST_MESSAGE_TYPE(msg) != GST_MESSAGE_ERROR) return GST_BUS_PASS;
-    DownstreamWatch& w = *static_cast<DownstreamWatch*>(data);
+    DownstreamWatch& w =
+        *static_cast<std::atomic<DownstreamWatch*>*>(data)->load(std::memory_order_acquire);
     const std::lock_guard lock(w.mutex);
     if (w.error.empty()) w.error = error_text(msg);
     if (!w.failed.exchange(true, std::memory_order_acq_rel) && w.pipeline != nullptr) {

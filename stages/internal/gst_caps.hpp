@@ -12,6 +12,7 @@
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -59,10 +60,13 @@ class NegotiationWatch {
   void watch(GstElement* e, const char* pad_name) {
     GstPad* pad = gst_element_get_static_pad(e, pad_name);
     if (pad == nullptr) return;
-    auto* keep = new std::shared_ptr<State>(state_);
+    auto* keep = new Probe;
+    keep->keep = state_;
+    keep->state.store(state_.get(),
+                      std::memory_order_release);  // published to the streaming thread
     const gulong id =
         gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, &NegotiationWatch::on_event,
-                          keep, [](gpointer p) { delete static_cast<std::shared_ptr<State>*>(p); });
+                          keep, [](gpointer p) { delete static_cast<Probe*>(p); });
     probes_.emplace_back(pad, id);
   }
   ~NegotiationWatch() {
@@ -101,10 +105,17 @@ class NegotiationWatch {
     std::mutex mutex;
     std::condition_variable changed;
   };
+  // A probe's data. The state is handed to GStreamer's streaming thread
+  // through an atomic: GStreamer's own pad lock orders the hand-over too,
+  // but ThreadSanitizer cannot see GLib's futex-based locks.
+  struct Probe {
+    std::atomic<State*> state{nullptr};
+    std::shared_ptr<State> keep;
+  };
   static GstPadProbeReturn on_event(GstPad*, GstPadProbeInfo* info, gpointer data) {
     GstEvent* event = GST_PAD_PROBE_INFO_EVENT(info);
     if (event != nullptr && GST_EVENT_TYPE(event) == GST_EVENT_CAPS) {
-      State& s = **static_cast<std::shared_ptr<State>*>(data);
+      State& s = *static_cast<Probe*>(data)->state.load(std::memory_order_acquire);
       const std::lock_guard lock(s.mutex);
       s.changed.notify_all();
     }
