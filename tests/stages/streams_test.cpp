@@ -455,6 +455,37 @@ TEST_F(Streams, AnRtpCameraThatDiesIsStalledRestartedAndFlowsAgainWhenItReturns)
   EXPECT_TRUE(stalled && again) << ::testing::PrintToString(recorder->states);
 }
 
+TEST_F(Streams, AStageWithAMaxLatencyDropsTheFramesThatWaitedTooLongAndCountsThemPerStream) {
+  GraphBuilder b("late");
+  auto out = AppSink::create({.capacity = 64});
+  b.add_source("cam", frames_of(8));
+  // Every odd frame takes 60 ms before the bounded stage: too late for its 30 ms.
+  b.add_stage("slow", make_stage("slow", {}, [](NeatTensor t, StageContext&) -> Result<NeatTensor> {
+                if (t.meta().frame % 2 == 1) std::this_thread::sleep_for(60ms);
+                return t;
+              }));
+  b.add_stage("bounded", pass_through(), {.max_latency = 30ms});
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("cam", "slow"));
+  NEAT_ASSERT_OK(b.connect("slow", "bounded"));
+  NEAT_ASSERT_OK(b.connect("bounded", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_NE(g->explain().find("drops frames older than 30 ms since capture"), std::string::npos);
+  NEAT_ASSERT_OK(g->start());
+  std::vector<std::int64_t> kept;
+  while (auto f = out->pull(10s))
+    kept.push_back(f->meta().frame);
+  NEAT_ASSERT_OK(g->wait());
+  for (std::int64_t f : kept)
+    EXPECT_EQ(f % 2, 0) << "frame " << f << " waited 60 ms";
+  const StreamStats s = g->stats().streams[0];
+  EXPECT_EQ(s.dropped.at("late"), 8u - kept.size());
+  EXPECT_GE(s.dropped.at("late"), 4u);
+  EXPECT_EQ(g->frames().dropped.at("late"), s.dropped.at("late"));
+  EXPECT_TRUE(g->frames().balanced());
+}
+
 TEST_F(Streams, ACycleAndADuplicateLinkAreRefused) {
   GraphBuilder b("loop");
   b.add_source("cam", frames_of(1));
