@@ -31,8 +31,6 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libyuv-dev
   gstreamer1.0-tools
   python3-dev python3-numpy python3-pybind11 python3-pytest
-  # a real RTSP server for the stream tests (gst-rtsp-server through python3-gi)
-  gir1.2-gst-rtsp-server-1.0 python3-gi
   libonnx-testdata
   prometheus
   clang-16 libclang-rt-16-dev
