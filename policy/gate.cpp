@@ -38,14 +38,14 @@ Result<ConversionPolicy> PolicyGate::admit(const CopyRequest& request) {
     if (Status rules = detail::rules_admit(request, policy); !rules.ok()) {
       conversion_counters().add_refused(request.kind, request.reason);
       const ConversionContext& c = current_context();
-      labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge);
+      labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge, c.stream);
       return std::move(rules).error();
     }
     return policy;
   }
   conversion_counters().add_refused(request.kind, request.reason);
   const ConversionContext& c = current_context();
-  labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge);
+  labeled_metrics().record_refused(request.kind, request.reason, c.stage, c.edge, c.stream);
   std::string what = "Strict policy refused an implicit " + std::string(to_string(request.kind)) +
                      " (" + std::string(to_string(request.reason)) + ") in " + place(request, c) +
                      ": it would copy " + std::to_string(request.bytes) + " bytes from " +
@@ -68,7 +68,7 @@ void PolicyGate::record(const CopyRequest& request, ConversionPolicy policy,
   const ConversionContext& c = current_context();
   try {
     labeled_metrics().record(request.kind, request.reason, policy, request.explicit_call, c.stage,
-                             c.edge, outcome.bytes_written, outcome.duration_ns);
+                             c.edge, c.stream, outcome.bytes_written, outcome.duration_ns);
   } catch (...) {
     // Out of memory for a new label set: the unlabeled counters above still count it.
   }

@@ -54,6 +54,7 @@ Result<SinkOutcome> AppSink::consume(NeatTensor frame, std::int64_t) {
       return SinkOutcome::Stopped;
     }
     if (dropped) {
+      dropped_stream_ = dropped->meta().stream.index;
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return SinkOutcome::DroppedOldest;
     }

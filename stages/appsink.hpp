@@ -92,6 +92,7 @@ class AppSink final : public Sink {
   /// under a frame-memory budget the graph then waits for it).
   int max_frames_held() const override;
   std::string frames_held_text() const override;
+  std::int32_t dropped_stream() const noexcept override { return dropped_stream_; }
 
  private:
   AppSinkOptions options_;
@@ -101,6 +102,7 @@ class AppSink final : public Sink {
   std::atomic<std::uint64_t> pulled_{0};
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<bool> ended_{false};
+  std::int32_t dropped_stream_ = -1;  // written and read on the graph's sink thread
 };
 
 }  // namespace neat

@@ -53,7 +53,7 @@ class InferStage final : public Stage {
   // the batch axis a view adds.
   Status prepare(const FrameSpec& in, const FrameSpec&) override {
     const std::vector<std::int64_t> got = model_input_shape(in);
-    add_batch_ = got.size() == in.shape.size() + 1;
+    add_batch_ = got.size() == static_cast<std::size_t>(in.shape.size()) + 1;
     inner_.clear();
     for (const ModelCopy& c : model_->copies(got)) {
       InnerConversion ic;
@@ -167,9 +167,11 @@ Result<std::unique_ptr<Stage>> infer_stage(InferOptions options) {
     std::string names;
     for (const ModelTensorInfo& i : model->inputs())
       names += (names.empty() ? "" : ", ") + i.to_string();
-    return unimplemented("infer: model '" + options.model.path + "' takes " +
-                         std::to_string(model->inputs().size()) + " inputs (" + names +
-                         "); a stage has one input edge: feed it with neat::Model::run from C++");
+    return unimplemented(
+        "infer: model '" + options.model.path + "' takes " +
+        std::to_string(model->inputs().size()) + " inputs (" + names +
+        "); the infer stage hands the model one tensor per frame: feed a model with "
+        "several inputs with neat::Model::run from C++");
   }
   std::size_t index = 0;
   if (!options.output.empty()) {

@@ -324,7 +324,7 @@ Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions op
     return pipeline_error(text, elements[0].offset, elements[0].length,
                           "a pipeline needs a source and a sink: SOURCE ! [STAGE ! ...] SINK");
   }
-  BuiltPipeline out{GraphBuilder(options.graph_name), nullptr, {}};
+  BuiltPipeline out{GraphBuilder(options.graph_name), nullptr, {}, {}};
   if (options.policy) out.builder.set_policy(*options.policy);
   std::vector<std::string> names;
   auto unique_name = [&](ElementArgs& a, const std::string& base) -> Result<std::string> {

@@ -41,6 +41,11 @@ class Sink {
   }
   /// One frame (by value: the sink may keep it). Errors stop the graph.
   virtual Result<SinkOutcome> consume(NeatTensor frame, std::int64_t frame_number) = 0;
+  /// After consume() returned DroppedOldest: the stream index
+  /// (FrameMeta::stream) of the older frame it dropped, so the drop counts
+  /// against that stream; -1 when the sink does not know. Called on the
+  /// graph's sink thread, right after consume().
+  virtual std::int32_t dropped_stream() const noexcept { return -1; }
   /// End of stream: no more frames will come.
   virtual Status finish() = 0;
   /// The graph stops now: wake anything waiting, take no more frames.

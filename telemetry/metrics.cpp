@@ -16,7 +16,7 @@ typename Map::mapped_type& LabeledMetrics::slot(Map& map, const KeyView& k) {
   auto it = map.find(k);  // transparent: no strings built
   if (it == map.end()) {
     it = map.emplace(Key{k.kind, k.reason, k.policy, k.explicit_call, std::string(k.stage),
-                         std::string(k.edge)},
+                         std::string(k.edge), std::string(k.stream)},
                      typename Map::mapped_type{})
              .first;
   }
@@ -25,10 +25,10 @@ typename Map::mapped_type& LabeledMetrics::slot(Map& map, const KeyView& k) {
 
 void LabeledMetrics::record(ConversionKind kind, ConversionReason reason, ConversionPolicy policy,
                             bool explicit_call, std::string_view stage, std::string_view edge,
-                            std::int64_t bytes, std::int64_t duration_ns) {
+                            std::string_view stream, std::int64_t bytes, std::int64_t duration_ns) {
   const double seconds = static_cast<double>(duration_ns) * 1e-9;
   std::lock_guard lock(mutex_);
-  Cell& c = slot(cells_, KeyView{kind, reason, policy, explicit_call, stage, edge});
+  Cell& c = slot(cells_, KeyView{kind, reason, policy, explicit_call, stage, edge, stream});
   c.count += 1;
   c.bytes += static_cast<std::uint64_t>(bytes);
   c.seconds += seconds;
@@ -41,9 +41,10 @@ void LabeledMetrics::record(ConversionKind kind, ConversionReason reason, Conver
 }
 
 void LabeledMetrics::record_refused(ConversionKind kind, ConversionReason reason,
-                                    std::string_view stage, std::string_view edge) {
+                                    std::string_view stage, std::string_view edge,
+                                    std::string_view stream) {
   std::lock_guard lock(mutex_);
-  slot(refused_, KeyView{kind, reason, ConversionPolicy::Strict, false, stage, edge}) += 1;
+  slot(refused_, KeyView{kind, reason, ConversionPolicy::Strict, false, stage, edge, stream}) += 1;
 }
 
 void LabeledMetrics::clear() {
@@ -70,10 +71,14 @@ std::string LabeledMetrics::prometheus_text() const {
     label_value(out, k.stage);
     out += ",edge=";
     label_value(out, k.edge);
+    if (!k.stream.empty()) {
+      out += ",stream=";
+      label_value(out, k.stream);
+    }
   };
   out +=
       "# HELP neat_conversions_total Conversions that ran (pack, convert, transfer), by kind, "
-      "reason, policy, stage and edge.\n";
+      "reason, policy, stage, edge and stream.\n";
   out += "# TYPE neat_conversions_total counter\n";
   for (const auto& [k, c] : cells_) {
     out += "neat_conversions_total";
@@ -133,10 +138,11 @@ MetricsSnapshot LabeledMetrics::snapshot() const {
   s.rows.reserve(cells_.size() + refused_.size());
   for (const auto& [k, c] : cells_) {
     s.rows.push_back(MetricsRow{k.kind, k.reason, k.policy, k.explicit_call, k.stage, k.edge,
-                                c.count, c.bytes, c.seconds, 0});
+                                c.count, c.bytes, c.seconds, 0, k.stream});
   }
   for (const auto& [k, n] : refused_) {
-    MetricsRow r{k.kind, k.reason, k.policy, k.explicit_call, k.stage, k.edge, 0, 0, 0, n};
+    MetricsRow r{k.kind, k.reason, k.policy, k.explicit_call, k.stage, k.edge, 0,
+                 0,      0,        n,        k.stream};
     s.rows.push_back(std::move(r));
   }
   return s;
@@ -144,7 +150,7 @@ MetricsSnapshot LabeledMetrics::snapshot() const {
 
 namespace {
 auto row_key(const MetricsRow& r) {
-  return std::tie(r.edge, r.stage, r.kind, r.reason, r.explicit_call, r.policy);
+  return std::tie(r.edge, r.stage, r.stream, r.kind, r.reason, r.explicit_call, r.policy);
 }
 }  // namespace
 
@@ -182,18 +188,29 @@ std::uint64_t MetricsSnapshot::bytes() const noexcept {
 }
 
 std::string format_metrics_table(const MetricsSnapshot& snapshot) {
+  // The STREAM column appears when a graph's streams were converted: with
+  // several cameras into one stage, one edge and stage carry rows per stream.
+  const bool streams = std::any_of(snapshot.rows.begin(), snapshot.rows.end(),
+                                   [](const MetricsRow& r) { return !r.stream.empty(); });
+  auto stream_cell = [&](std::string_view stream) {
+    if (!streams) return std::string();
+    std::string cell(stream.empty() ? "(none)" : stream);
+    cell.resize(std::max<std::size_t>(cell.size(), 12), ' ');
+    return cell + " ";
+  };
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-24s %-16s %-8s %-9s %-17s %-16s %7s %11s %11s\n", "EDGE",
-                "STAGE", "WHO", "KIND", "REASON", "POLICY", "COUNT", "BYTES", "EACH");
+  std::snprintf(buf, sizeof buf, "%-24s %-16s %s%-8s %-9s %-17s %-16s %7s %11s %11s\n", "EDGE",
+                "STAGE", stream_cell("STREAM").c_str(), "WHO", "KIND", "REASON", "POLICY", "COUNT",
+                "BYTES", "EACH");
   out += buf;
   for (const MetricsRow& r : snapshot.rows) {
     const std::string edge = r.edge.empty() ? "(none)" : r.edge;
     const std::string stage = r.stage.empty() ? "(none)" : r.stage;
     const bool refused = r.refused > 0;
     std::snprintf(
-        buf, sizeof buf, "%-24s %-16s %-8s %-9s %-17s %-16s %7llu %11s %11s\n", edge.c_str(),
-        stage.c_str(), r.explicit_call ? "explicit" : "implicit",
+        buf, sizeof buf, "%-24s %-16s %s%-8s %-9s %-17s %-16s %7llu %11s %11s\n", edge.c_str(),
+        stage.c_str(), stream_cell(r.stream).c_str(), r.explicit_call ? "explicit" : "implicit",
         std::string(to_string(r.kind)).c_str(), std::string(to_string(r.reason)).c_str(),
         refused ? "REFUSED" : std::string(to_string(r.policy)).c_str(),
         static_cast<unsigned long long>(refused ? r.refused : r.count),

@@ -1,8 +1,10 @@
 // Labeled conversion metrics and their Prometheus text exposition:
-//   neat_conversions_total{kind, reason, policy, explicit, stage, edge}
+//   neat_conversions_total{kind, reason, policy, explicit, stage, edge, stream}
 //   neat_conversion_bytes_total{...}
 //   neat_conversion_duration_seconds (histogram){...}
-//   neat_conversions_refused_total{kind, reason, stage, edge}
+//   neat_conversions_refused_total{kind, reason, stage, edge, stream}
+// `stream` is the frame's stream (FrameMeta::stream, a source of the graph);
+// the label is left out where no frame of a stream was being worked on.
 // The copy gate updates them for every conversion that runs (under every
 // policy, AllowSilent included) and for every refusal.
 //
@@ -34,10 +36,11 @@ struct MetricsRow {
   std::uint64_t bytes = 0;  ///< bytes they wrote
   double seconds = 0;
   std::uint64_t refused = 0;  ///< refusals (policy, budgets) with these labels
+  std::string stream;         ///< the frame's stream; empty outside a graph's streams
 };
 
 /// Every conversion the metrics have counted, whatever the policy (silent ones
-/// included), as rows sorted by edge, stage, kind, reason. `since` removes an
+/// included), as rows sorted by edge, stage, stream, kind, reason. `since` removes an
 /// earlier snapshot (rows that did not change are dropped): what happened in between.
 struct MetricsSnapshot {
   std::vector<MetricsRow> rows;
@@ -46,7 +49,8 @@ struct MetricsSnapshot {
   std::uint64_t bytes() const noexcept;
 };
 
-/// The end-of-run accounting table: per edge and stage, every conversion with
+/// The end-of-run accounting table: per edge and stage (and stream, a column
+/// shown when some row has one), every conversion with
 /// explicit/implicit, kind, reason, the policy it ran under, count, bytes and
 /// bytes per conversion, then a total line "total: N conversions, B bytes".
 std::string format_metrics_table(const MetricsSnapshot& snapshot);
@@ -57,10 +61,10 @@ class LabeledMetrics {
   static constexpr std::array<double, 8> kBuckets = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0};
 
   void record(ConversionKind kind, ConversionReason reason, ConversionPolicy policy,
-              bool explicit_call, std::string_view stage, std::string_view edge, std::int64_t bytes,
-              std::int64_t duration_ns);
+              bool explicit_call, std::string_view stage, std::string_view edge,
+              std::string_view stream, std::int64_t bytes, std::int64_t duration_ns);
   void record_refused(ConversionKind kind, ConversionReason reason, std::string_view stage,
-                      std::string_view edge);
+                      std::string_view edge, std::string_view stream);
   /// The Prometheus text exposition format (version 0.0.4).
   std::string prometheus_text() const;
   /// Every label set counted so far (refusals have policy Strict, explicit false).
@@ -75,16 +79,16 @@ class LabeledMetrics {
     ConversionReason reason;
     ConversionPolicy policy;
     bool explicit_call;
-    std::string_view stage, edge;
-    auto tie() const { return std::tie(kind, reason, policy, explicit_call, stage, edge); }
+    std::string_view stage, edge, stream;
+    auto tie() const { return std::tie(kind, reason, policy, explicit_call, stage, edge, stream); }
   };
   struct Key {
     ConversionKind kind;
     ConversionReason reason;
     ConversionPolicy policy;
     bool explicit_call;
-    std::string stage, edge;
-    KeyView view() const { return {kind, reason, policy, explicit_call, stage, edge}; }
+    std::string stage, edge, stream;
+    KeyView view() const { return {kind, reason, policy, explicit_call, stage, edge, stream}; }
   };
   struct Less {
     using is_transparent = void;

@@ -411,9 +411,8 @@ struct Graph::Impl {
           counters.frames_out.fetch_add(1, std::memory_order_relaxed);
           break;
         case SinkOutcome::DroppedOldest:
-          drop(
-              node,
-              kSinkOverflow);  // the older frame (its stream unknown here): this one took its place
+          // The older frame, of its own stream: this one took its place.
+          drop(node, kSinkOverflow, node.sink->dropped_stream());
           break;
         case SinkOutcome::Stopped:
           drop(node, kStopped, stream_index);

@@ -268,9 +268,9 @@ TEST(Model, SeveralInputsInDeclaredOrderEachCopyRecorded) {
   const std::vector<NeatTensor> bad = {in[0], floats_tensor({1, 2}, {1, 2})};
   NEAT_EXPECT_ERROR((*model)->run(bad, out), ErrorCode::InvalidArgument, "input 'b'");
   EXPECT_EQ(sink->events().size(), before);
-  // A stage has one input edge: the infer stage says so and names the way.
+  // The infer stage hands its model one tensor per frame: it says so and names the way.
   NEAT_EXPECT_ERROR(infer_stage({.model = {.path = model_path("two_inputs.onnx")}}),
-                    ErrorCode::Unimplemented, "neat::Model::run");
+                    ErrorCode::Unimplemented, "one tensor per frame");
 }
 
 // ---- YOLO decode -----------------------------------------------------------------

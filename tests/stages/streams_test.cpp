@@ -20,6 +20,7 @@
 #include "neat/stages/graph.hpp"
 #include "neat/stages/gst_io.hpp"
 #include "neat/telemetry/event_sink.hpp"
+#include "neat/telemetry/metrics.hpp"
 #include "support/fakes.hpp"
 
 namespace neat {
@@ -114,6 +115,7 @@ TEST_F(Streams, FramesAreTakenInTurnAndKeepTheirStreamAndNumbers) {
 }
 
 TEST_F(Streams, EveryConversionNamesItsStreamAndTheEdgeItCameBy) {
+  const MetricsSnapshot metrics_before = labeled_metrics().snapshot();
   GraphBuilder b("named");
   auto out = AppSink::create({.capacity = 64});
   b.add_source("front", frames_of(3));
@@ -136,6 +138,18 @@ TEST_F(Streams, EveryConversionNamesItsStreamAndTheEdgeItCameBy) {
     ++per_stream[e.stream];
   }
   EXPECT_EQ(per_stream, (std::map<std::string, int>{{"back", 2}, {"front", 3}}));
+
+  // The Prometheus series and the end-of-run table carry the stream too.
+  std::map<std::string, std::uint64_t> metric_rows;
+  for (const MetricsRow& r : labeled_metrics().snapshot().since(metrics_before).rows)
+    if (r.stage == "det") metric_rows[r.stream] += r.count;
+  EXPECT_EQ(metric_rows, (std::map<std::string, std::uint64_t>{{"back", 2}, {"front", 3}}));
+  const std::string text = labeled_metrics().prometheus_text();
+  EXPECT_NE(text.find("edge=\"front->det\",stream=\"front\"} 3"), std::string::npos) << text;
+  const std::string table =
+      format_metrics_table(labeled_metrics().snapshot().since(metrics_before));
+  EXPECT_NE(table.find("STREAM"), std::string::npos) << table;
+  EXPECT_NE(table.find("back"), std::string::npos) << table;
 }
 
 // A live camera driven by a script: each "session" (from prepare() or
@@ -484,6 +498,29 @@ TEST_F(Streams, AStageWithAMaxLatencyDropsTheFramesThatWaitedTooLongAndCountsThe
   EXPECT_GE(s.dropped.at("late"), 4u);
   EXPECT_EQ(g->frames().dropped.at("late"), s.dropped.at("late"));
   EXPECT_TRUE(g->frames().balanced());
+}
+
+TEST_F(Streams, ASinkThatDropsTheOldestCountsEachDropAgainstTheDroppedFramesStream) {
+  GraphBuilder b("overflow");
+  auto out = AppSink::create({.capacity = 1, .overflow = Overflow::DropOldest});
+  b.add_source("a", frames_of(5));
+  b.add_source("b", frames_of(3));
+  b.add_sink("out", out);
+  NEAT_ASSERT_OK(b.connect("a", "out"));
+  NEAT_ASSERT_OK(b.connect("b", "out"));
+  auto g = b.build();
+  NEAT_ASSERT_OK(g);
+  NEAT_ASSERT_OK(g->run());  // nobody pulls: the sink keeps the last frame only
+  auto last = out->pull(1s);
+  ASSERT_TRUE(last.has_value());
+  const std::string kept(last->meta().stream.name);
+  std::map<std::string, std::uint64_t> drops;
+  for (const StreamStats& s : g->stats().streams)
+    drops[s.name] = s.dropped.count("sink_overflow") ? s.dropped.at("sink_overflow") : 0;
+  EXPECT_EQ(drops["a"], 5u - (kept == "a" ? 1u : 0u)) << "kept a frame of " << kept;
+  EXPECT_EQ(drops["b"], 3u - (kept == "b" ? 1u : 0u)) << "kept a frame of " << kept;
+  EXPECT_EQ(g->frames().dropped.at("sink_overflow"), 7u);
+  EXPECT_TRUE(g->frames().balanced()) << g->frames().to_string();
 }
 
 TEST_F(Streams, ACycleAndADuplicateLinkAreRefused) {
