@@ -64,6 +64,9 @@ struct FrameGeometry {
 struct StreamId {
   std::int32_t index = -1;  ///< -1: not from a graph's source
   std::string_view name;
+  /// Changes each time the graph restarts the stream's source (0 before the
+  /// first restart): state kept per stream (a tracker's) starts over.
+  std::int32_t session = 0;
   bool known() const noexcept { return index >= 0; }
   friend bool operator==(const StreamId&, const StreamId&) = default;
 };

@@ -9,6 +9,7 @@
 #include "neat/stages/builtin.hpp"
 #include "neat/stages/gst_io.hpp"
 #include "neat/stages/inference.hpp"
+#include "neat/stages/internal/element_helpers.hpp"
 
 namespace neat {
 
@@ -62,6 +63,25 @@ std::string_view to_string(PropertyType t) noexcept {
 
 // ---- the registry ---------------------------------------------------------------
 
+PropertySpec prop(std::string name, PropertyType type, std::string default_value, std::string help,
+                  std::vector<std::string> choices) {
+  PropertySpec p;
+  p.name = std::move(name);
+  p.type = type;
+  p.default_value = std::move(default_value);
+  p.help = std::move(help);
+  p.choices = std::move(choices);
+  return p;
+}
+
+PropertySpec required(std::string name, PropertyType type, std::string placeholder,
+                      std::string help, std::vector<std::string> choices) {
+  PropertySpec p = prop(std::move(name), type, "", std::move(help), std::move(choices));
+  p.required = true;
+  p.placeholder = std::move(placeholder);
+  return p;
+}
+
 namespace {
 
 using R = ElementRole;
@@ -73,25 +93,6 @@ GstSourceOptions gst_source_options(const PipelineOptions& o) {
   so.timeout_setting = o.timeout_setting;
   so.cancelled = o.cancelled;
   return so;
-}
-
-PropertySpec prop(std::string name, PropertyType type, std::string default_value, std::string help,
-                  std::vector<std::string> choices = {}) {
-  PropertySpec p;
-  p.name = std::move(name);
-  p.type = type;
-  p.default_value = std::move(default_value);
-  p.help = std::move(help);
-  p.choices = std::move(choices);
-  return p;
-}
-
-PropertySpec required(std::string name, PropertyType type, std::string placeholder,
-                      std::string help, std::vector<std::string> choices = {}) {
-  PropertySpec p = prop(std::move(name), type, "", std::move(help), std::move(choices));
-  p.required = true;
-  p.placeholder = std::move(placeholder);
-  return p;
 }
 
 const PropertySpec kColorimetry =
@@ -568,6 +569,7 @@ std::vector<ElementSpec> make_registry() {
   add_inference_stages(r);
   add_graph_stages(r);
   add_sinks(r);
+  add_output_elements(r);
   add_common_properties(r);
   return r;
 }

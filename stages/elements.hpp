@@ -28,6 +28,7 @@
 #include "neat/stages/source.hpp"
 #include "neat/stages/stage.hpp"
 #include "neat/stages/streams.hpp"
+#include "neat/stages/track.hpp"
 
 namespace neat {
 
@@ -68,6 +69,9 @@ struct PipelineOptions {
   /// Every source's stream supervision unless its stall-timeout=, restart=
   /// or rate= say otherwise (`neat run --stall-timeout`, `--restart`).
   SourceOptions streams;
+  /// Where the pipeline's track stages post track starts and ends for its
+  /// message sinks (mqtt, kafka); declare_pipeline makes one when null.
+  std::shared_ptr<TrackJournal> tracks;
 };
 
 /// "pipeline: <what> (column N)\n  <text>\n  <caret>": an InvalidArgument error

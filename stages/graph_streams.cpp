@@ -164,7 +164,8 @@ void Graph::Impl::run_source(NodeRt& node) {
 Graph::Impl::SourceEnd Graph::Impl::pump_source(NodeRt& node, SourceRun& run, ScopedContext& scope,
                                                 std::optional<Error>& down_error) {
   StreamRt& st = *node.stream;
-  const StreamId stream{st.index, st.name};
+  const StreamId stream{st.index, st.name,
+                        static_cast<std::int32_t>(st.restarts.load(std::memory_order_relaxed))};
   const std::int64_t limit = plan.max_source_frames;
   for (;;) {
     if (stop.load(std::memory_order_relaxed)) return SourceEnd::Stopped;

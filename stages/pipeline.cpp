@@ -318,6 +318,7 @@ std::string default_pipeline_text() {
 }
 
 Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions options) {
+  if (!options.tracks) options.tracks = std::make_shared<TrackJournal>();
   NEAT_ASSIGN_OR_RETURN(std::vector<PipelineElement> elements, parse_pipeline(text));
   if (elements.size() < 2) {
     if (elements.empty()) return pipeline_error(text, 0, text.size(), "empty pipeline");
