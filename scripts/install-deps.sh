@@ -16,6 +16,7 @@ shift || true
 run_packages=(
   build-essential cmake ninja-build pkg-config
   libopencv-dev libopencv-dnn-dev
+  libmosquitto-dev librdkafka-dev
   libonnx-dev libprotobuf-dev python3-onnx
   # libtorch computes through BLAS: without an optimised one, Debian's
   # reference libblas3 makes a YOLOv8n frame 3x slower on one thread.
@@ -33,10 +34,12 @@ test_packages=(
   python3-dev python3-numpy python3-pybind11 python3-pytest
   libonnx-testdata
   prometheus
+  mosquitto mosquitto-clients
+  gir1.2-gst-rtsp-server-1.0 python3-gi
   clang-16 libclang-rt-16-dev
 )
 # Packages whose maintainer scripts enable and start a service.
-services=(prometheus)
+services=(prometheus mosquitto)
 
 case "$mode" in
   run) packages=("${run_packages[@]}") ;;

@@ -568,8 +568,9 @@ std::vector<ElementSpec> make_registry() {
   add_preprocess_stage(r);
   add_inference_stages(r);
   add_graph_stages(r);
+  add_output_stages(r);
   add_sinks(r);
-  add_output_elements(r);
+  add_output_sinks(r);
   add_common_properties(r);
   return r;
 }

@@ -72,6 +72,9 @@ struct PipelineOptions {
   /// Where the pipeline's track stages post track starts and ends for its
   /// message sinks (mqtt, kafka); declare_pipeline makes one when null.
   std::shared_ptr<TrackJournal> tracks;
+  /// Named in the messages of mqtt and kafka sinks: declare_pipeline sets
+  /// it to the model= of the pipeline's infer element.
+  std::string model_name;
 };
 
 /// "pipeline: <what> (column N)\n  <text>\n  <caret>": an InvalidArgument error

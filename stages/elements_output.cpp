@@ -2,6 +2,7 @@
 // and the message sinks (mqtt, kafka).
 #include "neat/stages/elements.hpp"
 #include "neat/stages/internal/element_helpers.hpp"
+#include "neat/stages/messages.hpp"
 #include "neat/stages/track.hpp"
 
 namespace neat {
@@ -60,10 +61,111 @@ void add_track(std::vector<ElementSpec>& r) {
        }});
 }
 
+// The properties every message sink takes.
+std::vector<PropertySpec> message_properties() {
+  const MessageOptions d;
+  return {
+      required("topic", T::Text, "TOPIC",
+               "where each frame's message goes; {stream} is the frame's stream name "
+               "(cameras/{stream}/detections)"),
+      prop("track-topic", T::Text, "", "where track starts and ends go (default: topic)"),
+      prop("spool", T::Integer, std::to_string(d.spool),
+           "messages held while the broker is away (past it the oldest are dropped, counted)"),
+      prop("window", T::Integer, std::to_string(d.window),
+           "messages sent and not yet acknowledged at once"),
+      prop("connect-timeout", T::Duration, "5s", "how long a connection attempt may take"),
+      prop("drain-timeout", T::Duration, "10s",
+           "at the end of the stream, how long to wait for every message to be acknowledged "
+           "(what is left then fails the run)"),
+      prop("empty", T::Choice, "true", "publish frames without detections too", {"true", "false"}),
+      prop("model", T::Text, "", "the model named in the messages (default: infer's model=)"),
+      prop("username", T::Text, "", "the broker's user name"),
+      prop("password", T::Text, "", "the broker's password"),
+      prop("ca-file", T::Text, "",
+           "TLS: the CA certificate (PEM) the broker's certificate "
+           "is checked against"),
+  };
+}
+
+Result<MessageOptions> message_options(ElementArgs& a, std::string& user, std::string& password,
+                                       std::string& ca_file) {
+  MessageOptions m;
+  m.topic = a.take("topic").value_or("");
+  m.track_topic = a.take("track-topic").value_or("");
+  NEAT_ASSIGN_OR_RETURN(std::int64_t spool, a.integer("spool", static_cast<std::int64_t>(m.spool)));
+  if (spool < 1 || spool > 100'000'000) return a.fail("spool must be from 1 to 100000000 messages");
+  m.spool = static_cast<std::size_t>(spool);
+  NEAT_ASSIGN_OR_RETURN(std::int64_t window, a.integer("window", m.window));
+  if (window < 1 || window > 65535) return a.fail("window must be from 1 to 65535 messages");
+  m.window = static_cast<int>(window);
+  NEAT_ASSIGN_OR_RETURN(m.connect_timeout, a.duration("connect-timeout", m.connect_timeout));
+  NEAT_ASSIGN_OR_RETURN(m.drain_timeout, a.duration("drain-timeout", m.drain_timeout));
+  NEAT_ASSIGN_OR_RETURN(m.empty_frames,
+                        a.choice<bool>("empty", true, {{"true", true}, {"false", false}}));
+  m.model = a.take("model").value_or(a.options().model_name);
+  m.graph = a.options().graph_name;
+  m.tracks = a.options().tracks;
+  user = a.take("username").value_or("");
+  password = a.take("password").value_or("");
+  ca_file = a.take("ca-file").value_or("");
+  return m;
+}
+
+BuiltElement sink_element(std::shared_ptr<Sink> sink) {
+  BuiltElement e;
+  e.sink = std::move(sink);
+  return e;
+}
+
+void add_message_sinks(std::vector<ElementSpec>& r) {
+  std::vector<PropertySpec> mqtt = {
+      required("broker", T::Text, "HOST:PORT", "the MQTT broker (port default 1883)"),
+      prop("client-id", T::Text, "", "the MQTT client id (default neat-PID-N)")};
+  for (PropertySpec& p : message_properties())
+    mqtt.push_back(std::move(p));
+  r.push_back({"mqtt",
+               {R::Sink},
+               "publishes each frame's detections (and track starts and ends) as JSON to an "
+               "MQTT broker, QoS 1, in order, through a bounded spool that rides out outages",
+               std::move(mqtt),
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 MqttOptions o;
+                 o.broker = a.take("broker").value_or("");
+                 o.client_id = a.take("client-id").value_or("");
+                 NEAT_ASSIGN_OR_RETURN(o.messages,
+                                       message_options(a, o.username, o.password, o.ca_file));
+                 auto s = mqtt_sink(std::move(o));
+                 if (!s.ok()) return a.fail(s.error());
+                 return sink_element(std::move(*s));
+               }});
+  std::vector<PropertySpec> kafka = {required(
+      "brokers", T::Text, "HOST:PORT", "the Kafka bootstrap brokers (HOST:PORT[,HOST:PORT...])")};
+  for (PropertySpec& p : message_properties())
+    kafka.push_back(std::move(p));
+  r.push_back({"kafka",
+               {R::Sink},
+               "produces each frame's detections (and track starts and ends) as JSON to Kafka, "
+               "keyed by stream, acknowledged by every in-sync replica, through a bounded spool",
+               std::move(kafka),
+               [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
+                 KafkaOptions o;
+                 o.brokers = a.take("brokers").value_or("");
+                 NEAT_ASSIGN_OR_RETURN(o.messages,
+                                       message_options(a, o.username, o.password, o.ca_file));
+                 auto s = kafka_sink(std::move(o));
+                 if (!s.ok()) return a.fail(s.error());
+                 return sink_element(std::move(*s));
+               }});
+}
+
 }  // namespace
 
-void add_output_elements(std::vector<ElementSpec>& r) {
+void add_output_stages(std::vector<ElementSpec>& r) {
   add_track(r);
+}
+
+void add_output_sinks(std::vector<ElementSpec>& r) {
+  add_message_sinks(r);
 }
 
 }  // namespace neat

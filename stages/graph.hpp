@@ -272,6 +272,8 @@ struct GraphStats {
   std::vector<EdgeStats> edges;
   std::vector<PoolStats> pools;      ///< the stages' and converting edges' pools
   std::vector<StreamStats> streams;  ///< one per source, in stream index order
+  /// The message sinks' delivery (mqtt, kafka), by sink name.
+  std::vector<std::pair<std::string, DeliveryStats>> deliveries;
 };
 
 /// The live graph metrics in the Prometheus text format, every family once

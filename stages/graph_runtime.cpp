@@ -171,6 +171,9 @@ GraphStats Graph::stats() const {
       s.latency_histogram.sum_seconds =
           static_cast<double>(c.latency_ns.load(std::memory_order_relaxed)) * 1e-9;
     }
+    if (n.plan.kind == NodeKind::Sink && n.sink) {
+      if (auto d = n.sink->delivery()) g.deliveries.emplace_back(n.plan.name, std::move(*d));
+    }
     if (n.pool && n.plan.kind == NodeKind::Stage) {
       g.pools.push_back({"stage '" + n.plan.name + "'", n.plan.output.bytes(), n.plan.pool_buffers,
                          n.pool->stats().peak_in_use_buffers, n.plan.allocated_by});

@@ -320,6 +320,11 @@ std::string default_pipeline_text() {
 Result<BuiltPipeline> declare_pipeline(std::string_view text, PipelineOptions options) {
   if (!options.tracks) options.tracks = std::make_shared<TrackJournal>();
   NEAT_ASSIGN_OR_RETURN(std::vector<PipelineElement> elements, parse_pipeline(text));
+  for (const PipelineElement& e : elements) {
+    if (e.name != "infer" || !options.model_name.empty()) continue;
+    for (const auto& [k, v] : e.properties)
+      if (k == "model") options.model_name = v;
+  }
   if (elements.size() < 2) {
     if (elements.empty()) return pipeline_error(text, 0, text.size(), "empty pipeline");
     return pipeline_error(text, elements[0].offset, elements[0].length,

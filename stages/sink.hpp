@@ -9,6 +9,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,19 @@ enum class SinkOutcome : std::uint8_t {
   Consumed,       ///< the sink took it
   DroppedOldest,  ///< taken, and an older queued frame was dropped to make room
   Stopped,        ///< not taken: the graph is stopping
+};
+
+/// A sink that sends results out of the process (mqtt, kafka): its delivery so far.
+struct DeliveryStats {
+  std::string endpoint;  ///< "mqtt 127.0.0.1:1883"
+  bool connected = false;
+  std::uint64_t queued = 0;     ///< messages made
+  std::uint64_t delivered = 0;  ///< acknowledged by the broker
+  std::uint64_t dropped = 0;    ///< dropped from a full spool (the oldest first)
+  std::uint64_t resent = 0;     ///< sent again after a reconnect
+  std::uint64_t spooled = 0;    ///< waiting now (sent or not, not yet acknowledged)
+  std::uint64_t reconnects = 0;
+  std::string last_error;  ///< why the broker was last unreachable ("" when never)
 };
 
 class Sink {
@@ -56,6 +71,8 @@ class Sink {
   /// load in the common case).
   virtual Status health() { return {}; }
   virtual std::string describe() const { return std::string(kind()); }
+  /// A message sink's delivery (any thread); nullopt for other sinks.
+  virtual std::optional<DeliveryStats> delivery() const { return std::nullopt; }
   /// Called by the graph before it takes the sink's next frame from the
   /// input edge: waits up to `timeout` until consume() would take a frame
   /// without waiting (a queue with room). True when it would (or when the

@@ -16,7 +16,9 @@ PropertySpec prop(std::string name, PropertyType type, std::string default_value
 PropertySpec required(std::string name, PropertyType type, std::string placeholder,
                       std::string help, std::vector<std::string> choices = {});
 
-/// The elements whose results leave the frame: track, mqtt, kafka.
-void add_output_elements(std::vector<ElementSpec>& registry);
+/// The stages that follow detection: track.
+void add_output_stages(std::vector<ElementSpec>& registry);
+/// The sinks whose results leave the process: mqtt, kafka.
+void add_output_sinks(std::vector<ElementSpec>& registry);
 
 }  // namespace neat
