@@ -48,6 +48,9 @@ class KafkaTransport final : public Transport {
       return st;
     }
     rd_kafka_conf_set_opaque(conf, this);
+    // librdkafka's log lines would go to stderr: its errors reach the sink
+    // through error_cb and delivery reports instead (DeliveryStats::last_error).
+    rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int, const char*, const char*) {});
     rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* self) {
       static_cast<KafkaTransport*>(self)->delivered(m);
     });
