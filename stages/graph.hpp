@@ -51,6 +51,7 @@
 #include "neat/stages/stage.hpp"
 #include "neat/stages/streams.hpp"
 #include "neat/telemetry/duration_histogram.hpp"
+#include "neat/telemetry/metrics_server.hpp"
 
 namespace neat {
 
@@ -340,6 +341,12 @@ class Graph {
   /// graph_prometheus_text({stats()}): what a metrics endpoint serves for
   /// this graph (MetricsServer::add_collector).
   std::string prometheus_text() const;
+  /// This graph's part of a metrics server's /readyz and /status
+  /// (MetricsServer::add_health_check): ready while it runs with every
+  /// stream up and every message sink connected; the streams' states and
+  /// frame rates (since the previous look, at least 1 s) and the sinks'
+  /// delivery. The check refers to the graph: reset its registration first.
+  MetricsServer::HealthCheck health_check() const;
   /// Breaches of the graph's budgets and steady-state rules so far.
   std::vector<RuleBreach> rule_breaches() const;
 

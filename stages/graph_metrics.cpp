@@ -17,6 +17,46 @@ std::string_view kind_label(NodeKind k) {
   return detail::node_kind_text(k);
 }
 
+// The neat_messages_* and neat_broker_connected families: each message
+// sink's delivery (label sink).
+void delivery_families(std::string& out, const std::vector<GraphStats>& graphs) {
+  bool any = false;
+  for (const GraphStats& g : graphs)
+    any = any || !g.deliveries.empty();
+  if (!any) return;
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::uint64_t DeliveryStats::*field;
+    const char* type;
+  };
+  const Counter counters[] = {
+      {"neat_messages_queued_total", "Messages a sink made (one per frame, track start and end).",
+       &DeliveryStats::queued, "counter"},
+      {"neat_messages_delivered_total", "Messages the broker acknowledged.",
+       &DeliveryStats::delivered, "counter"},
+      {"neat_messages_dropped_total", "Messages dropped from a full spool (the oldest first).",
+       &DeliveryStats::dropped, "counter"},
+      {"neat_messages_resent_total", "Messages sent again after a reconnect.",
+       &DeliveryStats::resent, "counter"},
+      {"neat_messages_spooled", "Messages waiting for the broker's acknowledgement.",
+       &DeliveryStats::spooled, "gauge"},
+      {"neat_broker_reconnects_total", "Times the connection to the broker was lost.",
+       &DeliveryStats::reconnects, "counter"},
+  };
+  for (const Counter& c : counters) {
+    family(out, c.name, c.type, c.help);
+    for (const GraphStats& g : graphs)
+      for (const auto& [name, d] : g.deliveries)
+        sample(out, c.name, {{"graph", g.graph}, {"sink", name}}, d.*c.field);
+  }
+  family(out, "neat_broker_connected", "gauge", "1 while the sink is connected to its broker.");
+  for (const GraphStats& g : graphs)
+    for (const auto& [name, d] : g.deliveries)
+      sample(out, "neat_broker_connected", {{"graph", g.graph}, {"sink", name}},
+             std::uint64_t{d.connected ? 1u : 0u});
+}
+
 // The neat_stream_* families: each source's stream (label stream).
 void stream_families(std::string& out, const std::vector<GraphStats>& graphs) {
   constexpr StreamState kStates[] = {StreamState::Starting, StreamState::Up,
@@ -183,6 +223,7 @@ std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
              static_cast<std::uint64_t>(e.capacity));
   }
   stream_families(out, graphs);
+  delivery_families(out, graphs);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <sys/socket.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -55,6 +56,7 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
 struct MetricsServer::Registration::State {
   std::mutex mutex;  // held while collectors run and while one is removed
   std::map<std::uint64_t, Collector> collectors;
+  std::map<std::uint64_t, HealthCheck> checks;
   std::uint64_t next_id = 1;
 };
 
@@ -77,6 +79,7 @@ void MetricsServer::Registration::reset() {
   if (!state_) return;
   std::lock_guard lock(state_->mutex);
   state_->collectors.erase(id_);
+  state_->checks.erase(id_);
   state_.reset();
 }
 
@@ -98,6 +101,25 @@ struct MetricsServer::Impl {
     }
     if (options.process_metrics) out += prometheus::process_metrics_text();
     return out;
+  }
+
+  std::pair<bool, std::string> status() const {
+    nlohmann::json reasons = nlohmann::json::array();
+    std::string graphs = "[";
+    {
+      std::lock_guard lock(state->mutex);
+      for (const auto& [id, check] : state->checks) {
+        const Health h = check();
+        for (const std::string& r : h.not_ready)
+          reasons.push_back(r);
+        if (!h.status_json.empty()) graphs += (graphs.size() > 1 ? "," : "") + h.status_json;
+      }
+    }
+    graphs += "]";
+    const bool ready = reasons.empty();
+    std::string out = "{\"ready\":" + std::string(ready ? "true" : "false") +
+                      ",\"not_ready\":" + reasons.dump() + ",\"graphs\":" + graphs + "}\n";
+    return {ready, out};
   }
 };
 
@@ -138,11 +160,34 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress&
     self->scrapes.fetch_add(1, std::memory_order_relaxed);
     res.set_content(self->scrape(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  impl->http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404) {
-      res.set_content("not found: " + req.path + " (metrics are at /metrics)\n", "text/plain");
-    }
+  impl->http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
   });
+  impl->http.Get("/readyz", [self](const httplib::Request&, httplib::Response& res) {
+    const auto [ready, json] = self->status();
+    std::string text = ready ? "ready\n" : "";
+    if (!ready) {
+      const nlohmann::json status = nlohmann::json::parse(json);
+      for (const auto& r : status["not_ready"])
+        text += "not ready: " + r.get<std::string>() + "\n";
+    }
+    res.status = ready ? 200 : 503;
+    res.set_content(text, "text/plain");
+  });
+  impl->http.Get("/status", [self](const httplib::Request&, httplib::Response& res) {
+    const auto [ready, json] = self->status();
+    res.set_content(json, "application/json");
+  });
+  // Only a path nobody serves gets this text; /readyz's own 503 keeps its
+  // reasons (a handled error would replace them).
+  impl->http.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (res.status != 404) return httplib::Server::HandlerResponse::Unhandled;
+        res.set_content("not found: " + req.path +
+                            " (metrics are at /metrics; health at /healthz, /readyz, /status)\n",
+                        "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   errno = 0;
   bool bound = false;
   if (address.port == 0) {
@@ -182,6 +227,17 @@ MetricsServer::Registration MetricsServer::add_collector(Collector collector) {
   const std::uint64_t id = impl_->state->next_id++;
   impl_->state->collectors.emplace(id, std::move(collector));
   return Registration(impl_->state, id);
+}
+
+MetricsServer::Registration MetricsServer::add_health_check(HealthCheck check) {
+  std::lock_guard lock(impl_->state->mutex);
+  const std::uint64_t id = impl_->state->next_id++;
+  impl_->state->checks.emplace(id, std::move(check));
+  return Registration(impl_->state, id);
+}
+
+std::pair<bool, std::string> MetricsServer::status() const {
+  return impl_->status();
 }
 
 std::string MetricsServer::scrape() const {

@@ -10,9 +10,16 @@
 //
 // Each scrape returns the conversion metrics (metrics.hpp), the process_*
 // metrics (prometheus.hpp) and whatever the registered collectors append.
+//
+// Health for orchestrators, from the registered health checks:
+//   GET /healthz  200 "ok" while the process serves (a liveness probe);
+//   GET /readyz   200 "ready" when every check is ready, else 503 with one
+//                 line per reason (a stream down, a broker away, a graph ended);
+//   GET /status   JSON {"ready", "not_ready": [reasons], "graphs": [each
+//                 check's JSON object]}.
 // The HTTP side is Debian's cpp-httplib (a maintained, widely used
-// single-purpose server; no HTTP is parsed here). Only GET /metrics is
-// served; anything else is 404. The listening address is loopback unless a
+// single-purpose server; no HTTP is parsed here). Only GET /metrics and the
+// health paths are served; anything else is 404. The listening address is loopback unless a
 // host is named: "9464" and ":9464" mean 127.0.0.1:9464; "0.0.0.0:9464" or
 // "[::]:9464" listen on every interface; port 0 picks a free port (port()).
 //
@@ -28,6 +35,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "neat/contract/error.hpp"
 
@@ -50,9 +59,16 @@ struct MetricsServerOptions {
   int threads = 2;                 ///< HTTP worker threads
 };
 
+/// What a health check reports: ready or why not, and its part of /status.
+struct Health {
+  std::vector<std::string> not_ready;  ///< reasons; empty: ready
+  std::string status_json;             ///< one JSON object (a graph's streams and sinks)
+};
+
 class MetricsServer {
  public:
   using Collector = std::function<void(std::string& out)>;
+  using HealthCheck = std::function<Health()>;
 
   /// Binds and starts serving before it returns (a scrape right after
   /// works). Unavailable when the address cannot be bound (in use,
@@ -88,6 +104,10 @@ class MetricsServer {
   };
   /// Adds text to every scrape until the registration goes away.
   [[nodiscard]] Registration add_collector(Collector collector);
+  /// Adds a check to /readyz and /status until the registration goes away.
+  [[nodiscard]] Registration add_health_check(HealthCheck check);
+  /// What GET /readyz and /status answer now: (ready, the /status JSON).
+  std::pair<bool, std::string> status() const;
 
   /// What GET /metrics answers now (also usable without HTTP).
   std::string scrape() const;

@@ -386,6 +386,7 @@ void print_result(const Graph& graph, const BuiltPipeline& declared, const RunTa
   if (detections) tally.detections.print();
   const GraphStats stats = graph.stats();
   print_streams(stats);
+  print_deliveries(stats);
   print_latency(stats);
   print_memory(stats, graph.plan());
 }
@@ -495,6 +496,13 @@ int run_pipeline(const RunOptions& options) {
         "--metrics-listen: ", metrics_server.error(),
         metrics_server.error().code() == ErrorCode::InvalidArgument ? kBadInput : kGraphFailed);
   }
+  // Not ready while the graph is built (sources preroll, the model loads).
+  MetricsServer::Registration readiness;
+  if (*metrics_server) {
+    readiness = (*metrics_server)->add_health_check([] {
+      return Health{{"the pipeline is being built (sources starting, the model loading)"}, {}};
+    });
+  }
   RunTraces traces;  // removes its temporary file however the run ends
   if (Status st = traces.open(options); !st.ok()) return fail_with("", st.error(), kBadInput);
 
@@ -531,6 +539,7 @@ int run_pipeline(const RunOptions& options) {
     const Graph* g = &*graph;
     graph_metrics =
         (*metrics_server)->add_collector([g](std::string& out) { out += g->prometheus_text(); });
+    readiness = (*metrics_server)->add_health_check(g->health_check());
   }
   const MetricsSnapshot metrics_before = labeled_metrics().snapshot();
   const auto t0 = std::chrono::steady_clock::now();

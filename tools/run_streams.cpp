@@ -47,6 +47,21 @@ void print_streams(const GraphStats& stats) {
   }
 }
 
+void print_deliveries(const GraphStats& stats) {
+  if (stats.deliveries.empty()) return;
+  std::printf("== messages\n");
+  std::printf("  %-12s %-28s %9s %10s %8s %7s %10s  %s\n", "SINK", "BROKER", "QUEUED", "DELIVERED",
+              "DROPPED", "RESENT", "RECONNECTS", "LAST ERROR");
+  for (const auto& [name, d] : stats.deliveries) {
+    std::printf(
+        "  %-12s %-28s %9llu %10llu %8llu %7llu %10llu  %s\n", name.c_str(), d.endpoint.c_str(),
+        static_cast<unsigned long long>(d.queued), static_cast<unsigned long long>(d.delivered),
+        static_cast<unsigned long long>(d.dropped), static_cast<unsigned long long>(d.resent),
+        static_cast<unsigned long long>(d.reconnects),
+        d.last_error.empty() ? "-" : d.last_error.c_str());
+  }
+}
+
 bool any_stream_failed(const GraphStats& stats) {
   return std::any_of(stats.streams.begin(), stats.streams.end(),
                      [](const StreamStats& s) { return s.state == StreamState::Failed; });

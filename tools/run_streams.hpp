@@ -1,6 +1,7 @@
 // `neat run` and its streams: each stream's state changes printed as they
 // happen (stalled, restarting with the reason, up again), and the table of
-// streams at the end (state, frames, restarts, drops by reason, last error).
+// streams at the end (state, frames, restarts, drops by reason, last error),
+// with the message sinks' delivery.
 #pragma once
 
 #include <memory>
@@ -18,6 +19,10 @@ std::shared_ptr<EventSink> stream_state_printer();
 /// The "== streams" table of the run's result: printed when the graph has
 /// more than one stream or a stream went down.
 void print_streams(const GraphStats& stats);
+
+/// The "== messages" table: each message sink's delivery (queued,
+/// delivered, dropped from the spool, resent, reconnects, last error).
+void print_deliveries(const GraphStats& stats);
 
 /// Whether a stream ended in failure (the run's exit status is then non-zero).
 bool any_stream_failed(const GraphStats& stats);

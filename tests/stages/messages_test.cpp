@@ -16,8 +16,10 @@
 #include "neat/stages/graph.hpp"
 #include "neat/stages/pipeline.hpp"
 #include "neat/stages/track.hpp"
+#include "neat/telemetry/metrics_server.hpp"
 #include "support/mosquitto_broker.hpp"
 
+#include <httplib.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
@@ -342,6 +344,89 @@ TEST_F(MqttBroker, PastTheSpoolTheOldestAreDroppedAndCountedExactly) {
     }
   EXPECT_EQ(gap, 1u);
   EXPECT_EQ(r.frames.back(), 249);
+}
+
+// Live detections until stopped; the first `stall_after` frames, then silence.
+class LiveDetections final : public Source {
+ public:
+  explicit LiveDetections(std::int64_t stall_after) : inner_(1 << 30, 50), limit_(stall_after) {}
+  std::string_view kind() const noexcept override { return "live detections"; }
+  bool live() const override { return true; }
+  Result<FrameSpec> prepare() override { return inner_.prepare(); }
+  Result<FrameSpec> restart(const std::atomic<bool>&) override { return inner_.prepare(); }
+  Result<std::optional<NeatTensor>> next(const std::atomic<bool>& stop) override {
+    if (sent_++ < limit_) return inner_.next(stop);
+    while (!stop.load())
+      std::this_thread::sleep_for(5ms);
+    return std::optional<NeatTensor>{};
+  }
+
+ private:
+  DetectionSource inner_;
+  std::int64_t limit_, sent_ = 0;
+};
+
+TEST_F(MqttBroker, ReadyzAndStatusShowABrokerAwayAndAStalledStream) {
+  MqttOptions o;
+  o.broker = broker_.address();
+  o.messages.topic = "h/{stream}";
+  auto sink = mqtt_sink(o);
+  ASSERT_TRUE(sink.ok());
+  GraphBuilder b("health");
+  b.add_source("cam", std::make_unique<LiveDetections>(100), {.stall_timeout = 400ms});
+  b.add_sink("mqtt", *sink);
+  ASSERT_TRUE(b.connect("cam", "mqtt").ok());
+  auto g = b.build();
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  auto server = MetricsServer::start("127.0.0.1:0");
+  ASSERT_TRUE(server.ok());
+  auto check = (*server)->add_health_check(g->health_check());
+  httplib::Client http("127.0.0.1", (*server)->port());
+  auto get = [&](const char* path) {
+    auto r = http.Get(path);
+    return r ? std::pair{r->status, r->body} : std::pair{0, std::string()};
+  };
+  auto wait_ready = [&](bool ready) {
+    for (int i = 0; i < 100; ++i) {
+      if ((get("/readyz").first == 200) == ready) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  EXPECT_EQ(get("/readyz").first, 503) << "not started";
+  ASSERT_TRUE(g->start().ok());
+  EXPECT_TRUE(wait_ready(true)) << get("/readyz").second;
+  EXPECT_EQ(get("/healthz"), (std::pair<int, std::string>{200, "ok\n"}));
+
+  broker_.stop();  // the broker goes away
+  EXPECT_TRUE(wait_ready(false));
+  auto [code, text] = get("/readyz");
+  EXPECT_EQ(code, 503) << text;
+  EXPECT_NE(text.find("sink 'mqtt' (mqtt " + broker_.address() + ") is not connected"),
+            std::string::npos)
+      << text;
+  json status = json::parse(get("/status").second);
+  EXPECT_FALSE(status["ready"].get<bool>());
+  EXPECT_FALSE(status["graphs"][0]["sinks"][0]["connected"].get<bool>());
+  EXPECT_EQ(status["graphs"][0]["streams"][0]["state"], "up");
+  EXPECT_GT(status["graphs"][0]["streams"][0]["fps"].get<double>(), 10.0);
+  EXPECT_EQ(get("/healthz").first, 200) << "the process still runs";
+  ASSERT_TRUE(broker_.start());
+  EXPECT_TRUE(wait_ready(true)) << get("/readyz").second;
+
+  // After 100 frames the camera falls silent: stalled within the 400 ms timeout.
+  for (int i = 0; i < 100; ++i) {
+    if (get("/readyz").second.find("stream 'cam' is") != std::string::npos) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_NE(get("/readyz").second.find("stream 'cam' is"), std::string::npos)
+      << get("/readyz").second;
+  status = json::parse(get("/status").second);
+  EXPECT_NE(status["graphs"][0]["streams"][0]["state"], "up");
+  g->stop();
+  EXPECT_TRUE(g->wait().ok());
+  EXPECT_NE(get("/readyz").second.find("graph 'health' is not running"), std::string::npos);
+  check.reset();
 }
 
 TEST_F(MqttBroker, ABrokerThatNeverComesBackFailsTheRunWithTheCountOfUndelivered) {
