@@ -35,8 +35,8 @@ void add_track(std::vector<ElementSpec>& r) {
              "frames a lost track waits for its object before it ends"),
         prop("min-hits", T::Integer, std::to_string(d.min_hits),
              "frames in a row that confirm a new track (at once on a stream's first frame)"),
-        prop("classes", T::Choice, "separate", "a track takes detections of its own class, or any",
-             {"separate", "any"})},
+        prop("match", T::Choice, "class",
+             "a track takes detections of its own class, or of any class", {"class", "any"})},
        [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
          TrackOptions o;
          TrackerParams& p = o.tracker;
@@ -50,8 +50,8 @@ void add_track(std::vector<ElementSpec>& r) {
          if (hits < 1 || hits > 1000) return a.fail("min-hits must be from 1 to 1000 frames");
          p.max_age = static_cast<int>(age);
          p.min_hits = static_cast<int>(hits);
-         NEAT_ASSIGN_OR_RETURN(
-             p.per_class, a.choice<bool>("classes", true, {{"separate", true}, {"any", false}}));
+         NEAT_ASSIGN_OR_RETURN(p.per_class,
+                               a.choice<bool>("match", true, {{"class", true}, {"any", false}}));
          o.journal = a.options().tracks;
          auto st = track_stage(std::move(o));
          if (!st.ok()) return a.fail(st.error());

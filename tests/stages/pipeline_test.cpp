@@ -202,6 +202,7 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
                             : p.name == "classes"     ? "0"
                             : p.name == "input-shape" ? "1x3x8x8"
                             : p.name == "pattern"     ? "ball"
+                            : p.name == "ca-file"     ? "/etc/os-release"  // a file that exists
                                                       : value(p);
       props += " " + p.name + "=" + v;
     }
@@ -217,9 +218,9 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
     EXPECT_TRUE(p.ok()) << text << ": " << p.error().message();
     ++checked;
   }
-  EXPECT_EQ(checked, 16);  // every element but gst and file
+  EXPECT_EQ(checked, 19);  // every element but gst and file
   EXPECT_EQ(find_pipeline_element("resise"), nullptr);
-  EXPECT_EQ(element_names(ElementRole::Sink), "gst:\"...\", appsink");
+  EXPECT_EQ(element_names(ElementRole::Sink), "gst:\"...\", appsink, mqtt, kafka");
   EXPECT_NE(describe_elements().find("preprocess  the fused"), std::string::npos);
   const std::string resize = describe_element(*find_pipeline_element("resize"));
   EXPECT_NE(resize.find("size=WIDTHxHEIGHT"), std::string::npos) << resize;
