@@ -298,6 +298,8 @@ struct RunReport {
   std::map<std::string, std::uint64_t> edge_frames;
   /// Capture-to-sink latency per sink, by sink name (frames with a capture time).
   std::map<std::string, DurationSummary> latency;
+  /// The message sinks' delivery at the end (mqtt, kafka), by sink name.
+  std::vector<std::pair<std::string, DeliveryStats>> deliveries;
 };
 
 class Graph {

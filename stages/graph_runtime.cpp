@@ -113,6 +113,9 @@ Result<RunReport> Graph::wait() {
     r.edge_frames[e->plan.name] = e->frames.load();
   for (const auto& n : impl_->nodes) {
     if (n.plan.kind == NodeKind::Sink) r.latency[n.plan.name] = n.counters->latency.summary();
+    if (n.plan.kind == NodeKind::Sink && n.sink) {
+      if (auto d = n.sink->delivery()) r.deliveries.emplace_back(n.plan.name, std::move(*d));
+    }
   }
   return r;
 }

@@ -219,6 +219,8 @@ void def_declaring(GraphClass& c) {
           }
           if (max_frame_memory) g.st->builder->set_max_frame_memory(*max_frame_memory);
           g.st->options.graph_name = name;
+          // Track stages and message sinks added one by one share the graph's journal.
+          g.st->options.tracks = std::make_shared<neat::TrackJournal>();
           return g;
         }),
         py::arg("name") = "graph", py::kw_only(), py::arg("policy") = py::none(),
@@ -533,6 +535,7 @@ void bind_pipeline_functions(py::module_& m) {
         o.first_frame_timeout =
             std::chrono::milliseconds(static_cast<std::int64_t>(first_frame_timeout * 1000));
         o.timeout_setting = "first_frame_timeout=";
+        o.tracks = std::make_shared<neat::TrackJournal>();  // shared with stages added later
         auto declared = unwrap(without_gil([&] { return neat::declare_pipeline(text, o); }));
         // As `neat run --frames`: every source ends after that many frames.
         if (frames) declared.builder.set_max_source_frames(*frames);

@@ -49,8 +49,21 @@ metrics (neat.serve_metrics()). A context manager; close() stops it.)doc")
                 if (auto* gr = st->running_graph.load()) out += gr->prometheus_text();
               }
             }));
+            // /readyz and /status: the running graph's check (kept while it is the same graph).
+            auto cached =
+                std::make_shared<std::pair<const neat::Graph*, neat::MetricsServer::HealthCheck>>();
+            const std::string name = g.st->options.graph_name;
+            s.graphs.push_back(s.server->add_health_check([weak, cached, name] {
+              auto st = weak.lock();
+              const neat::Graph* gr = st ? st->running_graph.load() : nullptr;
+              if (gr == nullptr) return neat::Health{{"graph '" + name + "' is not running"}, {}};
+              if (cached->first != gr) *cached = {gr, gr->health_check()};
+              return cached->second();
+            }));
           },
-          py::arg("graph"), "Adds the graph's live metrics (once it is built) to every scrape.")
+          py::arg("graph"),
+          "Adds the graph's live metrics (once it is built) to every scrape, and its health to "
+          "/readyz and /status.")
       .def(
           "scrape",
           [](const PyMetricsServer& s) {

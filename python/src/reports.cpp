@@ -17,6 +17,9 @@ py::dict accounting_dict(const neat::FrameAccounting& a) {
   return d;
 }
 
+// The message sinks' delivery (mqtt, kafka): one dict per sink.
+py::list deliveries_list(const std::vector<std::pair<std::string, neat::DeliveryStats>>& all);
+
 py::dict report_dict(const neat::RunReport& r) {
   py::dict d;
   d["frames"] = accounting_dict(r.frames);
@@ -26,6 +29,7 @@ py::dict report_dict(const neat::RunReport& r) {
   for (const auto& [sink, s] : r.latency)
     latency[py::str(sink)] = duration_summary_dict(s);
   d["latency"] = latency;
+  d["deliveries"] = deliveries_list(r.deliveries);
   return d;
 }
 
@@ -87,7 +91,27 @@ py::dict stats_dict(const neat::GraphStats& s) {
     streams.append(sd);
   }
   d["streams"] = streams;
+  d["deliveries"] = deliveries_list(s.deliveries);
   return d;
+}
+
+py::list deliveries_list(const std::vector<std::pair<std::string, neat::DeliveryStats>>& all) {
+  py::list sinks;  // the message sinks' delivery (mqtt, kafka)
+  for (const auto& [name, x] : all) {
+    py::dict sd;
+    sd["name"] = name;
+    sd["endpoint"] = x.endpoint;
+    sd["connected"] = x.connected;
+    sd["queued"] = x.queued;
+    sd["delivered"] = x.delivered;
+    sd["dropped"] = x.dropped;
+    sd["resent"] = x.resent;
+    sd["spooled"] = x.spooled;
+    sd["reconnects"] = x.reconnects;
+    sd["last_error"] = x.last_error;
+    sinks.append(sd);
+  }
+  return sinks;
 }
 
 py::dict plan_dict(const neat::GraphPlan& p) {
