@@ -88,7 +88,8 @@ Result<std::optional<ConversionPolicy>> policy_option(const std::string& s) {
 }
 
 bool is_detections(const FrameSpec& s) {
-  return s.dtype == DType::F32 && !s.is_image() && s.shape.size() == 2 && s.shape[1] == 6;
+  return s.dtype == DType::F32 && !s.is_image() && s.shape.size() == 2 &&
+         (s.shape[1] == 6 || s.shape[1] == 7);  // yolo's, or track's with the id
 }
 
 // "cam1: frame 12 pts 0.400 s: 2 detections" (the stream first) and a line per box.
@@ -105,6 +106,7 @@ void print_detections(const NeatTensor& d) {
   if (!map.ok() || n == 0) return;
   for (std::int64_t i = 0; i < n; ++i) {
     const auto* r = reinterpret_cast<const float*>(map->data() + i * d.strides()[0]);
+    if (d.shape()[1] == 7) std::printf("  track %d", static_cast<int>(r[6]));
     std::printf("  class %d  score %.3f  box (%.1f, %.1f) - (%.1f, %.1f)\n", static_cast<int>(r[5]),
                 static_cast<double>(r[4]), static_cast<double>(r[0]), static_cast<double>(r[1]),
                 static_cast<double>(r[2]), static_cast<double>(r[3]));
@@ -522,8 +524,8 @@ int run_pipeline(const RunOptions& options) {
   const bool detections = last != nullptr && is_detections(last->consumed);
   if (options.print_detections && !detections) {
     std::fprintf(stderr,
-                 "neat run: --print-detections: %s, not detections (f32 [N, 6]); end the "
-                 "pipeline with `infer model=... ! yolo ! appsink`\n",
+                 "neat run: --print-detections: %s, not detections (f32 [N, 6] or [N, 7]); "
+                 "end the pipeline with `infer model=... ! yolo [! track] ! appsink`\n",
                  last == nullptr ? "the pipeline does not end in an appsink"
                                  : ("the appsink receives " + last->consumed.to_string()).c_str());
     return kBadInput;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "support/cli.hpp"
+#include "support/mosquitto_broker.hpp"
 
 namespace {
 
@@ -326,6 +327,34 @@ TEST(NeatCliRun, TwoStreamsShareOneDetectorAndEveryLineNamesItsStream) {
   EXPECT_NE(r.out.find("5 frames in"), std::string::npos) << r.out;
 }
 
+TEST(NeatCliRun, TrackedDetectionsGoToABrokerAndUndeliveredMessagesFailTheRun) {
+  const std::string chain =
+      "default name=gate frames=4 pattern=ball ! preprocess fit=letterbox ! infer "
+      "model=models:detector ! yolo conf=0.2 ! track";
+  const CliRun printed = run("run --print-detections '" + chain + " ! appsink'");
+  EXPECT_EQ(printed.status, 0) << printed.out;
+  EXPECT_NE(printed.out.find("  track 1  class 0"), std::string::npos) << printed.out;
+
+  if (neat::testing::MosquittoBroker::available()) {
+    neat::testing::MosquittoBroker broker;
+    ASSERT_TRUE(broker.start());
+    const CliRun ok =
+        run("run '" + chain + " ! mqtt broker=" + broker.address() + " topic=cameras/{stream}'");
+    EXPECT_EQ(ok.status, 0) << ok.out;
+    EXPECT_NE(ok.out.find("== messages"), std::string::npos) << ok.out;
+    EXPECT_NE(ok.out.find("mqtt " + broker.address()), std::string::npos) << ok.out;
+  }
+  // Nobody listens there: the spool holds the messages, the end waits
+  // drain-timeout, then the run fails saying how many were not delivered.
+  const std::string nobody = "127.0.0.1:" + std::to_string(neat::testing::free_tcp_port());
+  const CliRun lost =
+      run("run --quiet '" + chain + " ! mqtt broker=" + nobody + " topic=t drain-timeout=300ms'");
+  EXPECT_EQ(lost.status, 1) << lost.out;
+  EXPECT_NE(lost.out.find("messages not delivered to mqtt " + nobody), std::string::npos)
+      << lost.out;
+  EXPECT_NE(lost.out.find("Connection refused"), std::string::npos) << lost.out;
+}
+
 // A live camera that ends (videotestsrc is-live with num-buffers): down.
 const char* kEndingCamera =
     "'gst:\"videotestsrc is-live=true num-buffers=4 ! "
@@ -391,7 +420,7 @@ TEST(NeatCliRun, PrintsDetectionsOfTheGeneratedDetector) {
   // Not detections: refused before a frame flows, with the fix.
   const CliRun bad = run("run --quiet --print-detections 'default frames=2 ! appsink'");
   EXPECT_EQ(bad.status, 2) << bad.out;
-  EXPECT_NE(bad.out.find("not detections (f32 [N, 6])"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("not detections (f32 [N, 6] or [N, 7])"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("infer model=... ! yolo ! appsink"), std::string::npos) << bad.out;
   // A model file that is not there: a bad pipeline, pointing at the element.
   const CliRun missing =
