@@ -2,6 +2,7 @@
 push sources fed with numpy (zero copy), Python stages accounted like any
 stage, errors, timeouts, lifetimes, threads."""
 import gc
+import json
 import os
 import threading
 import time
@@ -313,6 +314,14 @@ def test_push_checks_the_spec_and_refuses_a_tensor_still_writable_through_numpy(
     (lambda: neat.PushSource(neat.FrameSpec("u8", [2])).push(np.zeros(2, np.uint8), timeout=-1),
      neat.InvalidArgument),
     (lambda: neat.Graph(policy="nah"), neat.InvalidArgument),
+    (lambda: neat.Graph().add_stage("t", neat.element("track", high=2)), neat.InvalidArgument),
+    (lambda: neat.Graph().add_stage("t", neat.element("track", max_age=0)), neat.InvalidArgument),
+    (lambda: neat.Graph().add_sink("m", neat.element("mqtt", topic="t")), neat.InvalidArgument),
+    (lambda: neat.Graph().add_sink("m", neat.element("mqtt", broker="h:0", topic="t")),
+     neat.InvalidArgument),
+    (lambda: neat.Graph().add_sink("k", neat.element("kafka", brokers="h", topic="t",
+                                                      ca_file="/nonexistent.pem")),
+     neat.InvalidArgument),
     (lambda: neat.Graph().build(), neat.Error),
     (lambda: neat.Graph().wait(), neat.FailedPrecondition),
 ])
@@ -446,8 +455,17 @@ def test_a_live_metrics_endpoint_serves_a_running_graph():
         assert 'neat_graph_running{graph="live"} 1' in body
         assert "neat_conversions_total" in body or "neat_conversion" in body
         assert 'graph="live"' in server.scrape()
+        health = server.url.replace("/metrics", "")
+        with urllib.request.urlopen(health + "/readyz", timeout=10) as r:
+            assert r.status == 200 and r.read() == b"ready\n"
+        with urllib.request.urlopen(health + "/status", timeout=10) as r:
+            status = json.loads(r.read())
+        assert status["ready"] and status["graphs"][0]["streams"][0]["state"] == "up"
         g.stop()
         g.wait()
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(health + "/readyz", timeout=10)
+        assert e.value.code == 503 and b"graph 'live' is not running" in e.value.read()
     with pytest.raises(neat.FailedPrecondition):
         server.scrape()
     with pytest.raises(neat.InvalidArgument):
