@@ -207,7 +207,7 @@ std::shared_ptr<PyAppSink> appsink_object(const std::shared_ptr<GraphState>& st,
 
 using GraphClass = py::class_<PyGraph>;
 
-// Declaring a graph: its nodes, edges, budgets and rules.
+// Declaring a graph: its nodes.
 void def_declaring(GraphClass& c) {
   c.def(py::init([](const std::string& name, std::optional<std::string> policy,
                     std::optional<std::int64_t> max_frame_memory) {
@@ -302,19 +302,23 @@ the input).)doc")
             add_sink_object(state(g), name, sink, g.st);
             return &g;
           },
-          py::arg("name"), py::arg("sink"), py::return_value_policy::reference_internal)
-      .def(
-          "connect",
-          [](PyGraph& g, const std::string& from, const std::string& to,
-             std::optional<std::size_t> capacity, std::optional<std::string> policy) {
-            neat::EdgeOptions o;
-            o.capacity = capacity;
-            o.policy = parse_optional_policy(policy);
-            check(state(g).declaring("connect").connect(from, to, o));
-            return &g;
-          },
-          py::arg("from_"), py::arg("to"), py::kw_only(), py::arg("capacity") = py::none(),
-          py::arg("policy") = py::none(), py::return_value_policy::reference_internal)
+          py::arg("name"), py::arg("sink"), py::return_value_policy::reference_internal);
+}
+
+// Declaring a graph: its edges, budgets and rules.
+void def_edges_and_rules(GraphClass& c) {
+  c.def(
+       "connect",
+       [](PyGraph& g, const std::string& from, const std::string& to,
+          std::optional<std::size_t> capacity, std::optional<std::string> policy) {
+         neat::EdgeOptions o;
+         o.capacity = capacity;
+         o.policy = parse_optional_policy(policy);
+         check(state(g).declaring("connect").connect(from, to, o));
+         return &g;
+       },
+       py::arg("from_"), py::arg("to"), py::kw_only(), py::arg("capacity") = py::none(),
+       py::arg("policy") = py::none(), py::return_value_policy::reference_internal)
       .def(
           "chain",
           [](PyGraph& g, py::args names) {
@@ -587,6 +591,7 @@ explain(), run(), or start() / stop() / wait(). build() (implicit in run and
 start) checks every edge; under Strict every implicit conversion fails it,
 listed with its bytes per frame and the stage that would avoid it.)doc");
   def_declaring(graph);
+  def_edges_and_rules(graph);
   def_running(graph);
   def_results(graph);
   bind_pipeline_functions(m);
