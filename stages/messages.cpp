@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "neat/stages/internal/transport.hpp"
+#include "neat/telemetry/event_sink.hpp"
 
 namespace neat {
 
@@ -206,6 +207,28 @@ std::string expand(std::string_view pattern, std::string_view stream) {
   return out;
 }
 
+std::int64_t system_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A delivery change to the traces: the broker up or down, messages dropped.
+void emit_delivery(std::string_view graph, std::string_view kind, std::string_view event,
+                   const std::string& detail, std::int64_t count) {
+  if (event_sink_count() == 0) return;
+  OutputEvent e;
+  e.type = "delivery";
+  e.event = event;
+  e.graph = graph;
+  e.node = kind;
+  e.detail = detail;
+  e.id = count;
+  e.timestamp_ns = system_now_ns();
+  e.thread_id = current_thread_number();
+  emit_output_event(e);
+}
+
 class MessageSink final : public Sink {
  public:
   MessageSink(std::string_view kind, std::unique_ptr<Transport> t, MessageOptions o)
@@ -274,6 +297,7 @@ class MessageSink final : public Sink {
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
     std::lock_guard lock(mutex_);
+    report_drops_locked();
     if (!spool_.empty()) {
       return unavailable(std::string(kind_) + ": " + std::to_string(spool_.size()) +
                          " messages not delivered to " + endpoint_ +
@@ -319,9 +343,22 @@ class MessageSink final : public Sink {
       if (spool_.front().sent && !spool_.front().acked) --in_flight_;
       spool_.pop_front();
       ++stats_.dropped;
+      // To the traces at most once a second (and when the broker is back,
+      // and at the end), with the count since the last report.
+      if (Clock::now() - dropped_reported_at_ >= std::chrono::seconds(1)) report_drops_locked();
     }
     spool_.push_back(Entry{next_token_++, topic, key, std::move(payload)});
     ++stats_.queued;
+  }
+
+  void report_drops_locked() {
+    if (stats_.dropped == dropped_reported_) return;
+    emit_delivery(options_.graph, kind_, "dropped",
+                  endpoint_ + ": the spool of " + std::to_string(options_.spool) +
+                      " messages was full, the oldest were dropped",
+                  static_cast<std::int64_t>(stats_.dropped - dropped_reported_));
+    dropped_reported_ = stats_.dropped;
+    dropped_reported_at_ = Clock::now();
   }
 
   void acked(std::uint64_t token) {  // on the delivery thread, inside poll()
@@ -339,6 +376,10 @@ class MessageSink final : public Sink {
   // What was sent and not acknowledged goes again, in order.
   void lost(const std::string& why) {
     std::lock_guard lock(mutex_);
+    if (connected_ || last_error_.empty()) {  // went down, or never came up: once each
+      emit_delivery(options_.graph, kind_, "down", endpoint_ + ": " + why,
+                    static_cast<std::int64_t>(spool_.size()));
+    }
     if (connected_) ++stats_.reconnects;
     connected_ = false;
     last_error_ = why;
@@ -416,6 +457,9 @@ class MessageSink final : public Sink {
           backoff = std::chrono::milliseconds(500);
           std::lock_guard lock(mutex_);
           connected_ = true;
+          report_drops_locked();
+          emit_delivery(options_.graph, kind_, "up", endpoint_,
+                        static_cast<std::int64_t>(spool_.size()));
         }
         send_window();
       } else if (connecting && Clock::now() - connect_started > options_.connect_timeout) {
@@ -465,6 +509,8 @@ class MessageSink final : public Sink {
   bool connected_ = false, finishing_ = false, stop_ = false;
   Clock::time_point drain_until_{};
   DeliveryStats stats_;
+  std::uint64_t dropped_reported_ = 0;
+  Clock::time_point dropped_reported_at_{};
   std::string last_error_;
   std::thread thread_;
 };

@@ -1,6 +1,9 @@
 #include "neat/stages/track.hpp"
 
+#include "neat/telemetry/event_sink.hpp"
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -108,6 +111,7 @@ class TrackStage final : public Stage {
         options_.journal->post(
             TrackRecord{meta.stream, meta.frame, meta.pts_ns, meta.capture_ns, c});
       }
+      if (event_sink_count() > 0) emit(c, meta, ctx);  // a trace is written: it has the track
     }
     NEAT_ASSIGN_OR_RETURN(NeatTensor result, out.narrow(0, 0, static_cast<std::int64_t>(m)));
     result.set_meta(meta);
@@ -137,6 +141,22 @@ class TrackStage final : public Stage {
       streams_.push_back(
           std::make_unique<Stream>(Stream{ByteTracker(options_.tracker), id.session}));
     return *streams_[i];
+  }
+
+  static void emit(const TrackChange& c, const FrameMeta& meta, const StageContext& ctx) {
+    OutputEvent e;
+    e.type = "track";
+    e.event = c.kind == TrackChange::Kind::Start ? "start" : "end";
+    e.graph = ctx.graph;
+    e.node = ctx.stage;
+    e.stream = meta.stream.name;
+    e.frame = meta.frame;
+    e.id = c.id;
+    e.timestamp_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    e.thread_id = current_thread_number();
+    emit_output_event(e);
   }
 
   // The detections as packed rows, whatever the input's strides.

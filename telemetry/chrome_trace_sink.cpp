@@ -226,6 +226,26 @@ void ChromeTraceSink::on_stream(const StreamEvent& e) noexcept {
   }
 }
 
+void ChromeTraceSink::on_output(const OutputEvent& e) noexcept {
+  try {
+    std::string args;
+    append_output_json(args, e);
+    std::string name = std::string(e.type) + " " + std::string(e.event);
+    if (e.type == "track") name += " " + std::to_string(e.id);
+    const std::string track = e.type == "track" ? "tracks '" + std::string(e.stream) + "'"
+                                                : std::string(e.node) + " delivery";
+    auto lock = file_ ? file_->lock() : std::unique_lock<std::mutex>(memory_mutex_);
+    if (file_ && !file_->is_open()) {
+      file_->count_lost();
+      return;
+    }
+    add(name, e.type == "track" ? "track" : "delivery", e.timestamp_ns, 0, track, args, {}, -1);
+    if (file_) file_->write_if_idle_locked(std::chrono::milliseconds(100));
+  } catch (...) {
+    if (file_) file_->count_lost();
+  }
+}
+
 std::size_t ChromeTraceSink::size() const {
   return static_cast<std::size_t>(events_.load(std::memory_order_relaxed));
 }

@@ -62,6 +62,7 @@ class ChromeTraceSink final : public EventSink {
   void on_frame(const FrameEvent& event) noexcept override;
   /// An instant on the track "stream '<name>'", named after the new state.
   void on_stream(const StreamEvent& event) noexcept override;
+  void on_output(const OutputEvent& event) noexcept override;
   /// Memory sinks: the whole trace as JSON text, as close() would end it.
   /// File sinks: FailedPrecondition (the trace is in the file).
   Result<std::string> to_json() const;

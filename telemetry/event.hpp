@@ -67,6 +67,23 @@ struct StreamEvent {
   std::uint64_t thread_id = 0;
 };
 
+/// What left a frame for the world: a track that started or ended (the
+/// track stage), a message sink's broker that came up or went down, or
+/// messages a full spool dropped. Sent to the event sinks (traces); `neat
+/// audit` skips them. Emitted only on these changes, never per frame.
+struct OutputEvent {
+  std::string_view type;   ///< "track" or "delivery"
+  std::string_view event;  ///< track: "start", "end"; delivery: "up", "down", "dropped"
+  std::string_view graph;
+  std::string_view node;          ///< the track stage's name, or the sink's kind ("mqtt", "kafka")
+  std::string_view stream;        ///< track: its stream
+  std::string_view detail;        ///< delivery: the endpoint and the reason
+  std::int64_t frame = -1;        ///< track: the frame where it started or ended
+  std::int64_t id = 0;            ///< track: its id; dropped: how many since the last such event
+  std::int64_t timestamp_ns = 0;  ///< system clock, ns since the Unix epoch
+  std::uint64_t thread_id = 0;
+};
+
 /// An event with its strings copied, for sinks that keep events.
 struct OwnedEvent {
   ConversionEvent event;  ///< string_views below point into this object's strings

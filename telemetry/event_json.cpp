@@ -352,4 +352,29 @@ void append_stream_json(std::string& out, const StreamEvent& e) {
   out += '}';
 }
 
+void append_output_json(std::string& out, const OutputEvent& e) {
+  auto number = [&out](std::int64_t v) { append_json_number(out, v); };
+  out += "{\"type\":";
+  append_json_string(out, e.type);
+  out += ",\"event\":";
+  append_json_string(out, e.event);
+  out += ",\"ts_ns\":";
+  number(e.timestamp_ns);
+  out += ",\"graph\":";
+  append_json_string(out, e.graph);
+  out += ",\"node\":";
+  append_json_string(out, e.node);
+  out += ",\"stream\":";
+  append_json_string(out, e.stream);
+  out += ",\"detail\":";
+  append_json_string(out, e.detail);
+  out += ",\"frame\":";
+  number(e.frame);
+  out += ",\"id\":";
+  number(e.id);
+  out += ",\"thread\":";
+  number(static_cast<std::int64_t>(e.thread_id));
+  out += '}';
+}
+
 }  // namespace neat

@@ -73,5 +73,8 @@ void append_frame_json(std::string& out, const FrameEvent& e);
 /// Appends a stream record: {"type":"stream","ts_ns":..,"graph":..,"stream":..,
 /// "state":..,"reason":..,"restarts":..,"thread":..}.
 void append_stream_json(std::string& out, const StreamEvent& e);
+/// {"type":"track"|"delivery","event":...,"ts_ns":...,"graph":...,"node":...,
+/// "stream":...,"detail":...,"frame":...,"id":...,"thread":...}
+void append_output_json(std::string& out, const OutputEvent& e);
 
 }  // namespace neat

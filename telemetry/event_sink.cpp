@@ -89,6 +89,10 @@ void emit_stream_event(const StreamEvent& event) noexcept {
   for_each_sink([&](EventSink& s) { s.on_stream(event); });
 }
 
+void emit_output_event(const OutputEvent& event) noexcept {
+  for_each_sink([&](EventSink& s) { s.on_output(event); });
+}
+
 std::size_t event_sink_count() noexcept {
   return registry().count.load(std::memory_order_acquire);
 }

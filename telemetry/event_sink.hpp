@@ -27,6 +27,8 @@ class EventSink {
   virtual void on_frame(const FrameEvent& event) noexcept { (void)event; }
   /// A stream changed state. Default: ignored.
   virtual void on_stream(const StreamEvent& event) noexcept { (void)event; }
+  /// A track started or ended; a message sink's broker changed. Default: ignored.
+  virtual void on_output(const OutputEvent& event) noexcept { (void)event; }
 };
 
 /// RAII registration: the sink receives events until this is destroyed or reset().
@@ -52,6 +54,8 @@ void emit_event(const ConversionEvent& event) noexcept;
 void emit_frame_event(const FrameEvent& event) noexcept;
 /// Delivers a stream's state change to every registered sink.
 void emit_stream_event(const StreamEvent& event) noexcept;
+/// Delivers a track's start or end, or a broker's change, to every registered sink.
+void emit_output_event(const OutputEvent& event) noexcept;
 /// Number of registered sinks (cheap; for fast paths).
 std::size_t event_sink_count() noexcept;
 

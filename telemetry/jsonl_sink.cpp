@@ -107,6 +107,23 @@ void JsonlSink::on_frame(const FrameEvent& e) noexcept {
   }
 }
 
+void JsonlSink::on_output(const OutputEvent& e) noexcept {
+  try {
+    auto lock = file_->lock();
+    if (!file_->is_open()) {
+      file_->count_lost();
+      return;
+    }
+    line_.clear();
+    append_output_json(line_, e);
+    line_ += '\n';
+    file_->append_locked(line_);
+    file_->write_if_idle_locked(kIdleWrite);
+  } catch (...) {
+    file_->count_lost();
+  }
+}
+
 void JsonlSink::on_stream(const StreamEvent& e) noexcept {
   try {
     auto lock = file_->lock();

@@ -63,6 +63,7 @@ class JsonlSink final : public EventSink {
   void on_frame(const FrameEvent& event) noexcept override;
   /// A line {"type":"stream",...} (append_stream_json).
   void on_stream(const StreamEvent& event) noexcept override;
+  void on_output(const OutputEvent& event) noexcept override;
   /// Writes the buffered lines to the file.
   Status flush();
   /// Writes the buffered lines and the closing record, and closes the file

@@ -175,12 +175,12 @@ Status read_field(const Field& f, RecordView& r, Seen& seen) {
       seen.end = true;
     } else if (type == "frame") {
       r.is_frame = true;
-    } else if (type == "stream") {
-      seen.stream = true;
+    } else if (type == "stream" || type == "track" || type == "delivery") {
+      seen.stream = true;  // a state change, not a conversion
     } else {
       return invalid_argument(f.where() + ": unknown record type \"" + std::string(type) +
-                              "\" (a trace holds conversion events, \"frame\" and \"stream\" "
-                              "records and its \"end\")");
+                              "\" (a trace holds conversion events, \"frame\", \"stream\", "
+                              "\"track\" and \"delivery\" records and its \"end\")");
     }
     return {};
   }

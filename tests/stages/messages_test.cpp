@@ -16,6 +16,7 @@
 #include "neat/stages/graph.hpp"
 #include "neat/stages/pipeline.hpp"
 #include "neat/stages/track.hpp"
+#include "neat/telemetry/event_sink.hpp"
 #include "neat/telemetry/metrics_server.hpp"
 #include "support/mosquitto_broker.hpp"
 
@@ -274,11 +275,33 @@ struct OutageRun {
   int repeats = 0;
   DeliveryStats stats;
   std::chrono::steady_clock::duration longest_gap{};
+  std::vector<std::pair<std::string, std::int64_t>> events;  // delivery events: (event, count)
+};
+
+// The delivery events the sink sent to the traces: (event, count).
+class DeliveryEvents final : public EventSink {
+ public:
+  void on_event(const ConversionEvent&) noexcept override {}
+  void on_output(const OutputEvent& e) noexcept override {
+    if (e.type != "delivery") return;
+    std::lock_guard lock(mutex_);
+    seen_.emplace_back(std::string(e.event), e.id);
+  }
+  std::vector<std::pair<std::string, std::int64_t>> seen() const {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::string, std::int64_t>> seen_;
 };
 
 OutageRun run_through_outage(MosquittoBroker& broker, std::int64_t frames, std::size_t spool,
                              std::chrono::milliseconds before, std::chrono::milliseconds outage) {
   OutageRun r;
+  auto events = std::make_shared<DeliveryEvents>();
+  SinkRegistration registration = add_event_sink(events);
   Subscriber sub(broker.port(), "out/#");
   EXPECT_TRUE(sub.wait_subscribed());
   auto source = std::make_unique<DetectionSource>(frames, 50);
@@ -308,6 +331,7 @@ OutageRun run_through_outage(MosquittoBroker& broker, std::int64_t frames, std::
                15s);
   r.frames = without_repeats(frames_on(sub.messages(), "out/cam"), &r.repeats);
   r.longest_gap = src->longest_gap();
+  r.events = events->seen();
   return r;
 }
 
@@ -320,6 +344,11 @@ TEST_F(MqttBroker, ABrokerOutageInsideTheSpoolLosesNothingAndNeverHoldsTheVideo)
   EXPECT_EQ(r.stats.delivered, 250u);
   EXPECT_GE(r.stats.reconnects, 1u);
   EXPECT_NE(r.stats.last_error, "");
+  // The traces saw it: up, down, up again.
+  std::vector<std::string> order;
+  for (const auto& [event, n] : r.events)
+    order.push_back(event);
+  EXPECT_EQ(order, (std::vector<std::string>{"up", "down", "up"}));
   std::printf(
       "outage 2 s: 250 delivered, %d repeats (at least once), %llu resent, longest gap "
       "between frames %.1f ms\n",
@@ -333,6 +362,11 @@ TEST_F(MqttBroker, PastTheSpoolTheOldestAreDroppedAndCountedExactly) {
   const OutageRun r = run_through_outage(broker_, 250, 20, 1000ms, 2000ms);
   EXPECT_GT(r.stats.dropped, 0u);
   EXPECT_EQ(r.stats.delivered + r.stats.dropped, r.stats.queued);
+  std::int64_t reported = 0;
+  for (const auto& [event, n] : r.events)
+    if (event == "dropped") reported += n;
+  EXPECT_EQ(static_cast<std::uint64_t>(reported), r.stats.dropped)
+      << "every drop reached the traces";
   EXPECT_EQ(r.frames.size(), r.stats.delivered) << "what arrived is what the broker acknowledged";
   // The dropped ones are one run of the oldest spooled during the outage: the
   // frames that arrived are 0..a and b..249 with b - a - 1 == dropped.

@@ -331,9 +331,22 @@ TEST(NeatCliRun, TrackedDetectionsGoToABrokerAndUndeliveredMessagesFailTheRun) {
   const std::string chain =
       "default name=gate frames=4 pattern=ball ! preprocess fit=letterbox ! infer "
       "model=models:detector ! yolo conf=0.2 ! track";
-  const CliRun printed = run("run --print-detections '" + chain + " ! appsink'");
+  const std::string trace = (std::filesystem::temp_directory_path() /
+                             ("neat-track-" + std::to_string(getpid()) + ".jsonl"))
+                                .string();
+  const CliRun printed =
+      run("run --print-detections --trace " + trace + " '" + chain + " ! appsink'");
   EXPECT_EQ(printed.status, 0) << printed.out;
   EXPECT_NE(printed.out.find("  track 1  class 0"), std::string::npos) << printed.out;
+  // The trace has the track's start; the audit reads past it.
+  std::ifstream in(trace);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(R"({"type":"track","event":"start")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("stream":"gate","detail":"","frame":0,"id":1)"), std::string::npos)
+      << text;
+  const CliRun audit = run("audit " + trace);
+  EXPECT_EQ(audit.status, 0) << audit.out;
+  std::filesystem::remove(trace);
 
   if (neat::testing::MosquittoBroker::available()) {
     neat::testing::MosquittoBroker broker;
