@@ -71,6 +71,11 @@ std::vector<PropertySpec> message_properties() {
       prop("track-topic", T::Text, "", "where track starts and ends go (default: topic)"),
       prop("spool", T::Integer, std::to_string(d.spool),
            "messages held while the broker is away (past it the oldest are dropped, counted)"),
+      prop("spool-dir", T::Text, "",
+           "a directory for messages past the memory spool and for those the run could not "
+           "deliver (the next run delivers them first)"),
+      prop("spool-bytes", T::Integer, std::to_string(d.spool_bytes),
+           "the disk spool's cap (past it the oldest on disk are dropped, counted)"),
       prop("window", T::Integer, std::to_string(d.window),
            "messages sent and not yet acknowledged at once"),
       prop("connect-timeout", T::Duration, "5s", "how long a connection attempt may take"),
@@ -95,6 +100,11 @@ Result<MessageOptions> message_options(ElementArgs& a, std::string& user, std::s
   NEAT_ASSIGN_OR_RETURN(std::int64_t spool, a.integer("spool", static_cast<std::int64_t>(m.spool)));
   if (spool < 1 || spool > 100'000'000) return a.fail("spool must be from 1 to 100000000 messages");
   m.spool = static_cast<std::size_t>(spool);
+  m.spool_dir = a.take("spool-dir").value_or("");
+  NEAT_ASSIGN_OR_RETURN(std::int64_t bytes,
+                        a.integer("spool-bytes", static_cast<std::int64_t>(m.spool_bytes)));
+  if (bytes < 4096) return a.fail("spool-bytes must be at least 4096");
+  m.spool_bytes = static_cast<std::uint64_t>(bytes);
   NEAT_ASSIGN_OR_RETURN(std::int64_t window, a.integer("window", m.window));
   if (window < 1 || window > 65535) return a.fail("window must be from 1 to 65535 messages");
   m.window = static_cast<int>(window);

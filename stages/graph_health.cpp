@@ -66,6 +66,8 @@ Health graph_health(const GraphStats& g, FpsWindow* window) {
     o["dropped"] = d.dropped;
     o["spooled"] = d.spooled;
     o["reconnects"] = d.reconnects;
+    o["recovered"] = d.recovered;
+    o["kept"] = d.kept;
     o["last_error"] = d.last_error;
     sinks.push_back(std::move(o));
     if (g.running && !d.connected) {

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "neat/stages/internal/disk_spool.hpp"
 #include "neat/stages/internal/transport.hpp"
 #include "neat/telemetry/event_sink.hpp"
 
@@ -254,6 +255,10 @@ class MessageSink final : public Sink {
   }
   Status prepare(const FrameSpec& in) override {
     NEAT_RETURN_IF_ERROR(check(in));
+    if (!options_.spool_dir.empty() && !disk_) {  // what an earlier run left goes first
+      NEAT_ASSIGN_OR_RETURN(disk_, DiskSpool::open(options_.spool_dir, options_.spool_bytes));
+      stats_.recovered = disk_->recovered();
+    }
     if (!thread_.joinable()) thread_ = std::thread([this] { deliver(); });
     return {};
   }
@@ -298,6 +303,7 @@ class MessageSink final : public Sink {
     if (thread_.joinable()) thread_.join();
     std::lock_guard lock(mutex_);
     report_drops_locked();
+    if (disk_) return keep_on_disk_locked();
     if (!spool_.empty()) {
       return unavailable(std::string(kind_) + ": " + std::to_string(spool_.size()) +
                          " messages not delivered to " + endpoint_ +
@@ -315,7 +321,7 @@ class MessageSink final : public Sink {
     DeliveryStats s = stats_;
     s.endpoint = endpoint_;
     s.connected = connected_;
-    s.spooled = spool_.size();
+    s.spooled = spool_.size() + (disk_ ? disk_->unread() : 0);
     s.last_error = last_error_;
     return s;
   }
@@ -329,6 +335,8 @@ class MessageSink final : public Sink {
     std::uint64_t token;
     std::string topic, key, payload;
     bool sent = false, acked = false;
+    bool from_disk = false;
+    std::uint64_t segment = 0;  // from_disk: the disk spool's segment
   };
   struct Names {
     bool set = false;
@@ -339,6 +347,18 @@ class MessageSink final : public Sink {
 
   void push(const std::string& topic, const std::string& key, std::string payload) {
     std::lock_guard lock(mutex_);
+    if (disk_ && (!disk_->empty() || spool_.size() >= options_.spool)) {  // past memory: to disk
+      ++stats_.queued;
+      auto dropped = disk_->append(SpoolRecord{topic, key, std::move(payload)});
+      if (!dropped.ok()) {
+        last_error_ = dropped.error().message();
+        ++stats_.dropped;
+      } else {
+        stats_.dropped += *dropped;
+      }
+      if (Clock::now() - dropped_reported_at_ >= std::chrono::seconds(1)) report_drops_locked();
+      return;
+    }
     if (spool_.size() >= options_.spool) {  // full: the oldest goes, counted
       if (spool_.front().sent && !spool_.front().acked) --in_flight_;
       spool_.pop_front();
@@ -349,6 +369,44 @@ class MessageSink final : public Sink {
     }
     spool_.push_back(Entry{next_token_++, topic, key, std::move(payload)});
     ++stats_.queued;
+  }
+
+  // Messages from the disk spool into memory, in order, while memory has room.
+  void refill() {
+    std::lock_guard lock(mutex_);
+    while (disk_ && !disk_->empty() && spool_.size() < options_.spool) {
+      auto next = disk_->next();
+      if (!next.ok()) {
+        last_error_ = next.error().message();
+        return;
+      }
+      if (!next->has_value()) return;
+      auto& [record, segment] = **next;
+      Entry e{next_token_++, std::move(record.topic), std::move(record.key),
+              std::move(record.payload)};
+      e.from_disk = true;
+      e.segment = segment;
+      spool_.push_back(std::move(e));
+    }
+  }
+
+  // The end with a disk spool: what memory holds and the disk does not
+  // goes to disk, before the rest, for the next run; nothing is lost.
+  Status keep_on_disk_locked() {
+    std::vector<SpoolRecord> memory_only;
+    std::uint64_t read_from_disk = 0;
+    for (Entry& e : spool_) {
+      if (e.acked) continue;
+      if (e.from_disk) {
+        ++read_from_disk;  // still in its segment
+      } else {
+        memory_only.push_back({std::move(e.topic), std::move(e.key), std::move(e.payload)});
+      }
+    }
+    NEAT_RETURN_IF_ERROR(disk_->prepend(memory_only));
+    stats_.kept = read_from_disk + disk_->unread();  // unread() has the prepended ones
+    spool_.clear();
+    return {};
   }
 
   void report_drops_locked() {
@@ -369,6 +427,7 @@ class MessageSink final : public Sink {
     it->acked = true;
     --in_flight_;
     ++stats_.delivered;
+    if (it->from_disk) disk_->done(it->segment);
     while (!spool_.empty() && spool_.front().acked)
       spool_.pop_front();
   }
@@ -427,8 +486,10 @@ class MessageSink final : public Sink {
       {
         std::unique_lock lock(mutex_);
         if (stop_) break;
-        if (finishing_ && (spool_.empty() || Clock::now() >= drain_until_)) break;
+        const bool drained = spool_.empty() && (!disk_ || disk_->empty());
+        if (finishing_ && (drained || Clock::now() >= drain_until_)) break;
       }
+      refill();
       if (!transport_->connected() && !connecting) {
         if (Clock::now() < retry_at) {
           std::unique_lock lock(mutex_);
@@ -504,6 +565,7 @@ class MessageSink final : public Sink {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Entry> spool_;
+  std::unique_ptr<DiskSpool> disk_;  // spool-dir=
   std::uint64_t next_token_ = 1;
   int in_flight_ = 0;
   bool connected_ = false, finishing_ = false, stop_ = false;

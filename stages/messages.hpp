@@ -13,7 +13,9 @@
 // least once). consume() never waits for the broker: the video keeps its
 // rate through an outage. At the end of the stream the sink waits up to
 // `drain_timeout` for the spool to empty; messages still undelivered then
-// fail the run, with their count.
+// fail the run, with their count, unless a `spool_dir` keeps them for the
+// next run (which delivers them first). With `spool_dir`, messages past the
+// memory spool wait on disk (up to `spool_bytes`) instead of being dropped.
 //
 // The message schema (docs/messages.md) is versioned: "neat.detections/1"
 // and "neat.track/1".
@@ -47,8 +49,14 @@ struct MessageOptions {
   std::string graph = "pipeline";
   /// Publish frames without detections too (every frame has its message).
   bool empty_frames = true;
-  /// Messages the spool holds while the broker is away (then the oldest are dropped).
+  /// Messages the spool holds in memory while the broker is away (then the
+  /// oldest are dropped, or with spool_dir go to disk).
   std::size_t spool = 10000;
+  /// A directory for messages past the memory spool, and for those a run
+  /// could not deliver: the next run with it delivers them first. Empty: none.
+  std::string spool_dir;
+  /// The disk spool's cap; past it the oldest messages on disk are dropped.
+  std::uint64_t spool_bytes = std::uint64_t{1} << 30;
   /// Messages sent and not yet acknowledged at once.
   int window = 64;
   /// How long a connection attempt may take before it counts as failed.

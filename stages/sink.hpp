@@ -37,7 +37,9 @@ struct DeliveryStats {
   std::uint64_t resent = 0;     ///< sent again after a reconnect
   std::uint64_t spooled = 0;    ///< waiting now (sent or not, not yet acknowledged)
   std::uint64_t reconnects = 0;
-  std::string last_error;  ///< why the broker was last unreachable ("" when never)
+  std::uint64_t recovered = 0;  ///< found in the spool directory at start (an earlier run's)
+  std::uint64_t kept = 0;       ///< left in the spool directory at the end, for the next run
+  std::string last_error;       ///< why the broker was last unreachable ("" when never)
 };
 
 class Sink {

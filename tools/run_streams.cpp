@@ -59,6 +59,13 @@ void print_deliveries(const GraphStats& stats) {
         static_cast<unsigned long long>(d.dropped), static_cast<unsigned long long>(d.resent),
         static_cast<unsigned long long>(d.reconnects),
         d.last_error.empty() ? "-" : d.last_error.c_str());
+    if (d.recovered > 0 || d.kept > 0) {
+      std::printf(
+          "  %-12s spool directory: %llu messages from an earlier run, %llu kept for the "
+          "next\n",
+          "", static_cast<unsigned long long>(d.recovered),
+          static_cast<unsigned long long>(d.kept));
+    }
   }
 }
 

@@ -108,6 +108,8 @@ py::list deliveries_list(const std::vector<std::pair<std::string, neat::Delivery
     sd["resent"] = x.resent;
     sd["spooled"] = x.spooled;
     sd["reconnects"] = x.reconnects;
+    sd["recovered"] = x.recovered;
+    sd["kept"] = x.kept;
     sd["last_error"] = x.last_error;
     sinks.append(sd);
   }

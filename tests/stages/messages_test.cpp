@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include "neat/stages/graph.hpp"
+#include "neat/stages/internal/disk_spool.hpp"
 #include "neat/stages/pipeline.hpp"
 #include "neat/stages/track.hpp"
 #include "neat/telemetry/event_sink.hpp"
@@ -461,6 +464,137 @@ TEST_F(MqttBroker, ReadyzAndStatusShowABrokerAwayAndAStalledStream) {
   EXPECT_TRUE(g->wait().ok());
   EXPECT_NE(get("/readyz").second.find("graph 'health' is not running"), std::string::npos);
   check.reset();
+}
+
+std::string temp_dir(const std::string& name) {
+  const auto d =
+      std::filesystem::temp_directory_path() / ("neat-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+TEST(DiskSpool, KeepsOrderAcrossSegmentsAndRunsCutsACrashedRecordAndDropsTheOldestPastItsCap) {
+  const std::string dir = temp_dir("spool-unit");
+  {
+    auto s = DiskSpool::open(dir, 64 * 1024);  // segments of 8 KiB
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    const std::string big(1000, 'x');
+    for (int i = 0; i < 150; ++i) {  // ~150 KiB: three segments, the cap drops the oldest
+      auto d = (*s)->append({"t", "k", std::to_string(i) + big});
+      ASSERT_TRUE(d.ok());
+    }
+    EXPECT_LT((*s)->bytes(), 64u * 1024 + 2000);
+    const std::uint64_t kept = (*s)->unread();
+    EXPECT_LT(kept, 150u);
+    auto first = (*s)->next();
+    ASSERT_TRUE(first.ok() && first->has_value());
+    EXPECT_EQ(std::stoi((**first).first.payload), static_cast<int>(150 - kept))
+        << "the oldest kept is the one after the dropped ones";
+    // Read and acknowledge one; prepend what a run ended with in memory.
+    (*s)->done((**first).second);
+    ASSERT_TRUE((*s)->prepend({{"t", "k", "from memory"}}).ok());
+  }
+  // A crash cut the last record short: it is cut off, the rest is read back.
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 2u);
+  { std::ofstream(files.back(), std::ios::app) << "\x05\x00\x00"; }
+  auto again = DiskSpool::open(dir, 64 * 1024);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_GT((*again)->recovered(), 0u);
+  auto m = (*again)->next();
+  ASSERT_TRUE(m.ok() && m->has_value());
+  EXPECT_EQ((**m).first.payload, "from memory") << "what memory held comes first";
+  std::vector<int> order;
+  while (true) {
+    auto r = (*again)->next();
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    if (!r->has_value()) break;
+    order.push_back(std::stoi((**r).first.payload));
+  }
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+  EXPECT_EQ(order.back(), 149);
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(DiskSpool::open("/proc/neat-cannot-be-here", 1 << 20).ok());
+}
+
+TEST_F(MqttBroker, WithASpoolDirectoryAnOutagePastTheMemorySpoolLosesNothing) {
+  // 10 messages in memory, the rest of a 2 s outage on disk.
+  const std::string dir = temp_dir("spool-outage");
+  Subscriber sub(broker_.port(), "out/#");
+  ASSERT_TRUE(sub.wait_subscribed());
+  MqttOptions o;
+  o.broker = broker_.address();
+  o.messages.topic = "out/{stream}";
+  o.messages.spool = 10;
+  o.messages.spool_dir = dir;
+  o.messages.drain_timeout = 20s;
+  auto sink = mqtt_sink(o);
+  ASSERT_TRUE(sink.ok());
+  GraphBuilder b("disk");
+  b.add_source("cam", std::make_unique<DetectionSource>(250, 50));
+  b.add_sink("mqtt", *sink);
+  ASSERT_TRUE(b.connect("cam", "mqtt").ok());
+  auto g = b.build();
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  ASSERT_TRUE(g->start().ok());
+  std::this_thread::sleep_for(1000ms);
+  broker_.stop();
+  std::this_thread::sleep_for(2000ms);
+  ASSERT_TRUE(broker_.start());
+  ASSERT_TRUE(g->wait().ok());
+  const DeliveryStats d = *(*sink)->delivery();
+  EXPECT_EQ(d.dropped, 0u);
+  EXPECT_EQ(d.delivered, 250u);
+  EXPECT_EQ(d.kept, 0u);
+  ASSERT_TRUE(
+      sub.wait_for([](const auto& m) { return frames_on(m, "out/cam").size() >= 250; }, 15s));
+  int repeats = 0;
+  std::vector<std::int64_t> all(250);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(without_repeats(frames_on(sub.messages(), "out/cam"), &repeats), all);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(MqttBroker, WhatARunCouldNotDeliverTheNextRunDeliversFirst) {
+  const std::string dir = temp_dir("spool-runs");
+  auto run_once = [&](const std::string& address, std::int64_t frames) {
+    MqttOptions o;
+    o.broker = address;
+    o.messages.topic = "runs/{stream}";
+    o.messages.spool_dir = dir;
+    o.messages.drain_timeout = 300ms;
+    auto sink = mqtt_sink(o);
+    EXPECT_TRUE(sink.ok());
+    GraphBuilder b("runs");
+    b.add_source("cam", std::make_unique<DetectionSource>(frames, 100));
+    b.add_sink("mqtt", *sink);
+    EXPECT_TRUE(b.connect("cam", "mqtt").ok());
+    auto g = b.build();
+    EXPECT_TRUE(g.ok());
+    const auto st = g->run();
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    return *(*sink)->delivery();
+  };
+  // The first run's broker is away all along: its 5 messages stay on disk and
+  // the run still ends well (nothing is lost).
+  const DeliveryStats first = run_once("127.0.0.1:" + std::to_string(testing::free_tcp_port()), 5);
+  EXPECT_EQ(first.delivered, 0u);
+  EXPECT_EQ(first.kept, 5u);
+  Subscriber sub(broker_.port(), "runs/#");
+  ASSERT_TRUE(sub.wait_subscribed());
+  const DeliveryStats second = run_once(broker_.address(), 3);
+  EXPECT_EQ(second.recovered, 5u);
+  EXPECT_EQ(second.delivered, 8u);
+  EXPECT_EQ(second.kept, 0u);
+  ASSERT_TRUE(
+      sub.wait_for([](const auto& m) { return frames_on(m, "runs/cam").size() >= 8; }, 10s));
+  EXPECT_EQ(frames_on(sub.messages(), "runs/cam"),
+            (std::vector<std::int64_t>{0, 1, 2, 3, 4, 0, 1, 2}))
+      << "the first run's five, then the second run's three";
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(MqttBroker, ABrokerThatNeverComesBackFailsTheRunWithTheCountOfUndelivered) {

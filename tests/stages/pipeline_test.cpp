@@ -203,6 +203,7 @@ TEST(PipelineElements, EveryDeclaredPropertyIsReadByItsElement) {
                             : p.name == "input-shape" ? "1x3x8x8"
                             : p.name == "pattern"     ? "ball"
                             : p.name == "ca-file"     ? "/etc/os-release"  // a file that exists
+                            : p.name == "spool-bytes" ? "4096"
                                                       : value(p);
       props += " " + p.name + "=" + v;
     }
