@@ -434,7 +434,8 @@ TEST(NeatCliRun, PrintsDetectionsOfTheGeneratedDetector) {
   const CliRun bad = run("run --quiet --print-detections 'default frames=2 ! appsink'");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("not detections (f32 [N, 6] or [N, 7])"), std::string::npos) << bad.out;
-  EXPECT_NE(bad.out.find("infer model=... ! yolo [! track] ! appsink"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("infer model=... ! yolo [! track] ! appsink"), std::string::npos)
+      << bad.out;
   // A model file that is not there: a bad pipeline, pointing at the element.
   const CliRun missing =
       run("run 'default frames=2 ! preprocess ! infer model=/nope.onnx ! appsink'");
