@@ -4,11 +4,12 @@
 //  * ASan returns null for impossible allocations instead of aborting (the
 //    resource-exhausted tests rely on it) and checks for leaks;
 //  * under ASan, GStreamer loads only the plugins of its core, -base and
-//    -good (GST_PLUGIN_LOADING_WHITELIST, with a registry file of its own):
-//    with gst-plugins-bad in the registry too (the RTSP server's packages
-//    bring it in) GLib passes 2048 quarks and leaves its first quark block
-//    (16 KiB) behind on purpose, which LSan reports in every process; the
-//    tests need nothing from -bad;
+//    -good (GST_PLUGIN_LOADING_WHITELIST, with a registry file of its own),
+//    in the test program and in the programs it starts (`neat`): with
+//    gst-plugins-bad in the registry too (the RTSP server's packages bring
+//    it in) GLib passes 2048 quarks and leaves its first quark block (16 KiB)
+//    behind on purpose, which LSan reports in every process; the tests need
+//    nothing from -bad;
 //  * TSan halts on the first report and reads the commented suppressions for
 //    uninstrumented GLib / GStreamer (tests/tsan.supp).
 // Under TSan, OpenCV's parallel_for_ (on TBB, which is not instrumented) runs
@@ -16,11 +17,8 @@
 // reuse as races. Kernels then run on the calling thread (parallel_rows
 // honours OpenCV's thread setting); their multi-threaded paths run in the
 // normal and ASan suites.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <opencv2/core/utility.hpp>
-#include <string>
 
 extern "C" {
 const char* __ubsan_default_options() {
@@ -38,9 +36,8 @@ namespace {
 
 #if defined(__SANITIZE_ADDRESS__)
 const bool kGstPlugins = [] {
-  setenv("GST_PLUGIN_LOADING_WHITELIST", "gstreamer:gst-plugins-base:gst-plugins-good", 0);
-  const std::string registry = "/tmp/neat-asan-gst-registry-" + std::to_string(getuid()) + ".bin";
-  setenv("GST_REGISTRY_1_0", registry.c_str(), 0);
+  setenv("GST_PLUGIN_LOADING_WHITELIST", NEAT_GST_SANITIZED_PLUGINS, 0);
+  setenv("GST_REGISTRY_1_0", NEAT_GST_SANITIZED_REGISTRY, 0);
   return true;
 }();
 #endif
