@@ -169,6 +169,13 @@ TEST_F(MqttSpool, WhatARunCouldNotDeliverTheNextRunDeliversFirst) {
 class KafkaMock : public ::testing::Test {
  protected:
   void SetUp() override {
+#if defined(__SANITIZE_THREAD__)
+    // librdkafka's own threads (the mock cluster's too) are not instrumented:
+    // under TSan they crash in its runtime (a SEGV in an uninstrumented
+    // thread, seen in CI). The sink's delivery thread is the mqtt sink's, which
+    // the TSan suite runs; this test runs in the normal and ASan suites.
+    GTEST_SKIP() << "librdkafka's threads are not instrumented for TSan";
+#endif
     char err[256];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "log_level", "0", err, sizeof err);
