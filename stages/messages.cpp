@@ -280,14 +280,15 @@ class MessageSink final : public Sink {
       options_.tracks->take(m.stream.index, m.frame, records_);
       for (const TrackRecord& r : records_) {
         std::string payload;
-        append_track_message(payload, r, graph_name(m));
+        append_track_message(payload, r, options_.graph);
         push(n.track_topic, n.key, std::move(payload));
       }
     }
     if (options_.empty_frames || frame.shape()[0] > 0) {
       std::string payload;
       payload.reserve(256 + static_cast<std::size_t>(frame.shape()[0]) * 80);
-      NEAT_RETURN_IF_ERROR(append_detection_message(payload, frame, graph_name(m), options_.model));
+      NEAT_RETURN_IF_ERROR(
+          append_detection_message(payload, frame, options_.graph, options_.model));
       push(n.topic, n.key, std::move(payload));
     }
     return SinkOutcome::Consumed;
@@ -342,8 +343,6 @@ class MessageSink final : public Sink {
     bool set = false;
     std::string topic, track_topic, key;
   };
-
-  std::string_view graph_name(const FrameMeta&) const { return options_.graph; }
 
   void push(const std::string& topic, const std::string& key, std::string payload) {
     std::lock_guard lock(mutex_);

@@ -106,7 +106,6 @@ class TrackStage final : public Stage {
                            changes_);
     }
     for (const TrackChange& c : changes_) {
-      (c.kind == TrackChange::Kind::Start ? started_ : ended_) += 1;
       if (options_.journal) {
         options_.journal->post(
             TrackRecord{meta.stream, meta.frame, meta.pts_ns, meta.capture_ns, c});
@@ -177,7 +176,6 @@ class TrackStage final : public Stage {
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<float> rows_;
   std::vector<TrackChange> changes_;
-  std::uint64_t started_ = 0, ended_ = 0;
 };
 
 Status check(const TrackerParams& p) {

@@ -107,7 +107,7 @@ void JsonlSink::on_frame(const FrameEvent& e) noexcept {
   }
 }
 
-void JsonlSink::on_output(const OutputEvent& e) noexcept {
+void JsonlSink::write_line(const std::function<void(std::string&)>& append) noexcept {
   try {
     auto lock = file_->lock();
     if (!file_->is_open()) {
@@ -115,7 +115,7 @@ void JsonlSink::on_output(const OutputEvent& e) noexcept {
       return;
     }
     line_.clear();
-    append_output_json(line_, e);
+    append(line_);
     line_ += '\n';
     file_->append_locked(line_);
     file_->write_if_idle_locked(kIdleWrite);
@@ -124,21 +124,12 @@ void JsonlSink::on_output(const OutputEvent& e) noexcept {
   }
 }
 
+void JsonlSink::on_output(const OutputEvent& e) noexcept {
+  write_line([&](std::string& line) { append_output_json(line, e); });
+}
+
 void JsonlSink::on_stream(const StreamEvent& e) noexcept {
-  try {
-    auto lock = file_->lock();
-    if (!file_->is_open()) {
-      file_->count_lost();
-      return;
-    }
-    line_.clear();
-    append_stream_json(line_, e);
-    line_ += '\n';
-    file_->append_locked(line_);
-    file_->write_if_idle_locked(kIdleWrite);
-  } catch (...) {
-    file_->count_lost();
-  }
+  write_line([&](std::string& line) { append_stream_json(line, e); });
 }
 
 Status JsonlSink::flush() {

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -79,6 +80,9 @@ class JsonlSink final : public EventSink {
  private:
   explicit JsonlSink(std::string path);
   std::string header(int part) const;
+  // One state-change record (stream, track, delivery): `append` writes its
+  // JSON; the line is appended under the file's lock (lost ones counted).
+  void write_line(const std::function<void(std::string&)>& append) noexcept;
 
   std::string path_;
   std::string run_;  // "PID-START_NS": the same in every part

@@ -103,23 +103,23 @@ struct MetricsServer::Impl {
     return out;
   }
 
-  std::pair<bool, std::string> status() const {
-    nlohmann::json reasons = nlohmann::json::array();
+  // Every check's reasons and /status's JSON.
+  std::pair<std::vector<std::string>, std::string> status() const {
+    std::vector<std::string> reasons;
     std::string graphs = "[";
     {
       std::lock_guard lock(state->mutex);
       for (const auto& [id, check] : state->checks) {
-        const Health h = check();
-        for (const std::string& r : h.not_ready)
-          reasons.push_back(r);
+        Health h = check();
+        reasons.insert(reasons.end(), h.not_ready.begin(), h.not_ready.end());
         if (!h.status_json.empty()) graphs += (graphs.size() > 1 ? "," : "") + h.status_json;
       }
     }
     graphs += "]";
-    const bool ready = reasons.empty();
-    std::string out = "{\"ready\":" + std::string(ready ? "true" : "false") +
-                      ",\"not_ready\":" + reasons.dump() + ",\"graphs\":" + graphs + "}\n";
-    return {ready, out};
+    std::string out = "{\"ready\":" + std::string(reasons.empty() ? "true" : "false") +
+                      ",\"not_ready\":" + nlohmann::json(reasons).dump() + ",\"graphs\":" + graphs +
+                      "}\n";
+    return {std::move(reasons), std::move(out)};
   }
 };
 
@@ -164,19 +164,15 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress&
     res.set_content("ok\n", "text/plain");
   });
   impl->http.Get("/readyz", [self](const httplib::Request&, httplib::Response& res) {
-    const auto [ready, json] = self->status();
-    std::string text = ready ? "ready\n" : "";
-    if (!ready) {
-      const nlohmann::json status = nlohmann::json::parse(json);
-      for (const auto& r : status["not_ready"])
-        text += "not ready: " + r.get<std::string>() + "\n";
-    }
-    res.status = ready ? 200 : 503;
+    const auto reasons = self->status().first;
+    std::string text = reasons.empty() ? "ready\n" : "";
+    for (const std::string& r : reasons)
+      text += "not ready: " + r + "\n";
+    res.status = reasons.empty() ? 200 : 503;
     res.set_content(text, "text/plain");
   });
   impl->http.Get("/status", [self](const httplib::Request&, httplib::Response& res) {
-    const auto [ready, json] = self->status();
-    res.set_content(json, "application/json");
+    res.set_content(self->status().second, "application/json");
   });
   // Only a path nobody serves gets this text; /readyz's own 503 keeps its
   // reasons (a handled error would replace them).
@@ -237,7 +233,8 @@ MetricsServer::Registration MetricsServer::add_health_check(HealthCheck check) {
 }
 
 std::pair<bool, std::string> MetricsServer::status() const {
-  return impl_->status();
+  auto [reasons, json] = impl_->status();
+  return {reasons.empty(), std::move(json)};
 }
 
 std::string MetricsServer::scrape() const {
