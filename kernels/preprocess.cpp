@@ -115,15 +115,17 @@ void nearest_rows(const YuvPlanes& s, const Affine& k, const PreprocessParams& p
 struct AxisCache {
   detail::ResampleAxis axis;
   std::int64_t count = -1, grid = -1;
-  int shift = 0;
+  int shift = 0, step = 0;
   detail::Sampling sampling = detail::Sampling::Bilinear;
-  const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m) {
-    if (c != count || g != grid || sh != shift || m != sampling) {
-      detail::build_axis(axis, c, g, sh, m);
+  const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m,
+                                  int st = 1) {
+    if (c != count || g != grid || sh != shift || m != sampling || st != step) {
+      detail::build_axis(axis, c, g, sh, m, st);
       count = c;
       grid = g;
       shift = sh;
       sampling = m;
+      step = st;
     }
     return &axis;
   }
@@ -133,13 +135,15 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
                                const LetterboxBox& box, std::byte* const* planes) {
   thread_local AxisCache lx, ly, cx, cy;
   // Luma on its own grid; chroma on the same grid, one stored sample per two.
-  const detail::Sampling m =
-      p.interpolation == Interpolation::Area ? detail::Sampling::Area : detail::Sampling::Bilinear;
+  const detail::Sampling m = p.interpolation == Interpolation::Area ? detail::Sampling::Area
+                             : p.interpolation == Interpolation::Nearest
+                                 ? detail::Sampling::Nearest
+                                 : detail::Sampling::Bilinear;
   detail::PreprocessJob j;
   static_cast<YuvPlanes&>(j) = s;
   j.luma_x = lx.get(box.width, s.width, 0, m);
   j.luma_y = ly.get(box.height, s.height, 0, m);
-  j.chroma_x = cx.get(box.width, s.width, 1, m);
+  j.chroma_x = cx.get(box.width, s.width, 1, m, s.interleaved_uv ? 2 : 1);
   j.chroma_y = cy.get(box.height, s.height, 1, m);
   j.out_w = p.width;
   j.out_h = p.height;
@@ -168,6 +172,13 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.gu = m3.fgu;
   j.gv = m3.fgv;
   j.bu = m3.fbu;
+  j.nearest = m == detail::Sampling::Nearest;
+  j.yi_offset = m3.y_offset;
+  j.yi = m3.y;
+  j.rvi = m3.r_v;
+  j.gui = m3.g_u;
+  j.gvi = m3.g_v;
+  j.bui = m3.b_u;
   return j;
 }
 
@@ -273,13 +284,13 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
         std::byte* base = out.mutable_data();
         const std::int64_t plane_bytes = p.height * p.width * item;
         std::byte* planes[3] = {base, base + plane_bytes, base + 2 * plane_bytes};
-        if (p.interpolation == Interpolation::Nearest) {
+        detail::PreprocessJob job = make_job(s, k, p, box, planes);
+        if (job.nearest && !(job.luma_x->blocks && job.chroma_x->blocks)) {
           parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
             nearest_rows(s, k, p, box, planes, r0, r1);
           });
           return {};
         }
-        detail::PreprocessJob job = make_job(s, k, p, box, planes);
         parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
           detail::preprocess_rows(job, r0, r1);
         });
@@ -324,8 +335,72 @@ bool find_pattern(ResampleAxis& a, int out, int in) {
 
 }  // namespace
 
+namespace {
+
+// The blocks path's tables (see ResampleAxis); a.blocks stays false when a
+// block of 4 outputs reads more than 16 bytes, or a row is shorter than 16.
+void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
+  // Pair weights in 1/32767 (1 fits in 16 bits); nearest: 1, so that the
+  // resampled rows hold the source levels themselves.
+  const int kOne = sampling == Sampling::Nearest ? 1 : 32767;
+  a.blocks = false;
+  a.step = step;
+  a.passes = (a.taps + 1) / 2;
+  a.block_count = a.stride / 4;
+  const std::int64_t row_bytes = a.source * step;
+  if (row_bytes < 16 || a.taps > 64) return;
+  const auto n = static_cast<std::size_t>(a.passes * a.block_count);
+  a.block_base.assign(static_cast<std::size_t>(a.block_count), 0);
+  for (int ch = 0; ch < 2; ++ch)
+    a.shuffle[ch].assign(ch < step ? n * 16 : 0, 0x80);
+  a.pair_weight.assign(n * 8, 0);
+  auto weight = [&](std::int64_t o, int t) {
+    return a.weight[static_cast<std::size_t>(t * a.stride + o)];
+  };
+  for (std::int64_t b = 0; 4 * b < a.count; ++b) {
+    std::int64_t lo = row_bytes, hi = -1;
+    for (std::int64_t o = 4 * b; o < std::min(4 * b + 4, a.count); ++o) {
+      for (int t = 0; t < a.taps; ++t) {
+        if (weight(o, t) == 0.f) continue;
+        const std::int64_t at = (a.first[static_cast<std::size_t>(o)] + t) * step;
+        lo = std::min(lo, at);
+        hi = std::max(hi, at + step - 1);
+      }
+    }
+    if (hi < 0) continue;  // reads nothing
+    const std::int64_t base = std::min(lo, row_bytes - 16);
+    if (hi - base >= 16) return;
+    a.block_base[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(base);
+    for (std::int64_t o = 4 * b; o < std::min(4 * b + 4, a.count); ++o) {
+      // Weights rounded to 1/32767, the largest taking the rounding so they sum to 1.
+      int q[64] = {}, sum = 0, largest = 0;
+      for (int t = 0; t < a.taps; ++t) {
+        q[t] = static_cast<int>(std::lround(weight(o, t) * kOne));
+        sum += q[t];
+        if (q[t] > q[largest]) largest = t;
+      }
+      q[largest] += kOne - sum;
+      const std::int64_t i = o - 4 * b;
+      for (int t = 0; t < a.taps; ++t) {
+        if (weight(o, t) == 0.f) continue;
+        const auto at = static_cast<std::size_t>((t / 2) * a.block_count + b);
+        const std::int64_t byte = (a.first[static_cast<std::size_t>(o)] + t) * step - base;
+        for (int ch = 0; ch < step; ++ch) {
+          a.shuffle[ch][at * 16 + static_cast<std::size_t>(4 * i + 2 * (t % 2))] =
+              static_cast<std::uint8_t>(byte + ch);
+        }
+        a.pair_weight[at * 8 + static_cast<std::size_t>(2 * i + t % 2)] =
+            static_cast<std::int16_t>(q[t]);
+      }
+    }
+  }
+  a.blocks = true;
+}
+
+}  // namespace
+
 void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shift,
-                Sampling sampling) {
+                Sampling sampling, int step) {
   constexpr std::int64_t kPad = 64;  // a multiple of every vector width, in floats
   const double r = static_cast<double>(grid) / static_cast<double>(count);
   const bool area = sampling == Sampling::Area && r > 1.0;
@@ -350,7 +425,12 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
       w[static_cast<std::size_t>(i)] += weight;
       used = std::max(used, static_cast<int>(i) + 1);
     };
-    if (area) {  // [o r, (o + 1) r), each grid sample weighted by its overlap
+    if (sampling == Sampling::Nearest) {  // OpenCV's INTER_NEAREST
+      const std::int64_t j = std::min<std::int64_t>(
+          static_cast<std::int64_t>(std::floor(static_cast<double>(o) * r)), grid - 1);
+      first = std::min(j >> shift, stored - 1);
+      add(j, 1.0);
+    } else if (area) {  // [o r, (o + 1) r), each grid sample weighted by its overlap
       const double lo = static_cast<double>(o) * r, hi = static_cast<double>(o + 1) * r;
       const auto j0 = static_cast<std::int64_t>(std::floor(lo));
       first = std::min(j0 >> shift, stored - 1);
@@ -405,6 +485,7 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
   for (auto [out, in] : {std::pair{1, 1}, {2, 1}, {1, 2}, {1, 3}, {2, 3}, {1, 4}}) {
     if (find_pattern(a, out, in)) break;
   }
+  build_blocks(a, step, sampling);
 }
 
 }  // namespace detail

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "neat/kernels/internal/preprocess_kernel.hpp"
+#include "neat/kernels/yuv_matrix.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace neat::detail {
@@ -38,6 +39,26 @@ using D8 = hn::Rebind<std::uint8_t, DF>;    // one u8 per float lane
 using D16 = hn::Rebind<std::uint16_t, DF>;  // one u16 per float lane
 using VF = hn::Vec<DF>;
 
+// The blocks path's horizontally resampled source rows: one slot per source
+// row (rows % slots), kept while the next output rows read it.
+struct RowCache {
+  std::vector<float> data;
+  std::vector<std::int64_t> tag;
+  std::int64_t width = 0;
+  void reset(int slots, std::int64_t w) {
+    width = w;
+    const auto need = static_cast<std::size_t>(slots * w);
+    if (data.size() < need) data.assign(need, 0.f);
+    tag.assign(static_cast<std::size_t>(slots), -1);  // keeps its capacity once warm
+  }
+  float* slot(std::int64_t row, bool& fresh) {
+    const auto k = static_cast<std::size_t>(row % static_cast<std::int64_t>(tag.size()));
+    fresh = tag[k] != row;
+    tag[k] = row;
+    return data.data() + static_cast<std::int64_t>(k) * width;
+  }
+};
+
 // Scratch rows, reused by each thread across calls. Sized with slack for whole
 // vectors past the end; grown (never shrunk) when a larger frame arrives.
 struct Scratch {
@@ -45,6 +66,10 @@ struct Scratch {
   std::vector<float> luma;              // resampled luma, box_w
   std::vector<float> cu, cv;            // resampled chroma, box_w
   std::int64_t chroma_row = -1;         // the content row whose chroma cu/cv hold
+  RowCache luma_rows, chroma_rows;      // the blocks path (chroma: U, then V)
+  std::vector<float> cuv;               // the blocks path's resampled chroma: U, then V
+  const float* luma_out = nullptr;      // the blocks path's results (may point into a cache)
+  const float* chroma_out = nullptr;
 };
 
 inline void grow(std::vector<float>& v, std::int64_t n) {
@@ -416,6 +441,145 @@ void ChromaRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
   s.chroma_row = r;
 }
 
+// ---- the blocks path --------------------------------------------------------
+// Horizontal taps first, straight from the 8-bit row: each 16-byte block of a
+// vector is loaded from its own base, a byte shuffle places the two samples of
+// a tap pair as 16-bit lanes and a 16-bit multiply-add (weights in 1/32767)
+// sums them into one 32-bit lane per output. The float row (levels x 32767)
+// is cached per source row, so output rows that share source rows resample
+// them once; the vertical taps then combine cached rows.
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane: the same tables, read one output at a time.
+template <int C>
+void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                      float* const (&out)[C]) {
+  for (std::int64_t o = 0; o < ax.count; ++o) {
+    const std::int64_t b = o / 4, i = o % 4;
+    const std::uint8_t* base = row + ax.block_base[static_cast<std::size_t>(b)];
+    for (int c = 0; c < C; ++c) {
+      std::int32_t acc = 0;
+      for (int p = 0; p < ax.passes; ++p) {
+        const auto at = static_cast<std::size_t>(p * ax.block_count + b);
+        for (int half = 0; half < 2; ++half) {
+          const auto k = static_cast<std::size_t>(2 * i + half);
+          const std::uint8_t idx = ax.shuffle[channel[c]][at * 16 + 2 * k];
+          if (idx != 0x80) acc += base[idx] * ax.pair_weight[at * 8 + k];
+        }
+      }
+      out[c][o] = static_cast<float>(acc);
+    }
+  }
+}
+#else
+using DB = hn::Repartition<std::uint8_t, DF>;
+using DW = hn::Repartition<std::int16_t, DF>;
+
+// One vector of bytes, block k (16 bytes) loaded from row + bases[k].
+template <class D>
+HWY_INLINE hn::Vec<D> LoadBlocks(D d, const std::uint8_t* row, const std::int32_t* bases) {
+  if constexpr (hn::MaxLanes(d) <= 16) {
+    return hn::LoadU(d, row + bases[0]);
+  } else {
+    const hn::Half<D> dh;
+    constexpr std::size_t kHalf = hn::MaxLanes(dh) / 16;
+    return hn::Combine(d, LoadBlocks(dh, row, bases + kHalf), LoadBlocks(dh, row, bases));
+  }
+}
+
+// Outputs [0, ax.count) of one row (padded to whole vectors) for C channels
+// of it: out[c] from shuffle[channel[c]].
+template <int C>
+void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                      float* const (&out)[C]) {
+  const DF df;
+  const DI di;
+  const DB db;
+  const DW dw;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const std::int64_t per_vector = lanes / 4;  // blocks
+  for (std::int64_t o = 0, b = 0; o < ax.count; o += lanes, b += per_vector) {
+    const auto bytes = LoadBlocks(db, row, ax.block_base.data() + b);
+    hn::Vec<DI> acc0[C], acc1[C];
+    for (int c = 0; c < C; ++c)
+      acc0[c] = acc1[c] = hn::Zero(di);
+    for (int p = 0; p < ax.passes; ++p) {
+      const auto at = static_cast<std::size_t>(p * ax.block_count + b);
+      const auto w = hn::LoadU(dw, ax.pair_weight.data() + at * 8);
+      for (int c = 0; c < C; ++c) {
+        const auto idx = hn::LoadU(db, ax.shuffle[channel[c]].data() + at * 16);
+        const auto pairs = hn::BitCast(dw, hn::TableLookupBytesOr0(bytes, idx));
+        acc0[c] = hn::ReorderWidenMulAccumulate(di, pairs, w, acc0[c], acc1[c]);
+      }
+    }
+    for (int c = 0; c < C; ++c)
+      hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df, out[c] + o);
+  }
+}
+#endif  // HWY_TARGET == HWY_SCALAR
+
+// Content row r from the cached rows its vertical taps read (fill(src, row)
+// resamples source row src into a slot): a pointer to the cached row itself
+// when one tap of weight 1 is all, otherwise `out`.
+template <class Fill>
+const float* BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float* out,
+                       Fill&& fill) {
+  const DF df;
+  const float* rows[64];
+  float w[64];
+  int n = 0;
+  for (int t = 0; t < ay.taps; ++t) {
+    const float wt = ay.weight[static_cast<std::size_t>(t * ay.stride + r)];
+    if (wt == 0.f) continue;
+    const std::int64_t src = ay.first[static_cast<std::size_t>(r)] + t;
+    bool fresh = false;
+    float* h = cache.slot(src, fresh);
+    if (fresh) fill(src, h);
+    rows[n] = h;
+    w[n] = wt;
+    ++n;
+  }
+  if (n == 1 && w[0] == 1.f) return rows[0];
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  for (std::int64_t x = 0; x < cache.width; x += lanes) {
+    VF acc = hn::Mul(hn::LoadU(df, rows[0] + x), hn::Set(df, w[0]));
+    for (int t = 1; t < n; ++t)
+      acc = hn::MulAdd(hn::LoadU(df, rows[t] + x), hn::Set(df, w[t]), acc);
+    hn::StoreU(acc, df, out + x);
+  }
+  return out;
+}
+
+void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+  const ResampleAxis& ax = *job.luma_x;
+  s.luma_out =
+      BlocksRow(*job.luma_y, r, s.luma_rows, s.luma.data(), [&](std::int64_t src, float* h) {
+        HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h});
+      });
+}
+
+void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+  const ResampleAxis& ax = *job.chroma_x;
+  const std::int64_t width = ax.stride;
+  s.chroma_out =
+      BlocksRow(*job.chroma_y, r, s.chroma_rows, s.cuv.data(), [&](std::int64_t src, float* h) {
+        if (job.interleaved_uv) {
+          const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
+          HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
+                              {h, h + width});
+        } else {
+          HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h});
+          HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width});
+        }
+      });
+  s.chroma_row = r;
+}
+
+bool UseBlocks(const PreprocessJob& job) {
+  return job.luma_x->blocks && job.chroma_x->blocks && job.luma_y->taps < 64 &&
+         job.chroma_y->taps < 64;
+}
+
 // ---- output -----------------------------------------------------------------
 
 // Stores `count` (<= lanes) values at element `at` of an output plane;
@@ -467,11 +631,13 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
   }
 }
 
-void FinishRow(const PreprocessJob& job, const Scratch& s, std::int64_t out_r) {
+// Output row out_r from the resampled rows, in `unit` levels (1 or 1/32767).
+void FinishRow(const PreprocessJob& job, const float* luma, const float* cu, const float* cv,
+               float unit, std::int64_t out_r) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const VF zero = hn::Zero(df), top = hn::Set(df, 255.f);
-  const VF ys = hn::Set(df, job.ys), y0 = hn::Set(df, job.y_offset), c128 = hn::Set(df, 128.f);
+  const VF zero = hn::Zero(df), top = hn::Set(df, 255.f), k = hn::Set(df, unit);
+  const VF ys = hn::Set(df, job.ys), y0 = hn::Set(df, -job.y_offset), c128 = hn::Set(df, -128.f);
   const VF rv = hn::Set(df, job.rv), gu = hn::Set(df, job.gu), gv = hn::Set(df, job.gv),
            bu = hn::Set(df, job.bu);
   const int ri = job.r_plane, bi = job.b_plane;
@@ -481,12 +647,47 @@ void FinishRow(const PreprocessJob& job, const Scratch& s, std::int64_t out_r) {
   const std::int64_t start = out_r * job.out_w + job.box_x;
   for (std::int64_t x = 0; x < job.box_w; x += lanes) {
     const std::int64_t count = std::min(lanes, job.box_w - x);
-    const VF yy = hn::Mul(hn::Max(hn::Sub(hn::LoadU(df, s.luma.data() + x), y0), zero), ys);
-    const VF u = hn::Sub(hn::LoadU(df, s.cu.data() + x), c128);
-    const VF v = hn::Sub(hn::LoadU(df, s.cv.data() + x), c128);
+    const VF yy = hn::Mul(hn::Max(hn::MulAdd(hn::LoadU(df, luma + x), k, y0), zero), ys);
+    const VF u = hn::MulAdd(hn::LoadU(df, cu + x), k, c128);
+    const VF v = hn::MulAdd(hn::LoadU(df, cv + x), k, c128);
     const VF r = hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top);
     const VF g = hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top);
     const VF b = hn::Min(hn::Max(hn::MulAdd(bu, u, yy), zero), top);
+    StoreOut(job, hn::MulAdd(r, ra, rb), job.planes[ri], start + x, count);
+    StoreOut(job, hn::MulAdd(g, ga, gb), job.planes[1], start + x, count);
+    StoreOut(job, hn::MulAdd(b, ba, bb), job.planes[bi], start + x, count);
+  }
+}
+
+// Nearest: output row out_r from rows of source levels, with convert_color's
+// integer formula, so that the values equal the unfused chain's.
+void FinishRowNearest(const PreprocessJob& job, const float* luma, const float* cu, const float* cv,
+                      std::int64_t out_r) {
+  const DF df;
+  const DI di;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const auto zero = hn::Zero(di), top = hn::Set(di, 255), c128 = hn::Set(di, 128);
+  const auto y0 = hn::Set(di, job.yi_offset), ys = hn::Set(di, job.yi);
+  const auto half = hn::Set(di, 1 << (kYuvShift - 1));
+  const auto rv = hn::Set(di, job.rvi), gu = hn::Set(di, job.gui), gv = hn::Set(di, job.gvi),
+             bu = hn::Set(di, job.bui);
+  const int ri = job.r_plane, bi = job.b_plane;
+  const VF ra = hn::Set(df, job.a[ri]), rb = hn::Set(df, job.b[ri]);
+  const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
+  const VF ba = hn::Set(df, job.a[bi]), bb = hn::Set(df, job.b[bi]);
+  auto level = [&](hn::Vec<DI> x) {
+    return hn::ConvertTo(df, hn::Min(hn::Max(hn::ShiftRight<kYuvShift>(x), zero), top));
+  };
+  const std::int64_t start = out_r * job.out_w + job.box_x;
+  for (std::int64_t x = 0; x < job.box_w; x += lanes) {
+    const std::int64_t count = std::min(lanes, job.box_w - x);
+    const auto y = hn::ConvertTo(di, hn::LoadU(df, luma + x));  // whole levels
+    const auto u = hn::Sub(hn::ConvertTo(di, hn::LoadU(df, cu + x)), c128);
+    const auto v = hn::Sub(hn::ConvertTo(di, hn::LoadU(df, cv + x)), c128);
+    const auto yy = hn::Add(hn::Mul(hn::Max(hn::Sub(y, y0), zero), ys), half);
+    const VF r = level(hn::Add(yy, hn::Mul(rv, v)));
+    const VF g = level(hn::Add(yy, hn::Add(hn::Mul(gv, v), hn::Mul(gu, u))));
+    const VF b = level(hn::Add(yy, hn::Mul(bu, u)));
     StoreOut(job, hn::MulAdd(r, ra, rb), job.planes[ri], start + x, count);
     StoreOut(job, hn::MulAdd(g, ga, gb), job.planes[1], start + x, count);
     StoreOut(job, hn::MulAdd(b, ba, bb), job.planes[bi], start + x, count);
@@ -518,6 +719,13 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   for (auto* v : {&s.luma, &s.cu, &s.cv})
     grow(*v, job.luma_x->stride);
   s.chroma_row = -1;
+  const bool blocks = UseBlocks(job);
+  if (blocks) {
+    s.luma_rows.reset(job.luma_y->taps + 1, job.luma_x->stride);
+    s.chroma_rows.reset(job.chroma_y->taps + 1, 2 * job.chroma_x->stride);
+    grow(s.cuv, 2 * job.chroma_x->stride);
+  }
+  const float unit = blocks ? 1.f / 32767.f : 1.f;
   const std::uint8_t* reuse = job.chroma_y->same_as_previous.data();
   for (std::int64_t out_r = row_begin; out_r < row_end; ++out_r) {
     const std::int64_t row_start = out_r * job.out_w;
@@ -528,13 +736,22 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     FillPad(job, row_start, job.box_x);
     FillPad(job, row_start + job.box_x + job.box_w, job.out_w - job.box_x - job.box_w);
     const std::int64_t r = out_r - job.box_y;
-    LumaRow(job, s, r);
-    if (s.chroma_row == r - 1 && reuse[r]) {
-      s.chroma_row = r;  // the same chroma rows and weights as the row before
-    } else {
-      ChromaRow(job, s, r);
+    const bool same_chroma = s.chroma_row == r - 1 && reuse[r];
+    if (same_chroma) s.chroma_row = r;  // the same chroma rows and weights as the row before
+    if (blocks) {
+      LumaRowBlocks(job, s, r);
+      if (!same_chroma) ChromaRowBlocks(job, s, r);
+      const std::int64_t cw = job.chroma_x->stride;
+      if (job.nearest) {
+        FinishRowNearest(job, s.luma_out, s.chroma_out, s.chroma_out + cw, out_r);
+      } else {
+        FinishRow(job, s.luma_out, s.chroma_out, s.chroma_out + cw, unit, out_r);
+      }
+      continue;
     }
-    FinishRow(job, s, out_r);
+    LumaRow(job, s, r);
+    if (!same_chroma) ChromaRow(job, s, r);
+    FinishRow(job, s.luma.data(), s.cu.data(), s.cv.data(), unit, out_r);
   }
   if (job.stream) hwy::FlushStream();  // streamed stores are visible before the stripe ends
 }

@@ -47,9 +47,26 @@ struct ResampleAxis {
   /// (starting at a multiple of the block) reads, taps included: the window
   /// a vector of outputs can take its samples from with lane permutes.
   std::int64_t window[3] = {};
+  /// The byte-shuffle tables of the blocks path (preprocess_simd.cpp), for
+  /// rows whose samples are `step` bytes apart (1: a plane of its own; 2: the
+  /// interleaved UV plane, channel 0 the low byte, 1 the high byte). Outputs
+  /// come in blocks of 4: block b reads the 16 bytes at block_base[b] of a
+  /// row; pass p (taps 2p and 2p + 1) picks each output's two samples as
+  /// 16-bit lanes with shuffle[channel] (0x80: no sample) and weighs them with
+  /// pair_weight, in 1/32767. `blocks` is false when some block's taps do not
+  /// fit in 16 bytes (large ratios); the other path runs then.
+  bool blocks = false;
+  int step = 1;
+  int passes = 0;
+  std::int64_t block_count = 0;  ///< stride / 4 (padding blocks read nothing)
+  std::vector<std::int32_t> block_base;
+  std::vector<std::uint8_t> shuffle[2];   ///< pass-major, 16 bytes per block
+  std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
 };
 
-enum class Sampling : std::uint8_t { Bilinear, Area };
+/// Nearest: OpenCV's INTER_NEAREST source index floor(o * grid / count), one
+/// tap of weight 1 (chroma: the stored sample of the luma index).
+enum class Sampling : std::uint8_t { Bilinear, Area, Nearest };
 
 /// Fills `axis` for `count` outputs over a full-resolution grid of `grid`
 /// samples stored as grid >> shift samples (shift 0: luma; 1: 4:2:0 chroma,
@@ -58,9 +75,10 @@ enum class Sampling : std::uint8_t { Bilinear, Area };
 /// the grid, s = (o + 0.5) * grid / count - 0.5, clamped at the edges. Area:
 /// the average of the grid interval [o * r, (o + 1) * r), r = grid / count,
 /// partial samples weighted by their overlap (OpenCV's INTER_AREA); bilinear
-/// when enlarging (r < 1).
+/// when enlarging (r < 1). `step`: the bytes between stored samples of a row
+/// (1, or 2 for an interleaved UV plane), for the blocks path's tables.
 void build_axis(ResampleAxis& axis, std::int64_t count, std::int64_t grid, int shift,
-                Sampling sampling);
+                Sampling sampling, int step = 1);
 
 struct PreprocessJob : YuvPlanes {  // the source planes
   // Resampling of each plane to box_w x box_h.
@@ -78,6 +96,11 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   float pad[3] = {};             ///< per output plane, already normalized
   // The colour standard (YuvToRgb's float coefficients).
   float y_offset = 16.f, ys = 0.f, rv = 0.f, gu = 0.f, gv = 0.f, bu = 0.f;
+  /// Nearest: each output pixel is one source pixel, converted with
+  /// convert_color's integer formula (these coefficients, kYuvShift) so that
+  /// the values equal the unfused chain's exactly.
+  bool nearest = false;
+  std::int32_t yi_offset = 16, yi = 0, rvi = 0, gui = 0, gvi = 0, bui = 0;
   /// Store the output with streaming (non-temporal) stores: set when it is
   /// larger than the L2 cache, where it could not stay anyway; writing it then
   /// skips reading every destination line first (about 30% of the time of a

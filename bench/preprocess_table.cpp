@@ -1,0 +1,420 @@
+// neat_preprocess_table: the fused preprocess against the strongest hand
+// recipes at every detector input (make bench-preprocess; the table in
+// docs/benchmarks.md). For each row (source size and format, output size,
+// stretch or letterbox, interpolation, threads) every way runs once per
+// iteration in an order that rotates, so load and cache state hit all alike;
+// the row reports ours, the fastest recipe, the speed-up (recipe / ours) and
+// ours / the read-once-write-once floor, and heap allocations per call of
+// ours once warm.
+//
+// Recipes (buffers kept across calls, as a careful user keeps them):
+//   cv-planes   cv::resize of the Y and chroma planes to the content size,
+//               cvtColor(TwoPlane) there, split, convertTo with scale and
+//               offset straight into the CHW planes (padding set per call)
+//   cv-rgb      cvtColor of the whole frame, cv::resize of the RGB image,
+//               split, convertTo into the CHW planes
+//   libyuv      NV12Scale / I420Scale to the content size (kFilterBilinear,
+//               kFilterBox for area, kFilterNone for nearest), NV12ToRAW /
+//               I420ToRAW, split, convertTo into the CHW planes; with 2
+//               threads, two bands on OpenCV's pool
+//   floor       every byte of the frame read once, every byte of the tensor
+//               written once (not a recipe: the memory bound)
+#include <libyuv/convert_argb.h>
+#include <libyuv/scale.h>
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <opencv2/core.hpp>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/imgproc.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <neat/kernels/preprocess.hpp>
+#include <neat/neat.hpp>
+
+#include "alloc_counter.hpp"
+#include "frames.hpp"
+#include "recipes.hpp"
+
+namespace {
+
+using neat::bench::in_bands;
+using Clock = std::chrono::steady_clock;
+
+struct Source {
+  std::string name;
+  int width, height;
+};
+const Source kSources[] = {{"720p", 1280, 720}, {"1080p", 1920, 1080}, {"4k", 3840, 2160}};
+
+// A camera-like frame (blurred noise) of the format, BT.601 limited (the one
+// standard OpenCV's and libyuv's converters implement).
+neat::NeatTensor make_frame(neat::PixelFormat format, int w, int h) {
+  auto f = neat::NeatTensor::allocate_image(format, w, h, {.zero_fill = false});
+  auto wr = std::move(*f).make_writable();
+  {
+    auto m = wr->map(neat::MapMode::Write);
+    for (int i = 0; i < wr->plane_count(); ++i) {
+      const auto& l = wr->plane_layout(i);
+      cv::Mat view(static_cast<int>(l.rows), static_cast<int>(l.cols * l.samples), CV_8UC1,
+                   *m->mutable_plane_data(l.role), static_cast<std::size_t>(l.row_stride));
+      cv::randu(view, 0, 256);
+      cv::GaussianBlur(view, view, cv::Size(9, 9), 3);
+    }
+  }
+  return *std::move(wr)->with_colorimetry(neat::kBT601Limited);
+}
+
+// The frame's planes as cv::Mat views: Y, then UV (NV12) or U and V (I420).
+std::vector<cv::Mat> plane_mats(const neat::Mapping& m, const neat::NeatTensor& f) {
+  std::vector<cv::Mat> out;
+  for (int i = 0; i < f.plane_count(); ++i) {
+    const auto& l = f.plane_layout(i);
+    out.emplace_back(
+        static_cast<int>(l.rows), static_cast<int>(l.cols), l.samples == 2 ? CV_8UC2 : CV_8UC1,
+        const_cast<std::byte*>(*m.plane_data(l.role)), static_cast<std::size_t>(l.row_stride));
+  }
+  return out;
+}
+
+struct Row {
+  const Source* source;
+  bool nv12;
+  int out;
+  bool letterbox;
+  neat::Interpolation interp;
+  int threads;
+};
+
+// The CHW destination the recipes write: three float planes, the content at
+// the box, the padding set per call to the normalized pad level.
+struct Chw {
+  Chw(const neat::PreprocessParams& p, const neat::LetterboxBox& b)
+      : box(b), data(3 * static_cast<std::size_t>(p.width * p.height)) {
+    for (int c = 0; c < 3; ++c) {
+      const auto u = static_cast<std::size_t>(c);
+      planes.emplace_back(static_cast<int>(p.height), static_cast<int>(p.width), CV_32F,
+                          data.data() + c * p.width * p.height);
+      content.push_back(
+          planes.back()(cv::Rect(static_cast<int>(b.x), static_cast<int>(b.y),
+                                 static_cast<int>(b.width), static_cast<int>(b.height))));
+      alpha[c] = p.scale / p.std[u];
+      beta[c] = -p.mean[u] / p.std[u];
+      pad[c] = p.pad_value * alpha[c] + beta[c];
+    }
+  }
+  // u8 RGB at the content size -> the CHW planes (and the padding).
+  void store(const cv::Mat& rgb) {
+    cv::split(rgb, u8);
+    for (int c = 0; c < 3; ++c) {
+      const auto u = static_cast<std::size_t>(c);
+      u8[u].convertTo(content[u], CV_32F, alpha[c], beta[c]);
+      fill_pad(c);
+    }
+  }
+  void fill_pad(int c) {
+    cv::Mat& pl = planes[static_cast<std::size_t>(c)];
+    const int x = static_cast<int>(box.x), y = static_cast<int>(box.y);
+    const int w = static_cast<int>(box.width), h = static_cast<int>(box.height);
+    if (y > 0) pl.rowRange(0, y).setTo(pad[c]);
+    if (y + h < pl.rows) pl.rowRange(y + h, pl.rows).setTo(pad[c]);
+    if (x > 0) pl(cv::Rect(0, y, x, h)).setTo(pad[c]);
+    if (x + w < pl.cols) pl(cv::Rect(x + w, y, pl.cols - x - w, h)).setTo(pad[c]);
+  }
+  neat::LetterboxBox box;
+  std::vector<float> data;
+  std::vector<cv::Mat> planes, content, u8;
+  double alpha[3], beta[3], pad[3];
+};
+
+int cv_interp(neat::Interpolation i) {
+  return i == neat::Interpolation::Nearest ? cv::INTER_NEAREST
+         : i == neat::Interpolation::Area  ? cv::INTER_AREA
+                                           : cv::INTER_LINEAR;
+}
+
+struct CvPlanes {
+  CvPlanes(const neat::PreprocessParams& p, const neat::LetterboxBox& b, bool nv12_)
+      : chw(p, b), nv12(nv12_), mode(cv_interp(p.interpolation)) {
+    const int w = static_cast<int>(b.width), h = static_cast<int>(b.height);
+    if (nv12) {
+      ys.create(h, w, CV_8UC1);
+      uvs.create(h / 2, w / 2, CV_8UC2);
+    } else {  // one contiguous I420 image, as cvtColor takes it
+      i420.create(h * 3 / 2, w, CV_8UC1);
+      ys = i420.rowRange(0, h);
+      us = cv::Mat(h / 2, w / 2, CV_8UC1, i420.ptr(h));
+      vs = cv::Mat(h / 2, w / 2, CV_8UC1, i420.ptr(h) + (h / 2) * (w / 2));
+    }
+  }
+  void operator()(const std::vector<cv::Mat>& src) {
+    cv::resize(src[0], ys, ys.size(), 0, 0, mode);
+    if (nv12) {
+      cv::resize(src[1], uvs, uvs.size(), 0, 0, mode);
+      cv::cvtColorTwoPlane(ys, uvs, rgb, cv::COLOR_YUV2RGB_NV12);
+    } else {
+      cv::resize(src[1], us, us.size(), 0, 0, mode);
+      cv::resize(src[2], vs, vs.size(), 0, 0, mode);
+      cv::cvtColor(i420, rgb, cv::COLOR_YUV2RGB_I420);
+    }
+    chw.store(rgb);
+  }
+  Chw chw;
+  bool nv12;
+  int mode;
+  cv::Mat ys, uvs, us, vs, i420, rgb;
+};
+
+struct CvRgb {
+  CvRgb(const neat::PreprocessParams& p, const neat::LetterboxBox& b, const neat::NeatTensor& f)
+      : chw(p, b),
+        nv12(f.image().format == neat::PixelFormat::NV12),
+        mode(cv_interp(p.interpolation)),
+        size(static_cast<int>(b.width), static_cast<int>(b.height)) {
+    if (!nv12)
+      i420.create(static_cast<int>(f.image().height * 3 / 2), static_cast<int>(f.image().width),
+                  CV_8UC1);
+  }
+  void operator()(const std::vector<cv::Mat>& src) {
+    if (nv12) {
+      cv::cvtColorTwoPlane(src[0], src[1], rgb, cv::COLOR_YUV2RGB_NV12);
+    } else if (src[0].isContinuous() && src[1].data == src[0].data + src[0].total() &&
+               src[2].data == src[1].data + src[1].total()) {
+      cv::cvtColor(cv::Mat(src[0].rows * 3 / 2, src[0].cols, CV_8UC1, src[0].data), rgb,
+                   cv::COLOR_YUV2RGB_I420);
+    } else {
+      cv::cvtColorTwoPlane(src[0], src[1], rgb, cv::COLOR_YUV2RGB_NV12);  // unreachable here
+    }
+    cv::resize(rgb, small, size, 0, 0, mode);
+    chw.store(small);
+  }
+  Chw chw;
+  bool nv12;
+  int mode;
+  cv::Size size;
+  cv::Mat rgb, small, i420;
+};
+
+struct Libyuv {
+  Libyuv(const neat::PreprocessParams& p, const neat::LetterboxBox& b, bool nv12_, int stripes_)
+      : chw(p, b),
+        nv12(nv12_),
+        stripes(stripes_),
+        w(static_cast<int>(b.width)),
+        h(static_cast<int>(b.height)),
+        filter(p.interpolation == neat::Interpolation::Nearest ? libyuv::kFilterNone
+               : p.interpolation == neat::Interpolation::Area  ? libyuv::kFilterBox
+                                                               : libyuv::kFilterBilinear),
+        y(static_cast<std::size_t>(w * h)),
+        u(static_cast<std::size_t>(w * h / 2)),
+        v(static_cast<std::size_t>(w * h / 4)),
+        rgb(h, w, CV_8UC3) {}
+  void band(const std::vector<cv::Mat>& src, int s) {
+    const int sh = src[0].rows, oy0 = (h * s / stripes) & ~1,
+              oy1 = s + 1 == stripes ? h : (h * (s + 1) / stripes) & ~1;
+    const int sy0 = (sh * s / stripes) & ~1,
+              sy1 = s + 1 == stripes ? sh : (sh * (s + 1) / stripes) & ~1;
+    const int oh = oy1 - oy0;
+    if (nv12) {
+      libyuv::NV12Scale(src[0].ptr(sy0), static_cast<int>(src[0].step), src[1].ptr(sy0 / 2),
+                        static_cast<int>(src[1].step), src[0].cols, sy1 - sy0, y.data() + oy0 * w,
+                        w, u.data() + oy0 / 2 * w, w, w, oh, filter);
+      libyuv::NV12ToRAW(y.data() + oy0 * w, w, u.data() + oy0 / 2 * w, w, rgb.ptr(oy0),
+                        static_cast<int>(rgb.step), w, oh);
+    } else {
+      const int cw = w / 2;
+      libyuv::I420Scale(src[0].ptr(sy0), static_cast<int>(src[0].step), src[1].ptr(sy0 / 2),
+                        static_cast<int>(src[1].step), src[2].ptr(sy0 / 2),
+                        static_cast<int>(src[2].step), src[0].cols, sy1 - sy0, y.data() + oy0 * w,
+                        w, u.data() + oy0 / 2 * cw, cw, v.data() + oy0 / 2 * cw, cw, w, oh, filter);
+      libyuv::I420ToRAW(y.data() + oy0 * w, w, u.data() + oy0 / 2 * cw, cw, v.data() + oy0 / 2 * cw,
+                        cw, rgb.ptr(oy0), static_cast<int>(rgb.step), w, oh);
+    }
+  }
+  void operator()(const std::vector<cv::Mat>& src) {
+    in_bands(stripes, [&](int s) { band(src, s); });
+    chw.store(rgb);
+  }
+  Chw chw;
+  bool nv12;
+  int stripes, w, h;
+  libyuv::FilterMode filter;
+  std::vector<std::uint8_t> y, u, v;
+  cv::Mat rgb;
+};
+
+// Every byte of the frame read once, every byte of the tensor written once.
+struct Floor {
+  Floor(std::size_t out_floats, int stripes_) : stripes(stripes_), chw(out_floats) {}
+  void operator()(const std::vector<cv::Mat>& src) {
+    in_bands(stripes, [&](int s) {
+      std::uint64_t sum = 0;
+      for (const cv::Mat& m : src) {
+        const int r0 = m.rows * s / stripes, r1 = m.rows * (s + 1) / stripes;
+        const std::size_t words = static_cast<std::size_t>(m.cols) * m.elemSize() / 8;
+        for (int r = r0; r < r1; ++r) {
+          const auto* q = reinterpret_cast<const std::uint64_t*>(m.ptr(r));
+          std::uint64_t a[4] = {};
+          for (std::size_t i = 0; i + 4 <= words; i += 4) {
+            a[0] ^= q[i];
+            a[1] ^= q[i + 1];
+            a[2] ^= q[i + 2];
+            a[3] ^= q[i + 3];
+          }
+          sum += a[0] ^ a[1] ^ a[2] ^ a[3];
+        }
+      }
+      benchmark::DoNotOptimize(sum);
+      const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
+                        b1 = n * static_cast<std::size_t>(s + 1) / stripes;
+      std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
+    });
+    benchmark::DoNotOptimize(chw.data());
+  }
+  int stripes;
+  std::vector<float> chw;
+};
+
+struct Result {
+  double ours_us = 0, best_us = 0, floor_us = 0, allocs = 0;
+  std::string best;
+};
+
+Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
+  cv::setNumThreads(row.threads);
+  auto prm = neat::bench::model_params();
+  prm.width = prm.height = row.out;
+  prm.interpolation = row.interp;
+  prm.resize_mode = row.letterbox ? neat::ResizeMode::Letterbox : neat::ResizeMode::Stretch;
+  const neat::LetterboxBox box =
+      row.letterbox ? neat::letterbox_box(row.source->width, row.source->height, row.out, row.out)
+                    : neat::LetterboxBox{row.out, row.out, 0, 0};
+  auto mapping = *frame.map();
+  const std::vector<cv::Mat> src = plane_mats(mapping, frame);
+  CvPlanes planes(prm, box, row.nv12);
+  CvRgb rgb(prm, box, frame);
+  Libyuv yuv(prm, box, row.nv12, row.threads);
+  Floor floor(3 * static_cast<std::size_t>(row.out * row.out), row.threads);
+  const neat::ConversionOptions options{.threads = row.threads};
+  std::uint64_t allocs = 0;
+  const std::vector<std::string> names = {"neat", "cv-planes", "cv-rgb", "libyuv", "floor"};
+  const std::vector<std::function<void()>> ways = {
+      [&] {
+        const std::uint64_t before = neat::bench::allocation_count();
+        {
+          auto out = neat::preprocess(frame, prm, options);
+          benchmark::DoNotOptimize(out);
+        }  // the tensor goes back to the pool
+        allocs += neat::bench::allocation_count() - before;
+      },
+      [&] { planes(src); }, [&] { rgb(src); }, [&] { yuv(src); }, [&] { floor(src); }};
+  const std::size_t n = ways.size();
+  for (std::size_t w = 0; w < n; ++w)  // warm: tables, pools, OpenCV's buffers
+    for (int i = 0; i < 3; ++i)
+      ways[w]();
+  allocs = 0;
+  std::vector<double> ns(n, 0.0);
+  std::size_t start = 0, iters = 0;
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  while (iters < 5 || Clock::now() < until) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t w = (start + i) % n;
+      const auto t0 = Clock::now();
+      ways[w]();
+      ns[w] += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    }
+    start = (start + 1) % n;
+    ++iters;
+  }
+  Result r;
+  const double it = static_cast<double>(iters);
+  r.ours_us = ns[0] / it / 1e3;
+  r.floor_us = ns[n - 1] / it / 1e3;
+  r.best_us = 1e300;
+  for (std::size_t w = 1; w + 1 < n; ++w) {
+    if (ns[w] / it / 1e3 < r.best_us) {
+      r.best_us = ns[w] / it / 1e3;
+      r.best = names[w];
+    }
+  }
+  r.allocs = static_cast<double>(allocs) / it;
+  return r;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The fused preprocess against the strongest recipes at every detector input"};
+  std::string sources = "720p,1080p,4k", formats = "nv12,i420", sizes = "320,416,512,608,640,1280",
+              modes = "square,letterbox", interps = "bilinear,area,nearest", threads = "1,2";
+  double seconds = 0.3;
+  app.add_option("--sources", sources, "720p, 1080p, 4k");
+  app.add_option("--formats", formats, "nv12, i420");
+  app.add_option("--sizes", sizes, "square output sizes");
+  app.add_option("--modes", modes, "square (stretch), letterbox");
+  app.add_option("--interp", interps, "bilinear, area, nearest");
+  app.add_option("--threads", threads, "1, 2");
+  app.add_option("--seconds", seconds, "measuring time per row");
+  CLI11_PARSE(app, argc, argv);
+
+  std::printf("engine: %s; speed-up = fastest recipe / ours; floor = ours / read+write once\n\n",
+              neat::preprocess_simd_target());
+  std::printf(
+      "| source | format | output | mode | interp | threads | ours ms | fastest recipe "
+      "| its ms | speed-up | vs floor | allocs/call |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::map<std::string, neat::NeatTensor> frames;
+  for (const std::string& sname : split_list(sources)) {
+    const Source* source = nullptr;
+    for (const Source& s : kSources)
+      if (s.name == sname) source = &s;
+    if (source == nullptr) {
+      std::fprintf(stderr, "unknown source '%s' (720p, 1080p, 4k)\n", sname.c_str());
+      return 2;
+    }
+    for (const std::string& fmt : split_list(formats)) {
+      if (fmt != "nv12" && fmt != "i420") {
+        std::fprintf(stderr, "unknown format '%s' (nv12, i420)\n", fmt.c_str());
+        return 2;
+      }
+      const bool nv12 = fmt == "nv12";
+      const neat::NeatTensor frame = make_frame(
+          nv12 ? neat::PixelFormat::NV12 : neat::PixelFormat::I420, source->width, source->height);
+      for (const std::string& size : split_list(sizes)) {
+        for (const std::string& mode : split_list(modes)) {
+          for (const std::string& in : split_list(interps)) {
+            const neat::Interpolation interp = in == "nearest" ? neat::Interpolation::Nearest
+                                               : in == "area"  ? neat::Interpolation::Area
+                                                               : neat::Interpolation::Bilinear;
+            for (const std::string& t : split_list(threads)) {
+              const Row row{source, nv12,        std::stoi(size), mode == "letterbox",
+                            interp, std::stoi(t)};
+              const Result r = measure(row, frame, seconds);
+              std::printf(
+                  "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx | %.2fx | %.0f |\n",
+                  source->name.c_str(), fmt.c_str(), size.c_str(), mode.c_str(), in.c_str(),
+                  t.c_str(), r.ours_us / 1e3, r.best.c_str(), r.best_us / 1e3,
+                  r.best_us / r.ours_us, r.ours_us / r.floor_us, r.allocs);
+              std::fflush(stdout);
+            }
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
