@@ -337,64 +337,136 @@ bool find_pattern(ResampleAxis& a, int out, int in) {
 
 namespace {
 
-// The blocks path's tables (see ResampleAxis); a.blocks stays false when a
-// block of 4 outputs reads more than 16 bytes, or a row is shorter than 16.
-void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
-  // Pair weights in 1/32767 (1 fits in 16 bits); nearest: 1, so that the
-  // resampled rows hold the source levels themselves.
-  const int kOne = sampling == Sampling::Nearest ? 1 : 32767;
-  a.blocks = false;
-  a.step = step;
-  a.passes = (a.taps + 1) / 2;
-  a.block_count = a.stride / 4;
+// The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
+// lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
+// output; else (large area ratios) a.blocks stays false.
+// The byte-permute tables (see ResampleAxis::windows), in the layout of the
+// pair weights: one or two 128-byte windows per vector of 16 outputs.
+void build_permutes(ResampleAxis& a, int step) {
+  a.windows = 0;
   const std::int64_t row_bytes = a.source * step;
-  if (row_bytes < 16 || a.taps > 64) return;
-  const auto n = static_cast<std::size_t>(a.passes * a.block_count);
-  a.block_base.assign(static_cast<std::size_t>(a.block_count), 0);
-  for (int ch = 0; ch < 2; ++ch)
-    a.shuffle[ch].assign(ch < step ? n * 16 : 0, 0x80);
-  a.pair_weight.assign(n * 8, 0);
-  auto weight = [&](std::int64_t o, int t) {
-    return a.weight[static_cast<std::size_t>(t * a.stride + o)];
-  };
-  for (std::int64_t b = 0; 4 * b < a.count; ++b) {
-    std::int64_t lo = row_bytes, hi = -1;
-    for (std::int64_t o = 4 * b; o < std::min(4 * b + 4, a.count); ++o) {
+  if (row_bytes < 128 || a.taps > 64) return;
+  const std::int64_t vectors = a.stride / 16;
+  auto span = [&](std::int64_t o0, std::int64_t o1, std::int64_t& lo, std::int64_t& hi) {
+    lo = row_bytes;
+    hi = -1;
+    for (std::int64_t o = o0; o < std::min(o1, a.count); ++o) {
       for (int t = 0; t < a.taps; ++t) {
-        if (weight(o, t) == 0.f) continue;
+        if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
         const std::int64_t at = (a.first[static_cast<std::size_t>(o)] + t) * step;
         lo = std::min(lo, at);
         hi = std::max(hi, at + step - 1);
       }
     }
-    if (hi < 0) continue;  // reads nothing
-    const std::int64_t base = std::min(lo, row_bytes - 16);
-    if (hi - base >= 16) return;
-    a.block_base[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(base);
-    for (std::int64_t o = 4 * b; o < std::min(4 * b + 4, a.count); ++o) {
-      // Weights rounded to 1/32767, the largest taking the rounding so they sum to 1.
-      int q[64] = {}, sum = 0, largest = 0;
-      for (int t = 0; t < a.taps; ++t) {
-        q[t] = static_cast<int>(std::lround(weight(o, t) * kOne));
-        sum += q[t];
-        if (q[t] > q[largest]) largest = t;
-      }
-      q[largest] += kOne - sum;
-      const std::int64_t i = o - 4 * b;
-      for (int t = 0; t < a.taps; ++t) {
-        if (weight(o, t) == 0.f) continue;
-        const auto at = static_cast<std::size_t>((t / 2) * a.block_count + b);
-        const std::int64_t byte = (a.first[static_cast<std::size_t>(o)] + t) * step - base;
-        for (int ch = 0; ch < step; ++ch) {
-          a.shuffle[ch][at * 16 + static_cast<std::size_t>(4 * i + 2 * (t % 2))] =
-              static_cast<std::uint8_t>(byte + ch);
-        }
-        a.pair_weight[at * 8 + static_cast<std::size_t>(2 * i + t % 2)] =
-            static_cast<std::int16_t>(q[t]);
-      }
+  };
+  for (int windows = 1; windows <= 2 && a.windows == 0; ++windows) {
+    const std::int64_t per = 16 / windows;
+    a.window_base.assign(static_cast<std::size_t>(2 * vectors), 0);
+    bool fit = true;
+    for (std::int64_t w = 0; fit && w < vectors * windows; ++w) {
+      std::int64_t lo = 0, hi = 0;
+      span(w * per, (w + 1) * per, lo, hi);
+      const std::int64_t base = hi < 0 ? 0 : std::min(lo, row_bytes - 128);
+      fit = hi - base < 128;
+      a.window_base[static_cast<std::size_t>(w / windows * 2 + w % windows)] =
+          static_cast<std::int32_t>(base);
+    }
+    if (fit) a.windows = windows;
+  }
+  if (a.windows == 0) return;
+  const auto n = static_cast<std::size_t>(a.passes * vectors * 64);
+  for (int ch = 0; ch < 2; ++ch)
+    a.permute[ch].assign(ch < step ? n : 0, 0);
+  const std::int64_t per = 16 / a.windows;
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const std::int64_t v = o / 16, i = o % 16;
+    const std::int64_t base = a.window_base[static_cast<std::size_t>(v * 2 + i / per)];
+    for (int t = 0; t < a.taps; ++t) {
+      if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
+      const auto at = static_cast<std::size_t>(((t / 2) * vectors + v) * 64 + 4 * i + 2 * (t % 2));
+      const std::int64_t byte = (a.first[static_cast<std::size_t>(o)] + t) * step - base;
+      for (int ch = 0; ch < step; ++ch)
+        a.permute[ch][at] = static_cast<std::uint8_t>(byte + ch);
     }
   }
-  a.blocks = true;
+}
+
+void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
+  // Pair weights in 1/32767 (1 fits in 16 bits); nearest: 1, so that the
+  // resampled rows hold the source levels themselves.
+  const int kOne = sampling == Sampling::Nearest ? 1 : 32767;
+  a.blocks = a.gather = false;
+  a.windows = 0;
+  a.step = step;
+  a.passes = (a.taps + 1) / 2;
+  a.block_count = a.stride / 4;
+  const std::int64_t row_bytes = a.source * step;
+  if (row_bytes < 4 || a.taps > 64) return;
+  auto weight = [&](std::int64_t o, int t) {
+    return a.weight[static_cast<std::size_t>(t * a.stride + o)];
+  };
+  // The bytes output o reads, [lo, hi] (hi < 0: none).
+  auto span = [&](std::int64_t o, std::int64_t& lo, std::int64_t& hi) {
+    for (int t = 0; t < a.taps; ++t) {
+      if (weight(o, t) == 0.f) continue;
+      const std::int64_t at = (a.first[static_cast<std::size_t>(o)] + t) * step;
+      lo = std::min(lo, at);
+      hi = std::max(hi, at + step - 1);
+    }
+  };
+  a.block_base.assign(static_cast<std::size_t>(a.block_count), 0);
+  bool fit = row_bytes >= 16;
+  for (std::int64_t b = 0; fit && 4 * b < a.count; ++b) {
+    std::int64_t lo = row_bytes, hi = -1;
+    for (std::int64_t o = 4 * b; o < std::min(4 * b + 4, a.count); ++o)
+      span(o, lo, hi);
+    const std::int64_t base = hi < 0 ? 0 : std::min(lo, row_bytes - 16);
+    fit = hi - base < 16;
+    a.block_base[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(base);
+  }
+  // Without blocks or a gather, the pair weights are still the permutes' weights.
+  const bool usable = fit || a.passes == 1;
+  a.gather = !fit && usable;
+  a.lane_base.assign(a.gather ? static_cast<std::size_t>(a.stride) : 0, 0);
+  const auto n = static_cast<std::size_t>(a.passes * a.block_count);
+  for (int ch = 0; ch < 2; ++ch)
+    a.shuffle[ch].assign(ch < step ? n * 16 : 0, 0x80);
+  a.pair_weight.assign(n * 8, 0);
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const std::int64_t b = o / 4, i = o % 4;
+    std::int64_t lo = row_bytes, hi = -1;
+    span(o, lo, hi);
+    if (hi < 0) continue;
+    // Shuffle indices count from `origin`: the block's base, or (gather) the
+    // output's own 4 bytes at lane i of the block.
+    std::int64_t origin = a.block_base[static_cast<std::size_t>(b)];
+    if (a.gather) {  // one tap pair: at most 4 bytes from lo, so within [base, base + 4)
+      const std::int64_t base = std::min(lo, row_bytes - 4);
+      a.lane_base[static_cast<std::size_t>(o)] = static_cast<std::int32_t>(base);
+      origin = base - 4 * i;
+    }
+    // Weights rounded to 1/32767, the largest taking the rounding so they sum to 1.
+    int q[64] = {}, sum = 0, largest = 0;
+    for (int t = 0; t < a.taps; ++t) {
+      q[t] = static_cast<int>(std::lround(weight(o, t) * kOne));
+      sum += q[t];
+      if (q[t] > q[largest]) largest = t;
+    }
+    q[largest] += kOne - sum;
+    for (int t = 0; t < a.taps; ++t) {
+      if (weight(o, t) == 0.f) continue;
+      const auto at = static_cast<std::size_t>((t / 2) * a.block_count + b);
+      const std::int64_t byte = (a.first[static_cast<std::size_t>(o)] + t) * step - origin;
+      for (int ch = 0; ch < step; ++ch) {
+        a.shuffle[ch][at * 16 + static_cast<std::size_t>(4 * i + 2 * (t % 2))] =
+            static_cast<std::uint8_t>(byte + ch);
+      }
+      a.pair_weight[at * 8 + static_cast<std::size_t>(2 * i + t % 2)] =
+          static_cast<std::int16_t>(q[t]);
+    }
+  }
+  a.blocks = usable;
+  build_permutes(a, step);
 }
 
 }  // namespace

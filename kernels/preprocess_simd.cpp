@@ -14,6 +14,11 @@
 // loads: no gather, and only the columns that are read are loaded. Other
 // ratios gather from the vertical pass's float row.
 
+// AVX3_DL (AVX-512 with VBMI: Ice Lake, Zen 4 and later) is compiled too: its
+// byte permutes serve large ratios (ResampleAxis::windows).
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL 1
+#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/preprocess_simd.cpp"
 #include <hwy/cache_control.h>
@@ -456,7 +461,8 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
                       float* const (&out)[C]) {
   for (std::int64_t o = 0; o < ax.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
-    const std::uint8_t* base = row + ax.block_base[static_cast<std::size_t>(b)];
+    const std::uint8_t* base = ax.gather ? row + ax.lane_base[static_cast<std::size_t>(o)] - 4 * i
+                                         : row + ax.block_base[static_cast<std::size_t>(b)];
     for (int c = 0; c < C; ++c) {
       std::int32_t acc = 0;
       for (int p = 0; p < ax.passes; ++p) {
@@ -487,6 +493,47 @@ HWY_INLINE hn::Vec<D> LoadBlocks(D d, const std::uint8_t* row, const std::int32_
   }
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// The byte-permute variant (ResampleAxis::windows): each vector of 16 outputs
+// permutes its samples out of one or two 128-byte windows (vpermt2b).
+template <int C>
+void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                        float* const (&out)[C]) {
+  const DF df;
+  const DI di;
+  const DW dw;
+  const std::int64_t vectors = ax.stride / 16;
+  constexpr __mmask64 kEven = 0x5555555555555555ull;  // the low byte of each 16-bit lane
+  constexpr __mmask64 kLow = kEven & 0x00000000FFFFFFFFull, kHigh = kEven & ~kLow;
+  for (std::int64_t v = 0; v * 16 < ax.count; ++v) {
+    const std::uint8_t* p0 = row + ax.window_base[static_cast<std::size_t>(2 * v)];
+    const std::uint8_t* p1 = row + ax.window_base[static_cast<std::size_t>(2 * v + 1)];
+    const __m512i a0 = _mm512_loadu_si512(p0), b0 = _mm512_loadu_si512(p0 + 64);
+    const __m512i a1 = ax.windows == 2 ? _mm512_loadu_si512(p1) : a0;
+    const __m512i b1 = ax.windows == 2 ? _mm512_loadu_si512(p1 + 64) : b0;
+    hn::Vec<DI> acc0[C], acc1[C];
+    for (int c = 0; c < C; ++c)
+      acc0[c] = acc1[c] = hn::Zero(di);
+    for (int p = 0; p < ax.passes; ++p) {
+      const auto w = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
+      for (int c = 0; c < C; ++c) {
+        const __m512i idx =
+            _mm512_loadu_si512(ax.permute[channel[c]].data() + (p * vectors + v) * 64);
+        const __m512i pairs =
+            ax.windows == 1 ? _mm512_maskz_permutex2var_epi8(kEven, a0, idx, b0)
+                            : _mm512_or_si512(_mm512_maskz_permutex2var_epi8(kLow, a0, idx, b0),
+                                              _mm512_maskz_permutex2var_epi8(kHigh, a1, idx, b1));
+        acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w, acc0[c], acc1[c]);
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df,
+                 out[c] + 16 * v);
+    }
+  }
+}
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
 // Outputs [0, ax.count) of one row (padded to whole vectors) for C channels
 // of it: out[c] from shuffle[channel[c]].
 template <int C>
@@ -498,8 +545,19 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   const DW dw;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   const std::int64_t per_vector = lanes / 4;  // blocks
+#if HWY_TARGET == HWY_AVX3_DL
+  // Measured: 16-byte blocks beat the permutes where they apply; the
+  // permutes beat a gather by far.
+  if (ax.windows > 0 && (!ax.blocks || ax.gather)) {
+    HorizontalPermutes<C>(ax, row, channel, out);
+    return;
+  }
+#endif
   for (std::int64_t o = 0, b = 0; o < ax.count; o += lanes, b += per_vector) {
-    const auto bytes = LoadBlocks(db, row, ax.block_base.data() + b);
+    const auto bytes =
+        ax.gather ? hn::BitCast(db, hn::GatherOffset(di, reinterpret_cast<const std::int32_t*>(row),
+                                                     hn::LoadU(di, ax.lane_base.data() + o)))
+                  : LoadBlocks(db, row, ax.block_base.data() + b);
     hn::Vec<DI> acc0[C], acc1[C];
     for (int c = 0; c < C; ++c)
       acc0[c] = acc1[c] = hn::Zero(di);
@@ -576,8 +634,13 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r) {
 }
 
 bool UseBlocks(const PreprocessJob& job) {
-  return job.luma_x->blocks && job.chroma_x->blocks && job.luma_y->taps < 64 &&
-         job.chroma_y->taps < 64;
+#if HWY_TARGET == HWY_AVX3_DL
+  const bool x = (job.luma_x->blocks || job.luma_x->windows > 0) &&
+                 (job.chroma_x->blocks || job.chroma_x->windows > 0);
+#else
+  const bool x = job.luma_x->blocks && job.chroma_x->blocks;
+#endif
+  return x && job.luma_y->taps < 64 && job.chroma_y->taps < 64;
 }
 
 // ---- output -----------------------------------------------------------------

@@ -53,13 +53,26 @@ struct ResampleAxis {
   /// come in blocks of 4: block b reads the 16 bytes at block_base[b] of a
   /// row; pass p (taps 2p and 2p + 1) picks each output's two samples as
   /// 16-bit lanes with shuffle[channel] (0x80: no sample) and weighs them with
-  /// pair_weight, in 1/32767. `blocks` is false when some block's taps do not
-  /// fit in 16 bytes (large ratios); the other path runs then.
+  /// pair_weight, in 1/32767. When some block's taps do not fit in 16 bytes
+  /// (large ratios) and each output has one tap pair, `gather`: lane i of
+  /// block b (output o) is the 4 bytes at lane_base[o] instead. `blocks` is
+  /// false when neither applies (large area ratios); the other path runs then.
   bool blocks = false;
+  bool gather = false;
   int step = 1;
   int passes = 0;
   std::int64_t block_count = 0;  ///< stride / 4 (padding blocks read nothing)
   std::vector<std::int32_t> block_base;
+  std::vector<std::int32_t> lane_base;  ///< gather: per output
+  /// The byte-permute tables for CPUs with AVX-512 VBMI (any number of taps):
+  /// 16 outputs (one vector) read their samples from `windows` (1 or 2; 0:
+  /// the tables do not apply) windows of 128 bytes at window_base, outputs
+  /// [8w, 8w + 8) from window w when there are two; permute[channel] gives
+  /// each output's samples of pass p (pass-major, 64 bytes per vector) as
+  /// the low bytes of 16-bit lanes, weighed with pair_weight.
+  int windows = 0;
+  std::vector<std::int32_t> window_base;  ///< 2 per vector
+  std::vector<std::uint8_t> permute[2];
   std::vector<std::uint8_t> shuffle[2];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
 };

@@ -6,6 +6,8 @@
 // take every path (periodic ratios, gathers, tails, odd sizes, letterbox,
 // 16-bit outputs).
 #include <gtest/gtest.h>
+// The targets the preprocess engine is compiled for (it adds AVX3_DL).
+#define HWY_WANT_AVX3_DL 1
 #include <hwy/targets.h>
 
 #include <cmath>
