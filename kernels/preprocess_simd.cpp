@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "neat/kernels/internal/preprocess_kernel.hpp"
@@ -64,6 +65,22 @@ struct RowCache {
   }
 };
 
+// A resampled row as the rows its vertical taps read: sum of w[t] * row[t].
+struct RowTaps {
+  const float* row[64];
+  float w[64];
+  int n = 0;
+};
+HWY_INLINE VF TapsAt(const RowTaps& t, std::int64_t x) {
+  const DF df;
+  VF acc = hn::Mul(hn::LoadU(df, t.row[0] + x), hn::Set(df, t.w[0]));
+  if (t.n == 1) return acc;
+  acc = hn::MulAdd(hn::LoadU(df, t.row[1] + x), hn::Set(df, t.w[1]), acc);
+  for (int i = 2; i < t.n; ++i)
+    acc = hn::MulAdd(hn::LoadU(df, t.row[i] + x), hn::Set(df, t.w[i]), acc);
+  return acc;
+}
+
 // Scratch rows, reused by each thread across calls. Sized with slack for whole
 // vectors past the end; grown (never shrunk) when a larger frame arrives.
 struct Scratch {
@@ -72,9 +89,7 @@ struct Scratch {
   std::vector<float> cu, cv;            // resampled chroma, box_w
   std::int64_t chroma_row = -1;         // the content row whose chroma cu/cv hold
   RowCache luma_rows, chroma_rows;      // the blocks path (chroma: U, then V)
-  std::vector<float> cuv;               // the blocks path's resampled chroma: U, then V
-  const float* luma_out = nullptr;      // the blocks path's results (may point into a cache)
-  const float* chroma_out = nullptr;
+  RowTaps luma_taps, u_taps, v_taps;    // the rows FinishRow sums
 };
 
 inline void grow(std::vector<float>& v, std::int64_t n) {
@@ -553,39 +568,56 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
     return;
   }
 #endif
-  for (std::int64_t o = 0, b = 0; o < ax.count; o += lanes, b += per_vector) {
-    const auto bytes =
-        ax.gather ? hn::BitCast(db, hn::GatherOffset(di, reinterpret_cast<const std::int32_t*>(row),
-                                                     hn::LoadU(di, ax.lane_base.data() + o)))
-                  : LoadBlocks(db, row, ax.block_base.data() + b);
-    hn::Vec<DI> acc0[C], acc1[C];
+  // The loop with the loader and the pass count fixed (1: bilinear, nearest).
+  auto run = [&](auto gather, auto one_pass) {
+    const std::uint8_t* shuffle[C];
     for (int c = 0; c < C; ++c)
-      acc0[c] = acc1[c] = hn::Zero(di);
-    for (int p = 0; p < ax.passes; ++p) {
-      const auto at = static_cast<std::size_t>(p * ax.block_count + b);
-      const auto w = hn::LoadU(dw, ax.pair_weight.data() + at * 8);
+      shuffle[c] = ax.shuffle[channel[c]].data();
+    const int passes = one_pass ? 1 : ax.passes;
+    for (std::int64_t o = 0, b = 0; o < ax.count; o += lanes, b += per_vector) {
+      hn::Vec<DB> bytes;
+      if constexpr (gather) {
+        bytes = hn::BitCast(db, hn::GatherOffset(di, reinterpret_cast<const std::int32_t*>(row),
+                                                 hn::LoadU(di, ax.lane_base.data() + o)));
+      } else {
+        bytes = LoadBlocks(db, row, ax.block_base.data() + b);
+      }
+      hn::Vec<DI> acc0[C], acc1[C];
+      for (int c = 0; c < C; ++c)
+        acc0[c] = acc1[c] = hn::Zero(di);
+      for (int p = 0; p < passes; ++p) {
+        const auto at = static_cast<std::size_t>(p * ax.block_count + b);
+        const auto w = hn::LoadU(dw, ax.pair_weight.data() + at * 8);
+        for (int c = 0; c < C; ++c) {
+          const auto idx = hn::LoadU(db, shuffle[c] + at * 16);
+          const auto pairs = hn::BitCast(dw, hn::TableLookupBytesOr0(bytes, idx));
+          acc0[c] = hn::ReorderWidenMulAccumulate(di, pairs, w, acc0[c], acc1[c]);
+        }
+      }
       for (int c = 0; c < C; ++c) {
-        const auto idx = hn::LoadU(db, ax.shuffle[channel[c]].data() + at * 16);
-        const auto pairs = hn::BitCast(dw, hn::TableLookupBytesOr0(bytes, idx));
-        acc0[c] = hn::ReorderWidenMulAccumulate(di, pairs, w, acc0[c], acc1[c]);
+        hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df, out[c] + o);
       }
     }
-    for (int c = 0; c < C; ++c)
-      hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df, out[c] + o);
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (ax.gather) {
+    run(Yes(), Yes());  // a gather serves one pass only
+  } else if (ax.passes == 1) {
+    run(No(), Yes());
+  } else {
+    run(No(), No());
   }
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
-// Content row r from the cached rows its vertical taps read (fill(src, row)
-// resamples source row src into a slot): a pointer to the cached row itself
-// when one tap of weight 1 is all, otherwise `out`.
+// Content row r of a plane from the cached rows its vertical taps read
+// (fill(src, row) resamples source row src into a slot): the rows and their
+// weights, times `scale`. FinishRow sums them as it converts.
 template <class Fill>
-const float* BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float* out,
-                       Fill&& fill) {
-  const DF df;
-  const float* rows[64];
-  float w[64];
-  int n = 0;
+void BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float scale, RowTaps& out,
+               Fill&& fill) {
+  out.n = 0;
   for (int t = 0; t < ay.taps; ++t) {
     const float wt = ay.weight[static_cast<std::size_t>(t * ay.stride + r)];
     if (wt == 0.f) continue;
@@ -593,43 +625,35 @@ const float* BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, 
     bool fresh = false;
     float* h = cache.slot(src, fresh);
     if (fresh) fill(src, h);
-    rows[n] = h;
-    w[n] = wt;
-    ++n;
+    out.row[out.n] = h;
+    out.w[out.n] = wt * scale;
+    ++out.n;
   }
-  if (n == 1 && w[0] == 1.f) return rows[0];
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  for (std::int64_t x = 0; x < cache.width; x += lanes) {
-    VF acc = hn::Mul(hn::LoadU(df, rows[0] + x), hn::Set(df, w[0]));
-    for (int t = 1; t < n; ++t)
-      acc = hn::MulAdd(hn::LoadU(df, rows[t] + x), hn::Set(df, w[t]), acc);
-    hn::StoreU(acc, df, out + x);
-  }
-  return out;
 }
 
-void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.luma_x;
-  s.luma_out =
-      BlocksRow(*job.luma_y, r, s.luma_rows, s.luma.data(), [&](std::int64_t src, float* h) {
-        HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h});
-      });
+  BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, [&](std::int64_t src, float* h) {
+    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h});
+  });
 }
 
-void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.chroma_x;
   const std::int64_t width = ax.stride;
-  s.chroma_out =
-      BlocksRow(*job.chroma_y, r, s.chroma_rows, s.cuv.data(), [&](std::int64_t src, float* h) {
-        if (job.interleaved_uv) {
-          const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
-          HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
-                              {h, h + width});
-        } else {
-          HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h});
-          HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width});
-        }
-      });
+  BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, [&](std::int64_t src, float* h) {
+    if (job.interleaved_uv) {
+      const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
+      HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
+                          {h, h + width});
+    } else {
+      HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h});
+      HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width});
+    }
+  });
+  s.v_taps = s.u_taps;  // V follows U in each slot
+  for (int t = 0; t < s.v_taps.n; ++t)
+    s.v_taps.row[t] += width;
   s.chroma_row = r;
 }
 
@@ -694,13 +718,31 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
   }
 }
 
-// Output row out_r from the resampled rows, in `unit` levels (1 or 1/32767).
-void FinishRow(const PreprocessJob& job, const float* luma, const float* cu, const float* cv,
-               float unit, std::int64_t out_r) {
+// TapsAt with the tap count known at compile time (0: any).
+template <int N>
+HWY_INLINE VF TapsAtN(const RowTaps& t, std::int64_t x) {
+  const DF df;
+  if constexpr (N == 1) {
+    return hn::Mul(hn::LoadU(df, t.row[0] + x), hn::Set(df, t.w[0]));
+  } else if constexpr (N == 2) {
+    return hn::MulAdd(hn::LoadU(df, t.row[1] + x), hn::Set(df, t.w[1]),
+                      hn::Mul(hn::LoadU(df, t.row[0] + x), hn::Set(df, t.w[0])));
+  } else {
+    return TapsAt(t, x);
+  }
+}
+
+// How FinishRow stores whole vectors: F32 plain or streamed (the row's
+// planes aligned to the vector), or anything through StoreOut.
+enum class Store : std::uint8_t { F32, F32Stream, Any };
+
+template <int LN, int CN, Store kStore>
+void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
+                std::int64_t out_r) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const VF zero = hn::Zero(df), top = hn::Set(df, 255.f), k = hn::Set(df, unit);
-  const VF ys = hn::Set(df, job.ys), y0 = hn::Set(df, -job.y_offset), c128 = hn::Set(df, -128.f);
+  const VF zero = hn::Zero(df), top = hn::Set(df, 255.f);
+  const VF y0 = hn::Set(df, job.y_offset * job.ys), c128 = hn::Set(df, 128.f);
   const VF rv = hn::Set(df, job.rv), gu = hn::Set(df, job.gu), gv = hn::Set(df, job.gv),
            bu = hn::Set(df, job.bu);
   const int ri = job.r_plane, bi = job.b_plane;
@@ -708,24 +750,74 @@ void FinishRow(const PreprocessJob& job, const float* luma, const float* cu, con
   const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
   const VF ba = hn::Set(df, job.a[bi]), bb = hn::Set(df, job.b[bi]);
   const std::int64_t start = out_r * job.out_w + job.box_x;
+  float* const pr = reinterpret_cast<float*>(job.planes[ri]) + start;
+  float* const pg = reinterpret_cast<float*>(job.planes[1]) + start;
+  float* const pb = reinterpret_cast<float*>(job.planes[bi]) + start;
   for (std::int64_t x = 0; x < job.box_w; x += lanes) {
     const std::int64_t count = std::min(lanes, job.box_w - x);
-    const VF yy = hn::Mul(hn::Max(hn::MulAdd(hn::LoadU(df, luma + x), k, y0), zero), ys);
-    const VF u = hn::MulAdd(hn::LoadU(df, cu + x), k, c128);
-    const VF v = hn::MulAdd(hn::LoadU(df, cv + x), k, c128);
-    const VF r = hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top);
-    const VF g = hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top);
-    const VF b = hn::Min(hn::Max(hn::MulAdd(bu, u, yy), zero), top);
-    StoreOut(job, hn::MulAdd(r, ra, rb), job.planes[ri], start + x, count);
-    StoreOut(job, hn::MulAdd(g, ga, gb), job.planes[1], start + x, count);
-    StoreOut(job, hn::MulAdd(b, ba, bb), job.planes[bi], start + x, count);
+    const VF yy = hn::Max(hn::Sub(TapsAtN<LN>(luma, x), y0), zero);
+    const VF u = hn::Sub(TapsAtN<CN>(cu, x), c128);
+    const VF v = hn::Sub(TapsAtN<CN>(cv, x), c128);
+    const VF r = hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top), ra, rb);
+    const VF g =
+        hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top), ga, gb);
+    const VF b = hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(bu, u, yy), zero), top), ba, bb);
+    if (kStore != Store::Any && count == lanes) {
+      if constexpr (kStore == Store::F32Stream) {
+        hn::Stream(r, df, pr + x);
+        hn::Stream(g, df, pg + x);
+        hn::Stream(b, df, pb + x);
+      } else {
+        hn::StoreU(r, df, pr + x);
+        hn::StoreU(g, df, pg + x);
+        hn::StoreU(b, df, pb + x);
+      }
+      continue;
+    }
+    StoreOut(job, r, job.planes[ri], start + x, count);
+    StoreOut(job, g, job.planes[1], start + x, count);
+    StoreOut(job, b, job.planes[bi], start + x, count);
+  }
+}
+
+template <int LN, int CN>
+void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
+                std::int64_t out_r) {
+  if (job.out_dtype != DType::F32) return FinishRowT<LN, CN, Store::Any>(job, luma, cu, cv, out_r);
+  const std::int64_t start = out_r * job.out_w + job.box_x;
+  bool aligned = true;
+  for (int c = 0; c < 3; ++c) {
+    const auto at =
+        reinterpret_cast<std::uintptr_t>(reinterpret_cast<float*>(job.planes[c]) + start);
+    aligned = aligned && (at & (sizeof(float) * hn::Lanes(DF()) - 1)) == 0;
+  }
+  if (job.stream && aligned) return FinishRowT<LN, CN, Store::F32Stream>(job, luma, cu, cv, out_r);
+  FinishRowT<LN, CN, Store::F32>(job, luma, cu, cv, out_r);
+}
+
+// Output row out_r from the resampled rows: luma in levels times job.ys,
+// chroma in levels.
+void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
+               std::int64_t out_r) {
+  const int ln = luma.n <= 2 ? luma.n : 0, cn = cu.n <= 2 ? cu.n : 0;
+  switch (ln * 3 + cn) {
+    case 4:
+      return FinishRowS<1, 1>(job, luma, cu, cv, out_r);
+    case 5:
+      return FinishRowS<1, 2>(job, luma, cu, cv, out_r);
+    case 7:
+      return FinishRowS<2, 1>(job, luma, cu, cv, out_r);
+    case 8:
+      return FinishRowS<2, 2>(job, luma, cu, cv, out_r);
+    default:
+      return FinishRowS<0, 0>(job, luma, cu, cv, out_r);
   }
 }
 
 // Nearest: output row out_r from rows of source levels, with convert_color's
 // integer formula, so that the values equal the unfused chain's.
-void FinishRowNearest(const PreprocessJob& job, const float* luma, const float* cu, const float* cv,
-                      std::int64_t out_r) {
+void FinishRowNearest(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
+                      const RowTaps& cv, std::int64_t out_r) {
   const DF df;
   const DI di;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
@@ -744,9 +836,9 @@ void FinishRowNearest(const PreprocessJob& job, const float* luma, const float* 
   const std::int64_t start = out_r * job.out_w + job.box_x;
   for (std::int64_t x = 0; x < job.box_w; x += lanes) {
     const std::int64_t count = std::min(lanes, job.box_w - x);
-    const auto y = hn::ConvertTo(di, hn::LoadU(df, luma + x));  // whole levels
-    const auto u = hn::Sub(hn::ConvertTo(di, hn::LoadU(df, cu + x)), c128);
-    const auto v = hn::Sub(hn::ConvertTo(di, hn::LoadU(df, cv + x)), c128);
+    const auto y = hn::ConvertTo(di, TapsAt(luma, x));  // whole levels
+    const auto u = hn::Sub(hn::ConvertTo(di, TapsAt(cu, x)), c128);
+    const auto v = hn::Sub(hn::ConvertTo(di, TapsAt(cv, x)), c128);
     const auto yy = hn::Add(hn::Mul(hn::Max(hn::Sub(y, y0), zero), ys), half);
     const VF r = level(hn::Add(yy, hn::Mul(rv, v)));
     const VF g = level(hn::Add(yy, hn::Add(hn::Mul(gv, v), hn::Mul(gu, u))));
@@ -786,9 +878,19 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   if (blocks) {
     s.luma_rows.reset(job.luma_y->taps + 1, job.luma_x->stride);
     s.chroma_rows.reset(job.chroma_y->taps + 1, 2 * job.chroma_x->stride);
-    grow(s.cuv, 2 * job.chroma_x->stride);
   }
-  const float unit = blocks ? 1.f / 32767.f : 1.f;
+  // The blocks path's rows hold levels x 32767 (nearest: levels); FinishRow
+  // takes luma times ys.
+  const float unit = job.nearest ? 1.f : 1.f / 32767.f;
+  const float luma_scale = job.nearest ? 1.f : unit * job.ys;
+  // The other path's rows, as taps of weight 1.
+  RowTaps plain_luma, plain_u, plain_v;
+  plain_luma.n = plain_u.n = plain_v.n = 1;
+  plain_luma.row[0] = s.luma.data();
+  plain_luma.w[0] = job.ys;
+  plain_u.row[0] = s.cu.data();
+  plain_v.row[0] = s.cv.data();
+  plain_u.w[0] = plain_v.w[0] = 1.f;
   const std::uint8_t* reuse = job.chroma_y->same_as_previous.data();
   for (std::int64_t out_r = row_begin; out_r < row_end; ++out_r) {
     const std::int64_t row_start = out_r * job.out_w;
@@ -802,19 +904,18 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     const bool same_chroma = s.chroma_row == r - 1 && reuse[r];
     if (same_chroma) s.chroma_row = r;  // the same chroma rows and weights as the row before
     if (blocks) {
-      LumaRowBlocks(job, s, r);
-      if (!same_chroma) ChromaRowBlocks(job, s, r);
-      const std::int64_t cw = job.chroma_x->stride;
+      LumaRowBlocks(job, s, r, luma_scale);
+      if (!same_chroma) ChromaRowBlocks(job, s, r, unit);
       if (job.nearest) {
-        FinishRowNearest(job, s.luma_out, s.chroma_out, s.chroma_out + cw, out_r);
+        FinishRowNearest(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
       } else {
-        FinishRow(job, s.luma_out, s.chroma_out, s.chroma_out + cw, unit, out_r);
+        FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
       }
       continue;
     }
     LumaRow(job, s, r);
     if (!same_chroma) ChromaRow(job, s, r);
-    FinishRow(job, s.luma.data(), s.cu.data(), s.cv.data(), unit, out_r);
+    FinishRow(job, plain_luma, plain_u, plain_v, out_r);
   }
   if (job.stream) hwy::FlushStream();  // streamed stores are visible before the stripe ends
 }
