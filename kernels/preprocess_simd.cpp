@@ -718,19 +718,30 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
   }
 }
 
-// TapsAt with the tap count known at compile time (0: any).
+// A RowTaps with the tap count known at compile time (0: any), its first
+// two rows and weights held in registers across a row.
 template <int N>
-HWY_INLINE VF TapsAtN(const RowTaps& t, std::int64_t x) {
-  const DF df;
-  if constexpr (N == 1) {
-    return hn::Mul(hn::LoadU(df, t.row[0] + x), hn::Set(df, t.w[0]));
-  } else if constexpr (N == 2) {
-    return hn::MulAdd(hn::LoadU(df, t.row[1] + x), hn::Set(df, t.w[1]),
-                      hn::Mul(hn::LoadU(df, t.row[0] + x), hn::Set(df, t.w[0])));
-  } else {
-    return TapsAt(t, x);
+struct FixedTaps {
+  explicit FixedTaps(const RowTaps& t) : all(t), r0(t.row[0]), r1(t.row[N == 2 ? 1 : 0]) {
+    const DF df;
+    w0 = hn::Set(df, t.w[0]);
+    w1 = hn::Set(df, t.w[N == 2 ? 1 : 0]);
   }
-}
+  HWY_INLINE VF At(std::int64_t x) const {
+    const DF df;
+    if constexpr (N == 1) {
+      return hn::Mul(hn::LoadU(df, r0 + x), w0);
+    } else if constexpr (N == 2) {
+      return hn::MulAdd(hn::LoadU(df, r1 + x), w1, hn::Mul(hn::LoadU(df, r0 + x), w0));
+    } else {
+      return TapsAt(all, x);
+    }
+  }
+  const RowTaps& all;
+  const float* r0;
+  const float* r1;
+  VF w0, w1;
+};
 
 // How FinishRow stores whole vectors: F32 plain or streamed (the row's
 // planes aligned to the vector), or anything through StoreOut.
@@ -749,15 +760,17 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   const VF ra = hn::Set(df, job.a[ri]), rb = hn::Set(df, job.b[ri]);
   const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
   const VF ba = hn::Set(df, job.a[bi]), bb = hn::Set(df, job.b[bi]);
-  const std::int64_t start = out_r * job.out_w + job.box_x;
+  const FixedTaps<LN> yt(luma);
+  const FixedTaps<CN> ut(cu), vt(cv);
+  const std::int64_t start = out_r * job.out_w + job.box_x, box_w = job.box_w;
   float* const pr = reinterpret_cast<float*>(job.planes[ri]) + start;
   float* const pg = reinterpret_cast<float*>(job.planes[1]) + start;
   float* const pb = reinterpret_cast<float*>(job.planes[bi]) + start;
-  for (std::int64_t x = 0; x < job.box_w; x += lanes) {
-    const std::int64_t count = std::min(lanes, job.box_w - x);
-    const VF yy = hn::Max(hn::Sub(TapsAtN<LN>(luma, x), y0), zero);
-    const VF u = hn::Sub(TapsAtN<CN>(cu, x), c128);
-    const VF v = hn::Sub(TapsAtN<CN>(cv, x), c128);
+  for (std::int64_t x = 0; x < box_w; x += lanes) {
+    const std::int64_t count = std::min(lanes, box_w - x);
+    const VF yy = hn::Max(hn::Sub(yt.At(x), y0), zero);
+    const VF u = hn::Sub(ut.At(x), c128);
+    const VF v = hn::Sub(vt.At(x), c128);
     const VF r = hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top), ra, rb);
     const VF g =
         hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top), ga, gb);
