@@ -747,15 +747,65 @@ struct FixedTaps {
 // planes aligned to the vector), or anything through StoreOut.
 enum class Store : std::uint8_t { F32, F32Stream, Any };
 
-template <int LN, int CN, Store kStore>
+// YUV -> RGB of one vector: in float (luma in levels times ys, chroma in
+// levels), or for nearest (whole levels) with convert_color's integer formula,
+// so that nearest's values equal the unfused chain's.
+template <bool kNearest>
+struct ToRgb {
+  explicit ToRgb(const PreprocessJob& job) {
+    const DF df;
+    const DI di;
+    zero = hn::Zero(df);
+    top = hn::Set(df, 255.f);
+    y0 = hn::Set(df, job.y_offset * job.ys);
+    c128 = hn::Set(df, 128.f);
+    rv = hn::Set(df, job.rv);
+    gu = hn::Set(df, job.gu);
+    gv = hn::Set(df, job.gv);
+    bu = hn::Set(df, job.bu);
+    izero = hn::Zero(di);
+    itop = hn::Set(di, 255);
+    i128 = hn::Set(di, 128);
+    iy0 = hn::Set(di, job.yi_offset);
+    iys = hn::Set(di, job.yi);
+    half = hn::Set(di, 1 << (kYuvShift - 1));
+    irv = hn::Set(di, job.rvi);
+    igu = hn::Set(di, job.gui);
+    igv = hn::Set(di, job.gvi);
+    ibu = hn::Set(di, job.bui);
+  }
+  HWY_INLINE void operator()(VF y, VF cu, VF cv, VF& r, VF& g, VF& b) const {
+    if constexpr (kNearest) {
+      const DF df;
+      const DI di;
+      auto level = [&](hn::Vec<DI> x) {
+        return hn::ConvertTo(df, hn::Min(hn::Max(hn::ShiftRight<kYuvShift>(x), izero), itop));
+      };
+      const auto u = hn::Sub(hn::ConvertTo(di, cu), i128);
+      const auto v = hn::Sub(hn::ConvertTo(di, cv), i128);
+      const auto yy =
+          hn::Add(hn::Mul(hn::Max(hn::Sub(hn::ConvertTo(di, y), iy0), izero), iys), half);
+      r = level(hn::Add(yy, hn::Mul(irv, v)));
+      g = level(hn::Add(yy, hn::Add(hn::Mul(igv, v), hn::Mul(igu, u))));
+      b = level(hn::Add(yy, hn::Mul(ibu, u)));
+    } else {
+      const VF yy = hn::Max(hn::Sub(y, y0), zero);
+      const VF u = hn::Sub(cu, c128), v = hn::Sub(cv, c128);
+      r = hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top);
+      g = hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top);
+      b = hn::Min(hn::Max(hn::MulAdd(bu, u, yy), zero), top);
+    }
+  }
+  VF zero, top, y0, c128, rv, gu, gv, bu;
+  hn::Vec<DI> izero, itop, i128, iy0, iys, half, irv, igu, igv, ibu;
+};
+
+template <int LN, int CN, Store kStore, bool kNearest>
 void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                 std::int64_t out_r) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const VF zero = hn::Zero(df), top = hn::Set(df, 255.f);
-  const VF y0 = hn::Set(df, job.y_offset * job.ys), c128 = hn::Set(df, 128.f);
-  const VF rv = hn::Set(df, job.rv), gu = hn::Set(df, job.gu), gv = hn::Set(df, job.gv),
-           bu = hn::Set(df, job.bu);
+  const ToRgb<kNearest> to_rgb(job);
   const int ri = job.r_plane, bi = job.b_plane;
   const VF ra = hn::Set(df, job.a[ri]), rb = hn::Set(df, job.b[ri]);
   const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
@@ -768,13 +818,9 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   float* const pb = reinterpret_cast<float*>(job.planes[bi]) + start;
   for (std::int64_t x = 0; x < box_w; x += lanes) {
     const std::int64_t count = std::min(lanes, box_w - x);
-    const VF yy = hn::Max(hn::Sub(yt.At(x), y0), zero);
-    const VF u = hn::Sub(ut.At(x), c128);
-    const VF v = hn::Sub(vt.At(x), c128);
-    const VF r = hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(rv, v, yy), zero), top), ra, rb);
-    const VF g =
-        hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)), zero), top), ga, gb);
-    const VF b = hn::MulAdd(hn::Min(hn::Max(hn::MulAdd(bu, u, yy), zero), top), ba, bb);
+    VF r8, g8, b8;
+    to_rgb(yt.At(x), ut.At(x), vt.At(x), r8, g8, b8);
+    const VF r = hn::MulAdd(r8, ra, rb), g = hn::MulAdd(g8, ga, gb), b = hn::MulAdd(b8, ba, bb);
     if (kStore != Store::Any && count == lanes) {
       if constexpr (kStore == Store::F32Stream) {
         hn::Stream(r, df, pr + x);
@@ -793,10 +839,12 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   }
 }
 
-template <int LN, int CN>
+template <int LN, int CN, bool kNearest = false>
 void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                 std::int64_t out_r) {
-  if (job.out_dtype != DType::F32) return FinishRowT<LN, CN, Store::Any>(job, luma, cu, cv, out_r);
+  if (job.out_dtype != DType::F32) {
+    return FinishRowT<LN, CN, Store::Any, kNearest>(job, luma, cu, cv, out_r);
+  }
   const std::int64_t start = out_r * job.out_w + job.box_x;
   bool aligned = true;
   for (int c = 0; c < 3; ++c) {
@@ -804,14 +852,17 @@ void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
         reinterpret_cast<std::uintptr_t>(reinterpret_cast<float*>(job.planes[c]) + start);
     aligned = aligned && (at & (sizeof(float) * hn::Lanes(DF()) - 1)) == 0;
   }
-  if (job.stream && aligned) return FinishRowT<LN, CN, Store::F32Stream>(job, luma, cu, cv, out_r);
-  FinishRowT<LN, CN, Store::F32>(job, luma, cu, cv, out_r);
+  if (job.stream && aligned) {
+    return FinishRowT<LN, CN, Store::F32Stream, kNearest>(job, luma, cu, cv, out_r);
+  }
+  FinishRowT<LN, CN, Store::F32, kNearest>(job, luma, cu, cv, out_r);
 }
 
 // Output row out_r from the resampled rows: luma in levels times job.ys,
 // chroma in levels.
 void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                std::int64_t out_r) {
+  if (job.nearest) return FinishRowS<1, 1, true>(job, luma, cu, cv, out_r);  // one tap of 1
   const int ln = luma.n <= 2 ? luma.n : 0, cn = cu.n <= 2 ? cu.n : 0;
   switch (ln * 3 + cn) {
     case 4:
@@ -824,41 +875,6 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
       return FinishRowS<2, 2>(job, luma, cu, cv, out_r);
     default:
       return FinishRowS<0, 0>(job, luma, cu, cv, out_r);
-  }
-}
-
-// Nearest: output row out_r from rows of source levels, with convert_color's
-// integer formula, so that the values equal the unfused chain's.
-void FinishRowNearest(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
-                      const RowTaps& cv, std::int64_t out_r) {
-  const DF df;
-  const DI di;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const auto zero = hn::Zero(di), top = hn::Set(di, 255), c128 = hn::Set(di, 128);
-  const auto y0 = hn::Set(di, job.yi_offset), ys = hn::Set(di, job.yi);
-  const auto half = hn::Set(di, 1 << (kYuvShift - 1));
-  const auto rv = hn::Set(di, job.rvi), gu = hn::Set(di, job.gui), gv = hn::Set(di, job.gvi),
-             bu = hn::Set(di, job.bui);
-  const int ri = job.r_plane, bi = job.b_plane;
-  const VF ra = hn::Set(df, job.a[ri]), rb = hn::Set(df, job.b[ri]);
-  const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
-  const VF ba = hn::Set(df, job.a[bi]), bb = hn::Set(df, job.b[bi]);
-  auto level = [&](hn::Vec<DI> x) {
-    return hn::ConvertTo(df, hn::Min(hn::Max(hn::ShiftRight<kYuvShift>(x), zero), top));
-  };
-  const std::int64_t start = out_r * job.out_w + job.box_x;
-  for (std::int64_t x = 0; x < job.box_w; x += lanes) {
-    const std::int64_t count = std::min(lanes, job.box_w - x);
-    const auto y = hn::ConvertTo(di, TapsAt(luma, x));  // whole levels
-    const auto u = hn::Sub(hn::ConvertTo(di, TapsAt(cu, x)), c128);
-    const auto v = hn::Sub(hn::ConvertTo(di, TapsAt(cv, x)), c128);
-    const auto yy = hn::Add(hn::Mul(hn::Max(hn::Sub(y, y0), zero), ys), half);
-    const VF r = level(hn::Add(yy, hn::Mul(rv, v)));
-    const VF g = level(hn::Add(yy, hn::Add(hn::Mul(gv, v), hn::Mul(gu, u))));
-    const VF b = level(hn::Add(yy, hn::Mul(bu, u)));
-    StoreOut(job, hn::MulAdd(r, ra, rb), job.planes[ri], start + x, count);
-    StoreOut(job, hn::MulAdd(g, ga, gb), job.planes[1], start + x, count);
-    StoreOut(job, hn::MulAdd(b, ba, bb), job.planes[bi], start + x, count);
   }
 }
 
@@ -919,11 +935,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     if (blocks) {
       LumaRowBlocks(job, s, r, luma_scale);
       if (!same_chroma) ChromaRowBlocks(job, s, r, unit);
-      if (job.nearest) {
-        FinishRowNearest(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
-      } else {
-        FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
-      }
+      FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
       continue;
     }
     LumaRow(job, s, r);
