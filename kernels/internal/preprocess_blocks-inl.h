@@ -1,0 +1,219 @@
+// The blocks path of the preprocess engine (see the comment below).
+// A fragment of kernels/preprocess_simd.cpp (not a header of its own): it is
+// included there once per SIMD target, inside neat::detail::HWY_NAMESPACE,
+// after the types it uses (Scratch, RowTaps, DF and the other tags). The
+// guard toggles with each target, as Highway's own -inl.h files do.
+#if defined(NEAT_KERNELS_INTERNAL_PREPROCESS_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NEAT_KERNELS_INTERNAL_PREPROCESS_BLOCKS_INL_H_
+#undef NEAT_KERNELS_INTERNAL_PREPROCESS_BLOCKS_INL_H_
+#else
+#define NEAT_KERNELS_INTERNAL_PREPROCESS_BLOCKS_INL_H_
+#endif
+
+// ---- the blocks path --------------------------------------------------------
+// Horizontal taps first, straight from the 8-bit row: each 16-byte block of a
+// vector is loaded from its own base, a byte shuffle places the two samples of
+// a tap pair as 16-bit lanes and a 16-bit multiply-add (weights in 1/32767)
+// sums them into one 32-bit lane per output. The float row (levels x 32767)
+// is cached per source row, so output rows that share source rows resample
+// them once; the vertical taps then combine cached rows.
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane: the same tables, read one output at a time.
+template <int C>
+void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                      float* const (&out)[C]) {
+  for (std::int64_t o = 0; o < ax.count; ++o) {
+    const std::int64_t b = o / 4, i = o % 4;
+    const std::uint8_t* base = ax.gather ? row + ax.lane_base[static_cast<std::size_t>(o)] - 4 * i
+                                         : row + ax.block_base[static_cast<std::size_t>(b)];
+    for (int c = 0; c < C; ++c) {
+      std::int32_t acc = 0;
+      for (int p = 0; p < ax.passes; ++p) {
+        const auto at = static_cast<std::size_t>(p * ax.block_count + b);
+        for (int half = 0; half < 2; ++half) {
+          const auto k = static_cast<std::size_t>(2 * i + half);
+          const std::uint8_t idx = ax.shuffle[channel[c]][at * 16 + 2 * k];
+          if (idx != 0x80) acc += base[idx] * ax.pair_weight[at * 8 + k];
+        }
+      }
+      out[c][o] = static_cast<float>(acc);
+    }
+  }
+}
+#else
+using DB = hn::Repartition<std::uint8_t, DF>;
+using DW = hn::Repartition<std::int16_t, DF>;
+
+// One vector of bytes, block k (16 bytes) loaded from row + bases[k].
+template <class D>
+HWY_INLINE hn::Vec<D> LoadBlocks(D d, const std::uint8_t* row, const std::int32_t* bases) {
+  if constexpr (hn::MaxLanes(d) <= 16) {
+    return hn::LoadU(d, row + bases[0]);
+  } else {
+    const hn::Half<D> dh;
+    constexpr std::size_t kHalf = hn::MaxLanes(dh) / 16;
+    return hn::Combine(d, LoadBlocks(dh, row, bases + kHalf), LoadBlocks(dh, row, bases));
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// The byte-permute variant (ResampleAxis::windows): each vector of 16 outputs
+// permutes its samples out of one or two 128-byte windows (vpermt2b).
+template <int C>
+void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                        float* const (&out)[C]) {
+  const DF df;
+  const DI di;
+  const DW dw;
+  const std::int64_t vectors = ax.stride / 16;
+  constexpr __mmask64 kEven = 0x5555555555555555ull;  // the low byte of each 16-bit lane
+  constexpr __mmask64 kLow = kEven & 0x00000000FFFFFFFFull, kHigh = kEven & ~kLow;
+  for (std::int64_t v = 0; v * 16 < ax.count; ++v) {
+    const std::uint8_t* p0 = row + ax.window_base[static_cast<std::size_t>(2 * v)];
+    const std::uint8_t* p1 = row + ax.window_base[static_cast<std::size_t>(2 * v + 1)];
+    const __m512i a0 = _mm512_loadu_si512(p0), b0 = _mm512_loadu_si512(p0 + 64);
+    const __m512i a1 = ax.windows == 2 ? _mm512_loadu_si512(p1) : a0;
+    const __m512i b1 = ax.windows == 2 ? _mm512_loadu_si512(p1 + 64) : b0;
+    hn::Vec<DI> acc0[C], acc1[C];
+    for (int c = 0; c < C; ++c)
+      acc0[c] = acc1[c] = hn::Zero(di);
+    for (int p = 0; p < ax.passes; ++p) {
+      const auto w = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
+      for (int c = 0; c < C; ++c) {
+        const __m512i idx =
+            _mm512_loadu_si512(ax.permute[channel[c]].data() + (p * vectors + v) * 64);
+        const __m512i pairs =
+            ax.windows == 1 ? _mm512_maskz_permutex2var_epi8(kEven, a0, idx, b0)
+                            : _mm512_or_si512(_mm512_maskz_permutex2var_epi8(kLow, a0, idx, b0),
+                                              _mm512_maskz_permutex2var_epi8(kHigh, a1, idx, b1));
+        acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w, acc0[c], acc1[c]);
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df,
+                 out[c] + 16 * v);
+    }
+  }
+}
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
+// Outputs [0, ax.count) of one row (padded to whole vectors) for C channels
+// of it: out[c] from shuffle[channel[c]].
+template <int C>
+void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                      float* const (&out)[C]) {
+  const DF df;
+  const DI di;
+  const DB db;
+  const DW dw;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const std::int64_t per_vector = lanes / 4;  // blocks
+#if HWY_TARGET == HWY_AVX3_DL
+  // Measured: 16-byte blocks beat the permutes where they apply; the
+  // permutes beat a gather by far.
+  if (ax.windows > 0 && (!ax.blocks || ax.gather)) {
+    HorizontalPermutes<C>(ax, row, channel, out);
+    return;
+  }
+#endif
+  // The loop with the loader and the pass count fixed (1: bilinear, nearest).
+  auto run = [&](auto gather, auto one_pass) {
+    const std::uint8_t* shuffle[C];
+    for (int c = 0; c < C; ++c)
+      shuffle[c] = ax.shuffle[channel[c]].data();
+    const int passes = one_pass ? 1 : ax.passes;
+    for (std::int64_t o = 0, b = 0; o < ax.count; o += lanes, b += per_vector) {
+      hn::Vec<DB> bytes;
+      if constexpr (gather) {
+        bytes = hn::BitCast(db, hn::GatherOffset(di, reinterpret_cast<const std::int32_t*>(row),
+                                                 hn::LoadU(di, ax.lane_base.data() + o)));
+      } else {
+        bytes = LoadBlocks(db, row, ax.block_base.data() + b);
+      }
+      hn::Vec<DI> acc0[C], acc1[C];
+      for (int c = 0; c < C; ++c)
+        acc0[c] = acc1[c] = hn::Zero(di);
+      for (int p = 0; p < passes; ++p) {
+        const auto at = static_cast<std::size_t>(p * ax.block_count + b);
+        const auto w = hn::LoadU(dw, ax.pair_weight.data() + at * 8);
+        for (int c = 0; c < C; ++c) {
+          const auto idx = hn::LoadU(db, shuffle[c] + at * 16);
+          const auto pairs = hn::BitCast(dw, hn::TableLookupBytesOr0(bytes, idx));
+          acc0[c] = hn::ReorderWidenMulAccumulate(di, pairs, w, acc0[c], acc1[c]);
+        }
+      }
+      for (int c = 0; c < C; ++c) {
+        hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df, out[c] + o);
+      }
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (ax.gather) {
+    run(Yes(), Yes());  // a gather serves one pass only
+  } else if (ax.passes == 1) {
+    run(No(), Yes());
+  } else {
+    run(No(), No());
+  }
+}
+#endif  // HWY_TARGET == HWY_SCALAR
+
+// Content row r of a plane from the cached rows its vertical taps read
+// (fill(src, row) resamples source row src into a slot): the rows and their
+// weights, times `scale`. FinishRow sums them as it converts.
+template <class Fill>
+void BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float scale, RowTaps& out,
+               Fill&& fill) {
+  out.n = 0;
+  for (int t = 0; t < ay.taps; ++t) {
+    const float wt = ay.weight[static_cast<std::size_t>(t * ay.stride + r)];
+    if (wt == 0.f) continue;
+    const std::int64_t src = ay.first[static_cast<std::size_t>(r)] + t;
+    bool fresh = false;
+    float* h = cache.slot(src, fresh);
+    if (fresh) fill(src, h);
+    out.row[out.n] = h;
+    out.w[out.n] = wt * scale;
+    ++out.n;
+  }
+}
+
+void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
+  const ResampleAxis& ax = *job.luma_x;
+  BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, [&](std::int64_t src, float* h) {
+    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h});
+  });
+}
+
+void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
+  const ResampleAxis& ax = *job.chroma_x;
+  const std::int64_t width = ax.stride;
+  BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, [&](std::int64_t src, float* h) {
+    if (job.interleaved_uv) {
+      const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
+      HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
+                          {h, h + width});
+    } else {
+      HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h});
+      HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width});
+    }
+  });
+  s.v_taps = s.u_taps;  // V follows U in each slot
+  for (int t = 0; t < s.v_taps.n; ++t)
+    s.v_taps.row[t] += width;
+  s.chroma_row = r;
+}
+
+bool UseBlocks(const PreprocessJob& job) {
+#if HWY_TARGET == HWY_AVX3_DL
+  const bool x = (job.luma_x->blocks || job.luma_x->windows > 0) &&
+                 (job.chroma_x->blocks || job.chroma_x->windows > 0);
+#else
+  const bool x = job.luma_x->blocks && job.chroma_x->blocks;
+#endif
+  return x && job.luma_y->taps < 64 && job.chroma_y->taps < 64;
+}
+
+#endif  // NEAT_KERNELS_INTERNAL_PREPROCESS_BLOCKS_INL_H_
