@@ -60,20 +60,27 @@ TEST(SteadyState, TheCounterSeesAnAllocation) {
 
 TEST(SteadyState, PreprocessAllocatesNothingOnceWarm) {
   const NeatTensor frame = testing::random_frame(PixelFormat::NV12, 1280, 720, 5);
-  for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
-    PreprocessParams p;
-    p.interpolation = m;
-    p.resize_mode = ResizeMode::Letterbox;
-    for (int i = 0; i < 3; ++i)
-      NEAT_ASSERT_OK(preprocess(frame, p));
-    EXPECT_EQ(allocations_in([&] {
-                for (int i = 0; i < 10; ++i) {
-                  auto out = preprocess(frame, p);
-                  ASSERT_TRUE(out.ok());
-                }
-              }),
-              0u)
-        << to_string(m);
+  // Every path: 16-byte blocks (640), gathers or permutes (200: 6.4x), nearest;
+  // one thread and two.
+  for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area, Interpolation::Nearest}) {
+    for (std::int64_t size : {640, 200}) {
+      for (int threads : {1, 2}) {
+        PreprocessParams p;
+        p.interpolation = m;
+        p.resize_mode = ResizeMode::Letterbox;
+        p.width = p.height = size;
+        for (int i = 0; i < 3; ++i)
+          NEAT_ASSERT_OK(preprocess(frame, p, {.threads = threads}));
+        EXPECT_EQ(allocations_in([&] {
+                    for (int i = 0; i < 10; ++i) {
+                      auto out = preprocess(frame, p, {.threads = threads});
+                      ASSERT_TRUE(out.ok());
+                    }
+                  }),
+                  0u)
+            << to_string(m) << " " << size << " threads " << threads;
+      }
+    }
   }
 }
 

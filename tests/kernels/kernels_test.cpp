@@ -353,6 +353,22 @@ TEST(Preprocess, NearestEqualsTheChainOnEveryFormatAndLayout) {
   EXPECT_NEAR(v[0], want_b0, 0.02f * std::max(1.f, std::abs(want_b0)));
 }
 
+// Nearest at every kind of ratio (16-byte blocks, gathers or permutes,
+// enlarging, letterboxed): the chain's values, whichever path runs.
+TEST(Preprocess, NearestEqualsTheChainAtEveryRatio) {
+  const NeatTensor frame = camera_like_nv12(1920, 1080);
+  for (int size : {320, 416, 640, 1280}) {
+    PreprocessParams p = imagenet();
+    p.interpolation = Interpolation::Nearest;
+    p.width = p.height = size;
+    auto ours = preprocess(frame, p, {.threads = 2});
+    ASSERT_TRUE(ours.ok()) << ours.error().message();
+    const auto chain = opencv_chain(frame, size, size, cv::INTER_NEAREST, p);
+    auto d = level_diffs(*ours, chain, p, size, size);
+    EXPECT_LT(*std::max_element(d.begin(), d.end()), 1e-3f) << size;
+  }
+}
+
 TEST(Preprocess, IsOneExplicitConvertEvent) {
   auto sink = std::make_shared<MemorySink>();
   auto reg = add_event_sink(sink);

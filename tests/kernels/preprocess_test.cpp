@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <opencv2/imgproc.hpp>
+#include <random>
 #include <vector>
 
 #include "neat/kernels/cast.hpp"
@@ -226,6 +227,32 @@ TEST(PreprocessAccuracy, EveryRatioAndFormatMatchesTheExactReference) {
   }
 }
 
+// The ratios the 16-byte blocks cannot take (gathers, permutes, the
+// vertical-first path for large area ratios) and enlarging, letterboxed.
+TEST(PreprocessAccuracy, LargeRatiosAndEnlargingMatchTheReference) {
+  const Case cases[] = {{1920, 1080, 320, 320}, {3840, 2160, 416, 416}, {1280, 720, 1280, 1280}};
+  for (const Case& c : cases) {
+    for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
+      const NeatTensor frame = frame_of(f, c.sw, c.sh, 11);
+      for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+        for (ResizeMode mode : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
+          PreprocessParams p = imagenet(c.ow, c.oh);
+          p.interpolation = m;
+          p.resize_mode = mode;
+          auto ours = preprocess(frame, p, {.threads = 2});
+          ASSERT_TRUE(ours.ok()) << ours.error().message();
+          // Up to ten area taps, each weight within 1/65534 (docs/conversions.md):
+          // still 20 times inside the contract's 1 level max, 0.25 mean.
+          const Errors e = level_errors(*ours, reference(frame, p), p);
+          EXPECT_LE(e.max, 0.05) << c.sw << "x" << c.sh << " -> " << c.ow << " " << to_string(f)
+                                 << " " << to_string(m) << " " << static_cast<int>(mode);
+          EXPECT_LE(e.mean, 0.005);
+        }
+      }
+    }
+  }
+}
+
 TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
   const NeatTensor nv12 = frame_of(PixelFormat::NV12, 1280, 720, 3);
   const NeatTensor inputs[] = {nv12, testing::split_planes(nv12, 9),
@@ -339,6 +366,93 @@ TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
     for (int t = 0; t < a.taps; ++t)
       sum += a.weight[static_cast<std::size_t>(t * a.stride + o)];
     ASSERT_NEAR(sum, 1.0, 1e-6) << o;
+  }
+}
+
+// The blocks path's tables say the same sum as the float weights: emulated
+// here byte by byte (blocks or gathers, and the VBMI permutes), on a random
+// row, for every kind of geometry, never reading outside the row.
+TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
+  using detail::build_axis;
+  using detail::ResampleAxis;
+  using detail::Sampling;
+  struct AxisCase {
+    std::int64_t count, grid;
+    int shift;
+    Sampling m;
+    int step;
+    bool blocks, gather;
+    int windows;  // -1: any
+  };
+  const AxisCase cases[] = {
+      {640, 1920, 0, Sampling::Bilinear, 1, true, false, -1},   // 3x: 16-byte blocks
+      {640, 1920, 1, Sampling::Bilinear, 2, true, false, -1},   // its NV12 chroma
+      {320, 1920, 0, Sampling::Bilinear, 1, true, true, 1},     // 6x: a gather, one window
+      {320, 1920, 1, Sampling::Bilinear, 2, true, true, 1},     // its NV12 chroma
+      {320, 1920, 0, Sampling::Area, 1, false, false, 1},       // 7 taps: permutes only
+      {320, 3840, 0, Sampling::Area, 1, false, false, 2},       // 12x: two windows
+      {320, 3840, 0, Sampling::Nearest, 1, true, true, 2},      // nearest: 12x
+      {1280, 1280, 0, Sampling::Bilinear, 1, true, false, -1},  // 1:1
+      {1280, 720, 0, Sampling::Area, 1, true, false, -1},       // enlarging
+      {300, 1001, 1, Sampling::Area, 1, true, false, -1},       // odd, I420 chroma
+      {2, 40000, 0, Sampling::Area, 1, false, false, 0},        // 20000 taps: neither
+  };
+  std::mt19937 rng(5);
+  for (const AxisCase& c : cases) {
+    ResampleAxis a;
+    build_axis(a, c.count, c.grid, c.shift, c.m, c.step);
+    const std::string what = std::to_string(c.grid) + " -> " + std::to_string(c.count) + " shift " +
+                             std::to_string(c.shift) + " step " + std::to_string(c.step);
+    EXPECT_EQ(a.blocks, c.blocks) << what;
+    EXPECT_EQ(a.gather, c.gather) << what;
+    if (c.windows >= 0) EXPECT_EQ(a.windows, c.windows) << what;
+    if (!a.blocks && a.windows == 0) continue;  // the vertical-first path: no tables
+    const std::int64_t bytes = a.source * c.step;
+    std::vector<int> row(static_cast<std::size_t>(bytes));
+    for (int& v : row)
+      v = static_cast<int>(rng() % 256);
+    const double one = c.m == Sampling::Nearest ? 1.0 : 32767.0;
+    auto at = [&](std::int64_t i) {
+      EXPECT_TRUE(i >= 0 && i < bytes) << what << ": reads byte " << i;
+      return i >= 0 && i < bytes ? row[static_cast<std::size_t>(i)] : 0;
+    };
+    const std::int64_t vectors = a.stride / 16;
+    for (std::int64_t o = 0; o < a.count; ++o) {
+      for (int ch = 0; ch < c.step; ++ch) {
+        double want = 0;
+        for (int t = 0; t < a.taps; ++t) {
+          const double w = a.weight[static_cast<std::size_t>(t * a.stride + o)];
+          if (w != 0) want += w * at((a.first[static_cast<std::size_t>(o)] + t) * c.step + ch);
+        }
+        const std::int64_t b = o / 4, i = o % 4;
+        double blocks = 0, permutes = 0;
+        for (int p = 0; p < a.passes; ++p) {
+          for (int half = 0; half < 2; ++half) {
+            const auto k = static_cast<std::size_t>((p * a.block_count + b) * 8 + 2 * i + half);
+            const int w = a.pair_weight[k];
+            if (a.blocks) {
+              const int idx = a.shuffle[ch][2 * k];
+              const std::int64_t origin = a.gather
+                                              ? a.lane_base[static_cast<std::size_t>(o)] - 4 * i
+                                              : a.block_base[static_cast<std::size_t>(b)];
+              if (idx != 0x80) blocks += w * at(origin + idx);
+            }
+            if (a.windows > 0) {
+              const std::int64_t v = o / 16, j = o % 16;
+              const std::int64_t base =
+                  a.window_base[static_cast<std::size_t>(2 * v + j / (16 / a.windows))];
+              const int idx = a.permute[ch][static_cast<std::size_t>(((p * vectors + v) * 64) +
+                                                                     4 * j + 2 * half)];
+              if (w != 0) permutes += w * at(base + idx);
+            }
+          }
+        }
+        // Each weight within half a unit of 1/32767, at most 255 levels apart.
+        const double tol = c.m == Sampling::Nearest ? 0 : 255.0 * a.taps * 0.5 / 32767 + 1e-9;
+        if (a.blocks) ASSERT_NEAR(blocks / one, want, tol) << what << " output " << o;
+        if (a.windows > 0) ASSERT_NEAR(permutes / one, want, tol) << what << " output " << o;
+      }
+    }
   }
 }
 

@@ -64,6 +64,12 @@ const PreprocessCase kPreprocess[] = {
      DType::BF16},  // gathers, odd
     {PixelFormat::YV12, 37, 23, 61, 47, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // enlarging, tails only
+    {PixelFormat::NV12, 1920, 1080, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox,
+     DType::F32},  // 6x: gathers, or VBMI permutes
+    {PixelFormat::NV21, 1280, 720, 201, 97, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // nearest
+    {PixelFormat::I420, 1920, 1080, 200, 120, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // large area ratios: VBMI permutes, or the vertical-first path
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
