@@ -21,7 +21,7 @@ FUZZ_TARGETS := layout dlpack gst_caps pipeline trace
 FUZZ_CC  ?= clang-16
 FUZZ_CXX ?= clang++-16
 
-.PHONY: run demo soak bench-memory bench-python bench-streams bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
+.PHONY: run demo soak bench-preprocess bench-memory bench-python bench-streams bench-report test deps deps-test build build-tests build-asan build-tsan build-fuzz test-normal test-asan test-tsan fuzz bench format clean
 
 # `make run` installs what building and running needs; test tools (GoogleTest,
 # Google Benchmark, clang, promtool, the ONNX test data) come with `make test`.
@@ -114,6 +114,13 @@ bench: build-tests
 bench-report: build-tests
 	@bash scripts/install-deps.sh test python3-matplotlib
 	/usr/bin/python3 scripts/bench_report.py $(BUILD)
+
+# The preprocess against the strongest OpenCV and libyuv recipes at every
+# detector input (sources x formats x sizes x stretch/letterbox x
+# interpolations x threads): the table of docs/benchmarks.md. ARGS narrows it,
+# e.g. ARGS='--sources 1080p --threads 1'.
+bench-preprocess: build-tests
+	./$(BUILD)/bench/neat_preprocess_table $(ARGS)
 
 # Peak RSS, frame memory and wall time of whole pipelines (child processes),
 # and a live source's capture-to-appsink latency. COMPARE=/path/to/neat adds

@@ -183,10 +183,15 @@ struct FixedTaps {
 // planes aligned to the vector), or anything through StoreOut.
 enum class Store : std::uint8_t { F32, F32Stream, Any };
 
-// YUV -> RGB of one vector: in float (luma in levels times ys, chroma in
-// levels), or for nearest (whole levels) with convert_color's integer formula,
-// so that nearest's values equal the unfused chain's.
-template <bool kNearest>
+// What the final pass reads: the blocks path's rows, offsets folded in (luma
+// (level - y_offset) x ys, chroma level - 128); the vertical-first path's
+// (luma level x ys, chroma levels); nearest's (whole levels as 32-bit
+// integers, converted with convert_color's integer formula so that the values
+// equal the unfused chain's).
+enum class Conv : std::uint8_t { Folded, Levels, Nearest };
+
+// YUV -> RGB of one vector, clamped to [0, 255].
+template <Conv kConv>
 struct ToRgb {
   explicit ToRgb(const PreprocessJob& job) {
     const DF df;
@@ -211,19 +216,23 @@ struct ToRgb {
     ibu = hn::Set(di, job.bui);
   }
   HWY_INLINE void operator()(VF y, VF cu, VF cv, VF& r, VF& g, VF& b) const {
-    if constexpr (kNearest) {
+    if constexpr (kConv == Conv::Nearest) {
       const DF df;
       const DI di;
       auto level = [&](hn::Vec<DI> x) {
         return hn::ConvertTo(df, hn::Min(hn::Max(hn::ShiftRight<kYuvShift>(x), izero), itop));
       };
-      const auto u = hn::Sub(hn::ConvertTo(di, cu), i128);
-      const auto v = hn::Sub(hn::ConvertTo(di, cv), i128);
-      const auto yy =
-          hn::Add(hn::Mul(hn::Max(hn::Sub(hn::ConvertTo(di, y), iy0), izero), iys), half);
+      const auto u = hn::Sub(hn::BitCast(di, cu), i128);
+      const auto v = hn::Sub(hn::BitCast(di, cv), i128);
+      const auto yy = hn::Add(hn::Mul(hn::Max(hn::Sub(hn::BitCast(di, y), iy0), izero), iys), half);
       r = level(hn::Add(yy, hn::Mul(irv, v)));
       g = level(hn::Add(yy, hn::Add(hn::Mul(igv, v), hn::Mul(igu, u))));
       b = level(hn::Add(yy, hn::Mul(ibu, u)));
+    } else if constexpr (kConv == Conv::Folded) {
+      const VF yy = hn::Max(y, zero);
+      r = hn::Min(hn::Max(hn::MulAdd(rv, cv, yy), zero), top);
+      g = hn::Min(hn::Max(hn::MulAdd(gu, cu, hn::MulAdd(gv, cv, yy)), zero), top);
+      b = hn::Min(hn::Max(hn::MulAdd(bu, cu, yy), zero), top);
     } else {
       const VF yy = hn::Max(hn::Sub(y, y0), zero);
       const VF u = hn::Sub(cu, c128), v = hn::Sub(cv, c128);
@@ -236,12 +245,12 @@ struct ToRgb {
   hn::Vec<DI> izero, itop, i128, iy0, iys, half, irv, igu, igv, ibu;
 };
 
-template <int LN, int CN, Store kStore, bool kNearest>
+template <int LN, int CN, Store kStore, Conv kConv>
 void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                 std::int64_t out_r) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const ToRgb<kNearest> to_rgb(job);
+  const ToRgb<kConv> to_rgb(job);
   const int ri = job.r_plane, bi = job.b_plane;
   const VF ra = hn::Set(df, job.a[ri]), rb = hn::Set(df, job.b[ri]);
   const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
@@ -255,7 +264,12 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   for (std::int64_t x = 0; x < box_w; x += lanes) {
     const std::int64_t count = std::min(lanes, box_w - x);
     VF r8, g8, b8;
-    to_rgb(yt.At(x), ut.At(x), vt.At(x), r8, g8, b8);
+    if constexpr (kConv == Conv::Nearest) {  // one tap of weight 1: the row as it is
+      to_rgb(hn::LoadU(df, yt.r0 + x), hn::LoadU(df, ut.r0 + x), hn::LoadU(df, vt.r0 + x), r8, g8,
+             b8);
+    } else {
+      to_rgb(yt.At(x), ut.At(x), vt.At(x), r8, g8, b8);
+    }
     const VF r = hn::MulAdd(r8, ra, rb), g = hn::MulAdd(g8, ga, gb), b = hn::MulAdd(b8, ba, bb);
     if (kStore != Store::Any && count == lanes) {
       if constexpr (kStore == Store::F32Stream) {
@@ -275,11 +289,11 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   }
 }
 
-template <int LN, int CN, bool kNearest = false>
+template <int LN, int CN, Conv kConv>
 void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                 std::int64_t out_r) {
   if (job.out_dtype != DType::F32) {
-    return FinishRowT<LN, CN, Store::Any, kNearest>(job, luma, cu, cv, out_r);
+    return FinishRowT<LN, CN, Store::Any, kConv>(job, luma, cu, cv, out_r);
   }
   const std::int64_t start = out_r * job.out_w + job.box_x;
   bool aligned = true;
@@ -289,28 +303,27 @@ void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
     aligned = aligned && (at & (sizeof(float) * hn::Lanes(DF()) - 1)) == 0;
   }
   if (job.stream && aligned) {
-    return FinishRowT<LN, CN, Store::F32Stream, kNearest>(job, luma, cu, cv, out_r);
+    return FinishRowT<LN, CN, Store::F32Stream, kConv>(job, luma, cu, cv, out_r);
   }
-  FinishRowT<LN, CN, Store::F32, kNearest>(job, luma, cu, cv, out_r);
+  FinishRowT<LN, CN, Store::F32, kConv>(job, luma, cu, cv, out_r);
 }
 
-// Output row out_r from the resampled rows: luma in levels times job.ys,
-// chroma in levels.
+// Output row out_r from the blocks path's rows.
 void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                std::int64_t out_r) {
-  if (job.nearest) return FinishRowS<1, 1, true>(job, luma, cu, cv, out_r);  // one tap of 1
+  if (job.nearest) return FinishRowS<1, 1, Conv::Nearest>(job, luma, cu, cv, out_r);
   const int ln = luma.n <= 2 ? luma.n : 0, cn = cu.n <= 2 ? cu.n : 0;
   switch (ln * 3 + cn) {
     case 4:
-      return FinishRowS<1, 1>(job, luma, cu, cv, out_r);
+      return FinishRowS<1, 1, Conv::Folded>(job, luma, cu, cv, out_r);
     case 5:
-      return FinishRowS<1, 2>(job, luma, cu, cv, out_r);
+      return FinishRowS<1, 2, Conv::Folded>(job, luma, cu, cv, out_r);
     case 7:
-      return FinishRowS<2, 1>(job, luma, cu, cv, out_r);
+      return FinishRowS<2, 1, Conv::Folded>(job, luma, cu, cv, out_r);
     case 8:
-      return FinishRowS<2, 2>(job, luma, cu, cv, out_r);
+      return FinishRowS<2, 2, Conv::Folded>(job, luma, cu, cv, out_r);
     default:
-      return FinishRowS<0, 0>(job, luma, cu, cv, out_r);
+      return FinishRowS<0, 0, Conv::Folded>(job, luma, cu, cv, out_r);
   }
 }
 
@@ -376,7 +389,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     }
     LumaRow(job, s, r);
     if (!same_chroma) ChromaRow(job, s, r);
-    FinishRow(job, plain_luma, plain_u, plain_v, out_r);
+    FinishRowS<1, 1, Conv::Levels>(job, plain_luma, plain_u, plain_v, out_r);
   }
   if (job.stream) hwy::FlushStream();  // streamed stores are visible before the stripe ends
 }

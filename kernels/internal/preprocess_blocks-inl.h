@@ -22,13 +22,13 @@
 // One lane: the same tables, read one output at a time.
 template <int C>
 void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                      float* const (&out)[C]) {
+                      float* const (&out)[C], std::int32_t offset, bool raw) {
   for (std::int64_t o = 0; o < ax.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
     const std::uint8_t* base = ax.gather ? row + ax.lane_base[static_cast<std::size_t>(o)] - 4 * i
                                          : row + ax.block_base[static_cast<std::size_t>(b)];
     for (int c = 0; c < C; ++c) {
-      std::int32_t acc = 0;
+      std::int32_t acc = offset;
       for (int p = 0; p < ax.passes; ++p) {
         const auto at = static_cast<std::size_t>(p * ax.block_count + b);
         for (int half = 0; half < 2; ++half) {
@@ -37,7 +37,11 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
           if (idx != 0x80) acc += base[idx] * ax.pair_weight[at * 8 + k];
         }
       }
-      out[c][o] = static_cast<float>(acc);
+      if (raw) {
+        std::memcpy(&out[c][o], &acc, sizeof acc);
+      } else {
+        out[c][o] = static_cast<float>(acc);
+      }
     }
   }
 }
@@ -57,12 +61,19 @@ HWY_INLINE hn::Vec<D> LoadBlocks(D d, const std::uint8_t* row, const std::int32_
   }
 }
 
+// A vector of sums into a cached row: as floats, or (raw: nearest's whole
+// levels) their 32-bit integers as they are.
+HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
+  const DF df;
+  hn::StoreU(raw ? hn::BitCast(df, sums) : hn::ConvertTo(df, sums), df, out);
+}
+
 #if HWY_TARGET == HWY_AVX3_DL
 // The byte-permute variant (ResampleAxis::windows): each vector of 16 outputs
 // permutes its samples out of one or two 128-byte windows (vpermt2b).
 template <int C>
 void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                        float* const (&out)[C]) {
+                        float* const (&out)[C], std::int32_t offset, bool raw) {
   const DF df;
   const DI di;
   const DW dw;
@@ -76,8 +87,10 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
     const __m512i a1 = ax.windows == 2 ? _mm512_loadu_si512(p1) : a0;
     const __m512i b1 = ax.windows == 2 ? _mm512_loadu_si512(p1 + 64) : b0;
     hn::Vec<DI> acc0[C], acc1[C];
-    for (int c = 0; c < C; ++c)
-      acc0[c] = acc1[c] = hn::Zero(di);
+    for (int c = 0; c < C; ++c) {
+      acc0[c] = hn::Set(di, offset);
+      acc1[c] = hn::Zero(di);
+    }
     for (int p = 0; p < ax.passes; ++p) {
       const auto w = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
       for (int c = 0; c < C; ++c) {
@@ -90,10 +103,8 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
         acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w, acc0[c], acc1[c]);
       }
     }
-    for (int c = 0; c < C; ++c) {
-      hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df,
-                 out[c] + 16 * v);
-    }
+    for (int c = 0; c < C; ++c)
+      StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), raw, out[c] + 16 * v);
   }
 }
 #endif  // HWY_TARGET == HWY_AVX3_DL
@@ -102,7 +113,7 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
 // of it: out[c] from shuffle[channel[c]].
 template <int C>
 void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                      float* const (&out)[C]) {
+                      float* const (&out)[C], std::int32_t offset, bool raw) {
   const DF df;
   const DI di;
   const DB db;
@@ -113,7 +124,7 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   // Measured: 16-byte blocks beat the permutes where they apply; the
   // permutes beat a gather by far.
   if (ax.windows > 0 && (!ax.blocks || ax.gather)) {
-    HorizontalPermutes<C>(ax, row, channel, out);
+    HorizontalPermutes<C>(ax, row, channel, out, offset, raw);
     return;
   }
 #endif
@@ -132,8 +143,10 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
         bytes = LoadBlocks(db, row, ax.block_base.data() + b);
       }
       hn::Vec<DI> acc0[C], acc1[C];
-      for (int c = 0; c < C; ++c)
-        acc0[c] = acc1[c] = hn::Zero(di);
+      for (int c = 0; c < C; ++c) {
+        acc0[c] = hn::Set(di, offset);
+        acc1[c] = hn::Zero(di);
+      }
       for (int p = 0; p < passes; ++p) {
         const auto at = static_cast<std::size_t>(p * ax.block_count + b);
         const auto w = hn::LoadU(dw, ax.pair_weight.data() + at * 8);
@@ -143,9 +156,8 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
           acc0[c] = hn::ReorderWidenMulAccumulate(di, pairs, w, acc0[c], acc1[c]);
         }
       }
-      for (int c = 0; c < C; ++c) {
-        hn::StoreU(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[c], acc1[c])), df, out[c] + o);
-      }
+      for (int c = 0; c < C; ++c)
+        StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), raw, out[c] + o);
     }
   };
   using Yes = std::true_type;
@@ -180,24 +192,31 @@ void BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float sc
   }
 }
 
+// The cached rows hold (level - offset) x 32767 (luma: y_offset, chroma: 128),
+// so that the final pass need not subtract; nearest's hold whole levels.
+constexpr std::int32_t kOne = 32767;
+
 void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.luma_x;
+  const std::int32_t offset = job.nearest ? 0 : -job.yi_offset * kOne;
   BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, [&](std::int64_t src, float* h) {
-    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h});
+    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, offset, job.nearest);
   });
 }
 
 void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.chroma_x;
   const std::int64_t width = ax.stride;
+  const std::int32_t offset = job.nearest ? 0 : -128 * kOne;
+  const bool raw = job.nearest;
   BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, [&](std::int64_t src, float* h) {
     if (job.interleaved_uv) {
       const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
       HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
-                          {h, h + width});
+                          {h, h + width}, offset, raw);
     } else {
-      HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h});
-      HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width});
+      HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h}, offset, raw);
+      HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width}, offset, raw);
     }
   });
   s.v_taps = s.u_taps;  // V follows U in each slot
