@@ -71,42 +71,6 @@ void paired_ways(benchmark::State& state, const std::vector<std::string>& names,
   state.counters["vs_floor"] = ns[0] / ns[n - 1];
 }
 
-// The floor: every byte of the frame read once, every byte of the tensor
-// written once (glibc's memset picks its fastest stores).
-struct Floor {
-  explicit Floor(int stripes_) : stripes(stripes_), chw(3 * kOut * kOut) {}
-  void band(const Planes& p, int s) {
-    std::uint64_t sum = 0;
-    const auto rows = [&](const cv::Mat& m) {  // 8-byte words, four chains (vectorised)
-      const int r0 = m.rows * s / stripes, r1 = m.rows * (s + 1) / stripes;
-      const std::size_t words = static_cast<std::size_t>(m.cols) * m.elemSize() / 8;
-      for (int r = r0; r < r1; ++r) {
-        const auto* q = reinterpret_cast<const std::uint64_t*>(m.ptr(r));
-        std::uint64_t a[4] = {};
-        for (std::size_t i = 0; i + 4 <= words; i += 4) {
-          a[0] ^= q[i];
-          a[1] ^= q[i + 1];
-          a[2] ^= q[i + 2];
-          a[3] ^= q[i + 3];
-        }
-        sum += a[0] ^ a[1] ^ a[2] ^ a[3];
-      }
-    };
-    rows(p.y);
-    rows(p.uv);
-    benchmark::DoNotOptimize(sum);
-    const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
-                      b1 = n * static_cast<std::size_t>(s + 1) / stripes;
-    std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
-  }
-  void operator()(const Planes& p) {
-    in_bands(stripes, [&](int s) { band(p, s); });
-    benchmark::DoNotOptimize(chw.data());
-  }
-  int stripes;
-  std::vector<float> chw;
-};
-
 void BM_PreprocessRecipes(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   cv::setNumThreads(threads);
@@ -117,12 +81,13 @@ void BM_PreprocessRecipes(benchmark::State& state) {
   OpenCvRecipe opencv(prm, false, cv::INTER_LINEAR), planes(prm, true, cv::INTER_LINEAR);
   BlobRecipe blob(prm);
   LibyuvRecipe yuv(prm, threads);
-  Floor floor(threads);
+  Floor floor(3 * kOut * kOut, threads);
+  const std::vector<cv::Mat> frame_planes = {p.y, p.uv};
   const neat::ConversionOptions options{.threads = threads};
   paired_ways(
       state, {"neat", "opencv", "blob", "planes", "libyuv", "floor"},
       {[&] { benchmark::DoNotOptimize(neat::preprocess(f, prm, options)); }, [&] { opencv(p); },
-       [&] { blob(p); }, [&] { planes(p); }, [&] { yuv(p); }, [&] { floor(p); }});
+       [&] { blob(p); }, [&] { planes(p); }, [&] { yuv(p); }, [&] { floor(frame_planes); }});
   state.SetLabel(neat::preprocess_simd_target());
 }
 BENCHMARK(BM_PreprocessRecipes)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
@@ -137,11 +102,12 @@ void BM_PreprocessAreaRecipes(benchmark::State& state) {
   auto prm = model_params();
   prm.interpolation = neat::Interpolation::Area;
   OpenCvRecipe opencv(prm, false, cv::INTER_AREA), planes(prm, true, cv::INTER_AREA);
-  Floor floor(threads);
+  Floor floor(3 * kOut * kOut, threads);
+  const std::vector<cv::Mat> frame_planes = {p.y, p.uv};
   const neat::ConversionOptions options{.threads = threads};
   paired_ways(state, {"neat", "opencv", "planes", "floor"},
               {[&] { benchmark::DoNotOptimize(neat::preprocess(f, prm, options)); },
-               [&] { opencv(p); }, [&] { planes(p); }, [&] { floor(p); }});
+               [&] { opencv(p); }, [&] { planes(p); }, [&] { floor(frame_planes); }});
 }
 BENCHMARK(BM_PreprocessAreaRecipes)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 

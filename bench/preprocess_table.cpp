@@ -249,38 +249,6 @@ struct Libyuv {
   cv::Mat rgb;
 };
 
-// Every byte of the frame read once, every byte of the tensor written once.
-struct Floor {
-  Floor(std::size_t out_floats, int stripes_) : stripes(stripes_), chw(out_floats) {}
-  void operator()(const std::vector<cv::Mat>& src) {
-    in_bands(stripes, [&](int s) {
-      std::uint64_t sum = 0;
-      for (const cv::Mat& m : src) {
-        const int r0 = m.rows * s / stripes, r1 = m.rows * (s + 1) / stripes;
-        const std::size_t words = static_cast<std::size_t>(m.cols) * m.elemSize() / 8;
-        for (int r = r0; r < r1; ++r) {
-          const auto* q = reinterpret_cast<const std::uint64_t*>(m.ptr(r));
-          std::uint64_t a[4] = {};
-          for (std::size_t i = 0; i + 4 <= words; i += 4) {
-            a[0] ^= q[i];
-            a[1] ^= q[i + 1];
-            a[2] ^= q[i + 2];
-            a[3] ^= q[i + 3];
-          }
-          sum += a[0] ^ a[1] ^ a[2] ^ a[3];
-        }
-      }
-      benchmark::DoNotOptimize(sum);
-      const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
-                        b1 = n * static_cast<std::size_t>(s + 1) / stripes;
-      std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
-    });
-    benchmark::DoNotOptimize(chw.data());
-  }
-  int stripes;
-  std::vector<float> chw;
-};
-
 struct Result {
   double ours_us = 0, best_us = 0, floor_us = 0, allocs = 0;
   std::string best;
@@ -300,7 +268,7 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
   CvPlanes planes(prm, box, row.nv12);
   CvRgb rgb(prm, box, frame);
   Libyuv yuv(prm, box, row.nv12, row.threads);
-  Floor floor(3 * static_cast<std::size_t>(row.out * row.out), row.threads);
+  neat::bench::Floor floor(3 * static_cast<std::size_t>(row.out * row.out), row.threads);
   const neat::ConversionOptions options{.threads = row.threads};
   std::uint64_t allocs = 0;
   const std::vector<std::string> names = {"neat", "cv-planes", "cv-rgb", "libyuv", "floor"};

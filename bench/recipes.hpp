@@ -9,6 +9,7 @@
 #include <libyuv/convert_argb.h>
 #include <libyuv/scale.h>
 #include <cstdint>
+#include <cstring>
 #include <opencv2/core.hpp>
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
@@ -36,6 +37,40 @@ void in_bands(int stripes, Band&& band) {
       band(s);
   });
 }
+
+// The floor: every byte of the frame's planes read once (64-bit words, four
+// chains, vectorised), every byte of the tensor written once (glibc's memset
+// picks its fastest stores); `stripes` bands as in_bands() splits them.
+struct Floor {
+  Floor(std::size_t out_floats, int stripes_) : stripes(stripes_), chw(out_floats) {}
+  void operator()(const std::vector<cv::Mat>& src) {
+    in_bands(stripes, [&](int s) {
+      std::uint64_t sum = 0;
+      for (const cv::Mat& m : src) {
+        const int r0 = m.rows * s / stripes, r1 = m.rows * (s + 1) / stripes;
+        const std::size_t words = static_cast<std::size_t>(m.cols) * m.elemSize() / 8;
+        for (int r = r0; r < r1; ++r) {
+          const auto* q = reinterpret_cast<const std::uint64_t*>(m.ptr(r));
+          std::uint64_t a[4] = {};
+          for (std::size_t i = 0; i + 4 <= words; i += 4) {
+            a[0] ^= q[i];
+            a[1] ^= q[i + 1];
+            a[2] ^= q[i + 2];
+            a[3] ^= q[i + 3];
+          }
+          sum += a[0] ^ a[1] ^ a[2] ^ a[3];
+        }
+      }
+      benchmark::DoNotOptimize(sum);
+      const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
+                        b1 = n * static_cast<std::size_t>(s + 1) / stripes;
+      std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
+    });
+    benchmark::DoNotOptimize(chw.data());
+  }
+  int stripes;
+  std::vector<float> chw;
+};
 
 // The careful OpenCV chain: cvtColor, resize (u8), split (u8), convertTo with
 // scale and offset into the CHW planes. With planes_first the Y and UV planes

@@ -165,20 +165,8 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   }
   j.r_plane = k.map[0] == 0 ? 0 : 2;  // plane c holds rgb[map[c]]
   j.b_plane = 2 - j.r_plane;
-  const YuvToRgb& m3 = *k.yuv;
-  j.y_offset = static_cast<float>(m3.y_offset);
-  j.ys = m3.fy;
-  j.rv = m3.frv;
-  j.gu = m3.fgu;
-  j.gv = m3.fgv;
-  j.bu = m3.fbu;
+  j.yuv = k.yuv;
   j.nearest = m == detail::Sampling::Nearest;
-  j.yi_offset = m3.y_offset;
-  j.yi = m3.y;
-  j.rvi = m3.r_v;
-  j.gui = m3.g_u;
-  j.gvi = m3.g_v;
-  j.bui = m3.b_u;
   return j;
 }
 

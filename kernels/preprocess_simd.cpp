@@ -194,26 +194,27 @@ enum class Conv : std::uint8_t { Folded, Levels, Nearest };
 template <Conv kConv>
 struct ToRgb {
   explicit ToRgb(const PreprocessJob& job) {
+    const YuvToRgb& k = *job.yuv;
     const DF df;
     const DI di;
     zero = hn::Zero(df);
     top = hn::Set(df, 255.f);
-    y0 = hn::Set(df, job.y_offset * job.ys);
+    y0 = hn::Set(df, static_cast<float>(k.y_offset) * k.fy);
     c128 = hn::Set(df, 128.f);
-    rv = hn::Set(df, job.rv);
-    gu = hn::Set(df, job.gu);
-    gv = hn::Set(df, job.gv);
-    bu = hn::Set(df, job.bu);
+    rv = hn::Set(df, k.frv);
+    gu = hn::Set(df, k.fgu);
+    gv = hn::Set(df, k.fgv);
+    bu = hn::Set(df, k.fbu);
     izero = hn::Zero(di);
     itop = hn::Set(di, 255);
     i128 = hn::Set(di, 128);
-    iy0 = hn::Set(di, job.yi_offset);
-    iys = hn::Set(di, job.yi);
+    iy0 = hn::Set(di, k.y_offset);
+    iys = hn::Set(di, k.y);
     half = hn::Set(di, 1 << (kYuvShift - 1));
-    irv = hn::Set(di, job.rvi);
-    igu = hn::Set(di, job.gui);
-    igv = hn::Set(di, job.gvi);
-    ibu = hn::Set(di, job.bui);
+    irv = hn::Set(di, k.r_v);
+    igu = hn::Set(di, k.g_u);
+    igv = hn::Set(di, k.g_v);
+    ibu = hn::Set(di, k.b_u);
   }
   HWY_INLINE void operator()(VF y, VF cu, VF cv, VF& r, VF& g, VF& b) const {
     if constexpr (kConv == Conv::Nearest) {
@@ -360,12 +361,12 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   // The blocks path's rows hold levels x 32767 (nearest: levels); FinishRow
   // takes luma times ys.
   const float unit = job.nearest ? 1.f : 1.f / 32767.f;
-  const float luma_scale = job.nearest ? 1.f : unit * job.ys;
+  const float luma_scale = job.nearest ? 1.f : unit * job.yuv->fy;
   // The other path's rows, as taps of weight 1.
   RowTaps plain_luma, plain_u, plain_v;
   plain_luma.n = plain_u.n = plain_v.n = 1;
   plain_luma.row[0] = s.luma.data();
-  plain_luma.w[0] = job.ys;
+  plain_luma.w[0] = job.yuv->fy;
   plain_u.row[0] = s.cu.data();
   plain_v.row[0] = s.cv.data();
   plain_u.w[0] = plain_v.w[0] = 1.f;

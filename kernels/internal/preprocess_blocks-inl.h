@@ -198,7 +198,7 @@ constexpr std::int32_t kOne = 32767;
 
 void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.luma_x;
-  const std::int32_t offset = job.nearest ? 0 : -job.yi_offset * kOne;
+  const std::int32_t offset = job.nearest ? 0 : -job.yuv->y_offset * kOne;
   BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, [&](std::int64_t src, float* h) {
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, offset, job.nearest);
   });

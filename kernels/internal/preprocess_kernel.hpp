@@ -17,6 +17,7 @@
 
 #include "neat/contract/dtype.hpp"
 #include "neat/kernels/internal/yuv_planes.hpp"
+#include "neat/kernels/yuv_matrix.hpp"
 
 namespace neat::detail {
 
@@ -107,13 +108,11 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   int r_plane = 0, b_plane = 2;  ///< the output planes holding R and B (G is plane 1)
   float a[3] = {}, b[3] = {};    ///< per output plane: out = rgb * a + b
   float pad[3] = {};             ///< per output plane, already normalized
-  // The colour standard (YuvToRgb's float coefficients).
-  float y_offset = 16.f, ys = 0.f, rv = 0.f, gu = 0.f, gv = 0.f, bu = 0.f;
-  /// Nearest: each output pixel is one source pixel, converted with
-  /// convert_color's integer formula (these coefficients, kYuvShift) so that
-  /// the values equal the unfused chain's exactly.
+  /// The colour standard: float coefficients for bilinear and area; nearest
+  /// uses the integer ones (convert_color's formula, kYuvShift) so that its
+  /// values equal the unfused chain's exactly.
+  const YuvToRgb* yuv = nullptr;
   bool nearest = false;
-  std::int32_t yi_offset = 16, yi = 0, rvi = 0, gui = 0, gvi = 0, bui = 0;
   /// Store the output with streaming (non-temporal) stores: set when it is
   /// larger than the L2 cache, where it could not stay anyway; writing it then
   /// skips reading every destination line first (about 30% of the time of a
