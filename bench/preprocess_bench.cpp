@@ -42,7 +42,6 @@
 namespace {
 
 using namespace neat::bench;
-using Clock = std::chrono::steady_clock;
 
 // Runs `ways` in rotated order every iteration; reports each way's mean time
 // and ours / way (ours is ways[0]; the last way is the floor).
@@ -51,15 +50,8 @@ void paired_ways(benchmark::State& state, const std::vector<std::string>& names,
   const std::size_t n = ways.size();
   std::vector<double> ns(n, 0.0);
   std::size_t start = 0;
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t w = (start + i) % n;
-      const auto t0 = Clock::now();
-      ways[w]();
-      ns[w] += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-    }
-    start = (start + 1) % n;
-  }
+  for (auto _ : state)
+    rotated_round(ways, ns, start);
   const double iters = static_cast<double>(state.iterations());
   double best = 1e300;
   for (std::size_t w = 0; w < n; ++w) {

@@ -291,13 +291,7 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
   std::size_t start = 0, iters = 0;
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
   while (iters < 5 || Clock::now() < until) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t w = (start + i) % n;
-      const auto t0 = Clock::now();
-      ways[w]();
-      ns[w] += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-    }
-    start = (start + 1) % n;
+    neat::bench::rotated_round(ways, ns, start);
     ++iters;
   }
   Result r;

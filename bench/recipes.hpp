@@ -8,8 +8,10 @@
 
 #include <libyuv/convert_argb.h>
 #include <libyuv/scale.h>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <opencv2/core.hpp>
 #include <opencv2/core/utility.hpp>
 #include <opencv2/dnn.hpp>
@@ -71,6 +73,22 @@ struct Floor {
   int stripes;
   std::vector<float> chw;
 };
+
+// One round of a paired measurement: every way once, starting at `start`
+// (which then moves on, so that each way in turn runs first, on the caches
+// the others left); ns[w] accumulates way w's time.
+inline void rotated_round(const std::vector<std::function<void()>>& ways, std::vector<double>& ns,
+                          std::size_t& start) {
+  using Clock = std::chrono::steady_clock;
+  const std::size_t n = ways.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t w = (start + i) % n;
+    const auto t0 = Clock::now();
+    ways[w]();
+    ns[w] += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  }
+  start = (start + 1) % n;
+}
 
 // The careful OpenCV chain: cvtColor, resize (u8), split (u8), convertTo with
 // scale and offset into the CHW planes. With planes_first the Y and UV planes
