@@ -321,13 +321,22 @@ bool find_pattern(ResampleAxis& a, int out, int in) {
   return true;
 }
 
-}  // namespace
+// The bytes outputs [o0, o1) read from a row whose samples are `step` bytes
+// apart (taps of weight 0 read nothing): [lo, hi], hi < 0 when none.
+void tap_span(const ResampleAxis& a, int step, std::int64_t o0, std::int64_t o1, std::int64_t& lo,
+              std::int64_t& hi) {
+  lo = a.source * step;
+  hi = -1;
+  for (std::int64_t o = o0; o < std::min(o1, a.count); ++o) {
+    for (int t = 0; t < a.taps; ++t) {
+      if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
+      const std::int64_t at = (a.first[static_cast<std::size_t>(o)] + t) * step;
+      lo = std::min(lo, at);
+      hi = std::max(hi, at + step - 1);
+    }
+  }
+}
 
-namespace {
-
-// The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
-// lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
-// output; else (large area ratios) a.blocks stays false.
 // The byte-permute tables (see ResampleAxis::windows), in the layout of the
 // pair weights: one or two 128-byte windows per vector of 16 outputs.
 void build_permutes(ResampleAxis& a, int step) {
@@ -335,25 +344,13 @@ void build_permutes(ResampleAxis& a, int step) {
   const std::int64_t row_bytes = a.source * step;
   if (row_bytes < 128 || a.taps > 64) return;
   const std::int64_t vectors = a.stride / 16;
-  auto span = [&](std::int64_t o0, std::int64_t o1, std::int64_t& lo, std::int64_t& hi) {
-    lo = row_bytes;
-    hi = -1;
-    for (std::int64_t o = o0; o < std::min(o1, a.count); ++o) {
-      for (int t = 0; t < a.taps; ++t) {
-        if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
-        const std::int64_t at = (a.first[static_cast<std::size_t>(o)] + t) * step;
-        lo = std::min(lo, at);
-        hi = std::max(hi, at + step - 1);
-      }
-    }
-  };
   for (int windows = 1; windows <= 2 && a.windows == 0; ++windows) {
     const std::int64_t per = 16 / windows;
     a.window_base.assign(static_cast<std::size_t>(2 * vectors), 0);
     bool fit = true;
     for (std::int64_t w = 0; fit && w < vectors * windows; ++w) {
       std::int64_t lo = 0, hi = 0;
-      span(w * per, (w + 1) * per, lo, hi);
+      tap_span(a, step, w * per, (w + 1) * per, lo, hi);
       const std::int64_t base = hi < 0 ? 0 : std::min(lo, row_bytes - 128);
       fit = hi - base < 128;
       a.window_base[static_cast<std::size_t>(w / windows * 2 + w % windows)] =
@@ -379,6 +376,9 @@ void build_permutes(ResampleAxis& a, int step) {
   }
 }
 
+// The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
+// lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
+// output; else (large area ratios) a.blocks stays false. Then the permutes'.
 void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   // Pair weights in 1/32767 (1 fits in 16 bits); nearest: 1, so that the
   // resampled rows hold the source levels themselves.
@@ -393,21 +393,11 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   auto weight = [&](std::int64_t o, int t) {
     return a.weight[static_cast<std::size_t>(t * a.stride + o)];
   };
-  // The bytes output o reads, [lo, hi] (hi < 0: none).
-  auto span = [&](std::int64_t o, std::int64_t& lo, std::int64_t& hi) {
-    for (int t = 0; t < a.taps; ++t) {
-      if (weight(o, t) == 0.f) continue;
-      const std::int64_t at = (a.first[static_cast<std::size_t>(o)] + t) * step;
-      lo = std::min(lo, at);
-      hi = std::max(hi, at + step - 1);
-    }
-  };
   a.block_base.assign(static_cast<std::size_t>(a.block_count), 0);
   bool fit = row_bytes >= 16;
   for (std::int64_t b = 0; fit && 4 * b < a.count; ++b) {
-    std::int64_t lo = row_bytes, hi = -1;
-    for (std::int64_t o = 4 * b; o < std::min(4 * b + 4, a.count); ++o)
-      span(o, lo, hi);
+    std::int64_t lo = 0, hi = 0;
+    tap_span(a, step, 4 * b, 4 * b + 4, lo, hi);
     const std::int64_t base = hi < 0 ? 0 : std::min(lo, row_bytes - 16);
     fit = hi - base < 16;
     a.block_base[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(base);
@@ -422,8 +412,8 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   a.pair_weight.assign(n * 8, 0);
   for (std::int64_t o = 0; o < a.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
-    std::int64_t lo = row_bytes, hi = -1;
-    span(o, lo, hi);
+    std::int64_t lo = 0, hi = 0;
+    tap_span(a, step, o, o + 1, lo, hi);
     if (hi < 0) continue;
     // Shuffle indices count from `origin`: the block's base, or (gather) the
     // output's own 4 bytes at lane i of the block.
