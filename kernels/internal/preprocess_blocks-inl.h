@@ -14,9 +14,10 @@
 // Horizontal taps first, straight from the 8-bit row: each 16-byte block of a
 // vector is loaded from its own base, a byte shuffle places the two samples of
 // a tap pair as 16-bit lanes and a 16-bit multiply-add (weights in 1/32767)
-// sums them into one 32-bit lane per output. The float row (levels x 32767)
-// is cached per source row, so output rows that share source rows resample
-// them once; the vertical taps then combine cached rows.
+// sums them into one 32-bit lane per output. The row of sums (levels minus
+// the plane's offset, x 32767; nearest: whole levels, as integers) is cached
+// per source row, so output rows that share source rows resample them once;
+// the final pass sums the cached rows its vertical taps name.
 
 #if HWY_TARGET == HWY_SCALAR
 // One lane: the same tables, read one output at a time.
@@ -25,8 +26,9 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
                       float* const (&out)[C], std::int32_t offset, bool raw) {
   for (std::int64_t o = 0; o < ax.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
-    const std::uint8_t* base = ax.gather ? row + ax.lane_base[static_cast<std::size_t>(o)] - 4 * i
-                                         : row + ax.block_base[static_cast<std::size_t>(b)];
+    // Where the shuffle indices count from (see build_blocks).
+    const std::int64_t origin = ax.gather ? ax.lane_base[static_cast<std::size_t>(o)] - 4 * i
+                                          : ax.block_base[static_cast<std::size_t>(b)];
     for (int c = 0; c < C; ++c) {
       std::int32_t acc = offset;
       for (int p = 0; p < ax.passes; ++p) {
@@ -34,7 +36,7 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
         for (int half = 0; half < 2; ++half) {
           const auto k = static_cast<std::size_t>(2 * i + half);
           const std::uint8_t idx = ax.shuffle[channel[c]][at * 16 + 2 * k];
-          if (idx != 0x80) acc += base[idx] * ax.pair_weight[at * 8 + k];
+          if (idx != 0x80) acc += row[origin + idx] * ax.pair_weight[at * 8 + k];
         }
       }
       if (raw) {
