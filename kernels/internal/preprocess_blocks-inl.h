@@ -131,7 +131,9 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   }
 #endif
   // The loop with the loader and the pass count fixed (1: bilinear, nearest).
-  auto run = [&](auto gather, auto one_pass) {
+  // A pick (raw: nearest, one tap of weight 1) needs no multiply: the shuffle
+  // leaves each sample alone in its 32-bit lane.
+  auto run = [&](auto gather, auto one_pass, auto pick) {
     const std::uint8_t* shuffle[C];
     for (int c = 0; c < C; ++c)
       shuffle[c] = ax.shuffle[channel[c]].data();
@@ -143,6 +145,13 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
                                                  hn::LoadU(di, ax.lane_base.data() + o)));
       } else {
         bytes = LoadBlocks(db, row, ax.block_base.data() + b);
+      }
+      if constexpr (pick) {
+        for (int c = 0; c < C; ++c) {
+          const auto idx = hn::LoadU(db, shuffle[c] + b * 16);
+          hn::StoreU(hn::BitCast(df, hn::TableLookupBytesOr0(bytes, idx)), df, out[c] + o);
+        }
+        continue;
       }
       hn::Vec<DI> acc0[C], acc1[C];
       for (int c = 0; c < C; ++c) {
@@ -164,12 +173,13 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   };
   using Yes = std::true_type;
   using No = std::false_type;
-  if (ax.gather) {
-    run(Yes(), Yes());  // a gather serves one pass only
+  const bool pick = raw && offset == 0 && ax.taps == 1;  // nearest
+  if (ax.gather) {                                       // a gather serves one pass only
+    pick ? run(Yes(), Yes(), Yes()) : run(Yes(), Yes(), No());
   } else if (ax.passes == 1) {
-    run(No(), Yes());
+    pick ? run(No(), Yes(), Yes()) : run(No(), Yes(), No());
   } else {
-    run(No(), No());
+    run(No(), No(), No());
   }
 }
 #endif  // HWY_TARGET == HWY_SCALAR
