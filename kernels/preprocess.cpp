@@ -360,7 +360,7 @@ void build_permutes(ResampleAxis& a, int step) {
   }
   if (a.windows == 0) return;
   const auto n = static_cast<std::size_t>(a.passes * vectors * 64);
-  for (int ch = 0; ch < 2; ++ch)
+  for (int ch = 0; ch < 4; ++ch)
     a.permute[ch].assign(ch < step ? n : 0, 0);
   const std::int64_t per = 16 / a.windows;
   for (std::int64_t o = 0; o < a.count; ++o) {
@@ -407,7 +407,7 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   a.gather = !fit && usable;
   a.lane_base.assign(a.gather ? static_cast<std::size_t>(a.stride) : 0, 0);
   const auto n = static_cast<std::size_t>(a.passes * a.block_count);
-  for (int ch = 0; ch < 2; ++ch)
+  for (int ch = 0; ch < 4; ++ch)
     a.shuffle[ch].assign(ch < step ? n * 16 : 0, 0x80);
   a.pair_weight.assign(n * 8, 0);
   for (std::int64_t o = 0; o < a.count; ++o) {

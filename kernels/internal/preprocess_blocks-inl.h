@@ -23,14 +23,14 @@
 // One lane: the same tables, read one output at a time.
 template <int C>
 void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                      float* const (&out)[C], std::int32_t offset, bool raw) {
+                      float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
   for (std::int64_t o = 0; o < ax.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
     // Where the shuffle indices count from (see build_blocks).
     const std::int64_t origin = ax.gather ? ax.lane_base[static_cast<std::size_t>(o)] - 4 * i
                                           : ax.block_base[static_cast<std::size_t>(b)];
     for (int c = 0; c < C; ++c) {
-      std::int32_t acc = offset;
+      std::int32_t acc = offset[c];
       for (int p = 0; p < ax.passes; ++p) {
         const auto at = static_cast<std::size_t>(p * ax.block_count + b);
         for (int half = 0; half < 2; ++half) {
@@ -75,7 +75,7 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
 // permutes its samples out of one or two 128-byte windows (vpermt2b).
 template <int C>
 void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                        float* const (&out)[C], std::int32_t offset, bool raw) {
+                        float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
   const DF df;
   const DI di;
   const DW dw;
@@ -90,7 +90,7 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
     const __m512i b1 = ax.windows == 2 ? _mm512_loadu_si512(p1 + 64) : b0;
     hn::Vec<DI> acc0[C], acc1[C];
     for (int c = 0; c < C; ++c) {
-      acc0[c] = hn::Set(di, offset);
+      acc0[c] = hn::Set(di, offset[c]);
       acc1[c] = hn::Zero(di);
     }
     for (int p = 0; p < ax.passes; ++p) {
@@ -115,7 +115,7 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
 // of it: out[c] from shuffle[channel[c]].
 template <int C>
 void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                      float* const (&out)[C], std::int32_t offset, bool raw) {
+                      float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
   const DF df;
   const DI di;
   const DB db;
@@ -155,7 +155,7 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
       }
       hn::Vec<DI> acc0[C], acc1[C];
       for (int c = 0; c < C; ++c) {
-        acc0[c] = hn::Set(di, offset);
+        acc0[c] = hn::Set(di, offset[c]);
         acc1[c] = hn::Zero(di);
       }
       for (int p = 0; p < passes; ++p) {
@@ -173,8 +173,8 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   };
   using Yes = std::true_type;
   using No = std::false_type;
-  const bool pick = raw && offset == 0 && ax.taps == 1;  // nearest
-  if (ax.gather) {                                       // a gather serves one pass only
+  const bool pick = raw && ax.taps == 1;  // nearest (its offset is 0)
+  if (ax.gather) {                        // a gather serves one pass only
     pick ? run(Yes(), Yes(), Yes()) : run(Yes(), Yes(), No());
   } else if (ax.passes == 1) {
     pick ? run(No(), Yes(), Yes()) : run(No(), Yes(), No());
@@ -212,7 +212,7 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   const ResampleAxis& ax = *job.luma_x;
   const std::int32_t offset = job.nearest ? 0 : -job.yuv->y_offset * kOne;
   BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, [&](std::int64_t src, float* h) {
-    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, offset, job.nearest);
+    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
   });
 }
 
@@ -225,10 +225,10 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
     if (job.interleaved_uv) {
       const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
       HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
-                          {h, h + width}, offset, raw);
+                          {h, h + width}, {offset, offset}, raw);
     } else {
-      HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h}, offset, raw);
-      HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width}, offset, raw);
+      HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h}, {offset}, raw);
+      HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width}, {offset}, raw);
     }
   });
   s.v_taps = s.u_taps;  // V follows U in each slot

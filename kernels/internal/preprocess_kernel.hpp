@@ -49,8 +49,9 @@ struct ResampleAxis {
   /// a vector of outputs can take its samples from with lane permutes.
   std::int64_t window[3] = {};
   /// The byte-shuffle tables of the blocks path (preprocess_simd.cpp), for
-  /// rows whose samples are `step` bytes apart (1: a plane of its own; 2: the
-  /// interleaved UV plane, channel 0 the low byte, 1 the high byte). Outputs
+  /// rows whose samples are `step` bytes apart, channel c being byte c of a
+  /// sample (1: a plane of its own; 2: the interleaved UV plane, or a row of
+  /// 16-bit sums, low byte first; 4: 16-bit sums of the UV plane). Outputs
   /// come in blocks of 4: block b reads the 16 bytes at block_base[b] of a
   /// row; pass p (taps 2p and 2p + 1) picks each output's two samples as
   /// 16-bit lanes with shuffle[channel] (0x80: no sample) and weighs them with
@@ -73,8 +74,8 @@ struct ResampleAxis {
   /// the low bytes of 16-bit lanes, weighed with pair_weight.
   int windows = 0;
   std::vector<std::int32_t> window_base;  ///< 2 per vector
-  std::vector<std::uint8_t> permute[2];
-  std::vector<std::uint8_t> shuffle[2];   ///< pass-major, 16 bytes per block
+  std::vector<std::uint8_t> permute[4];
+  std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
 };
 
