@@ -133,7 +133,7 @@ struct AxisCache {
 
 detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const PreprocessParams& p,
                                const LetterboxBox& box, std::byte* const* planes) {
-  thread_local AxisCache lx, ly, cx, cy;
+  thread_local AxisCache lx, ly, cx, cy, lsx, csx;
   // Luma on its own grid; chroma on the same grid, one stored sample per two.
   const detail::Sampling m = p.interpolation == Interpolation::Area ? detail::Sampling::Area
                              : p.interpolation == Interpolation::Nearest
@@ -145,6 +145,12 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.luma_y = ly.get(box.height, s.height, 0, m);
   j.chroma_x = cx.get(box.width, s.width, 1, m, s.interleaved_uv ? 2 : 1);
   j.chroma_y = cy.get(box.height, s.height, 1, m);
+  if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)
+    if (j.luma_y->taps >= 4) j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);
+    if (j.chroma_y->taps >= 4) {
+      j.chroma_sum_x = csx.get(box.width, s.width, 1, m, s.interleaved_uv ? 4 : 2);
+    }
+  }
   j.out_w = p.width;
   j.out_h = p.height;
   j.box_x = box.x;

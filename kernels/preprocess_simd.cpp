@@ -91,6 +91,9 @@ struct Scratch {
   std::vector<float> cu, cv;            // resampled chroma, box_w
   std::int64_t chroma_row = -1;         // the content row whose chroma cu/cv hold
   RowCache luma_rows, chroma_rows;      // the blocks path (chroma: U, then V)
+  std::vector<std::uint16_t> sums;      // area: a row of 16-bit sums of source rows
+  std::vector<float> luma_sums;         // ... resampled: low bytes, then high bytes
+  std::vector<float> chroma_sums;       // U low, V low, U high, V high
   RowTaps luma_taps, u_taps, v_taps;    // the rows FinishRow sums
 };
 
@@ -357,6 +360,13 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   if (blocks) {
     s.luma_rows.reset(job.luma_y->taps + 1, job.luma_x->stride);
     s.chroma_rows.reset(job.chroma_y->taps + 1, 2 * job.chroma_x->stride);
+    if (job.luma_sum_x != nullptr || job.chroma_sum_x != nullptr) {
+      const std::int64_t chroma_bytes = job.chroma_x->source * (job.interleaved_uv ? 2 : 1);
+      const auto bytes = static_cast<std::size_t>(std::max(job.luma_x->source, chroma_bytes));
+      if (s.sums.size() < bytes + 64) s.sums.assign(bytes + 64, 0);
+      grow(s.luma_sums, 2 * job.luma_x->stride);
+      grow(s.chroma_sums, 4 * job.chroma_x->stride);
+    }
   }
   // The blocks path's rows hold levels x 32767 (nearest: levels); FinishRow
   // takes luma times ys.

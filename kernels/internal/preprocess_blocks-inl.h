@@ -208,12 +208,103 @@ void BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float sc
 // so that the final pass need not subtract; nearest's hold whole levels.
 constexpr std::int32_t kOne = 32767;
 
+// ---- area with many vertical taps --------------------------------------------
+// An output row's source rows of full weight (all but the partial ones at its
+// edges) are summed first, as 16-bit integers (exact), and the sum is
+// resampled once: a row of 16-bit sums is a row of bytes whose samples are 2
+// (or, for the UV plane, 4) bytes apart, so the same tables resample its low
+// and its high bytes as two channels, the high ones weighed 256 times more.
+// The partial rows come from the cache as usual.
+
+bool Usable(const ResampleAxis* ax) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return ax != nullptr && (ax->blocks || ax->windows > 0);
+#else
+  return ax != nullptr && ax->blocks;
+#endif
+}
+
+// out[x] = the sum over i < n of row rows[i] of the plane at x, x < bytes.
+void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows, int n,
+             std::int64_t bytes, std::uint16_t* out) {
+  const hn::ScalableTag<std::uint16_t> d16;
+  const hn::Rebind<std::uint8_t, decltype(d16)> d8;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+  std::int64_t x = 0;
+  for (; x + lanes <= bytes; x += lanes) {
+    auto acc = hn::PromoteTo(d16, hn::LoadU(d8, plane + rows[0] * stride + x));
+    for (int i = 1; i < n; ++i)
+      acc = hn::Add(acc, hn::PromoteTo(d16, hn::LoadU(d8, plane + rows[i] * stride + x)));
+    hn::StoreU(acc, d16, out + x);
+  }
+  for (; x < bytes; ++x) {
+    std::uint16_t acc = 0;
+    for (int i = 0; i < n; ++i)
+      acc = static_cast<std::uint16_t>(acc + plane[rows[i] * stride + x]);
+    out[x] = acc;
+  }
+}
+
+// As BlocksRow, with the rows of full weight summed first (sum(rows, n,
+// taps) resamples them and adds its rows to `taps`); false, doing nothing,
+// when fewer than three rows have the full weight.
+template <class Fill, class Sum>
+bool SumsRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float scale, RowTaps& out,
+             Fill&& fill, Sum&& sum) {
+  float full = 0.f;
+  for (int t = 0; t < ay.taps; ++t)
+    full = std::max(full, ay.weight[static_cast<std::size_t>(t * ay.stride + r)]);
+  std::int64_t rows[64];
+  int n = 0;
+  for (int t = 0; t < ay.taps; ++t) {
+    if (ay.weight[static_cast<std::size_t>(t * ay.stride + r)] == full)
+      rows[n++] = ay.first[static_cast<std::size_t>(r)] + t;
+  }
+  if (n < 3) return false;  // two rows cost about what their sum does
+  out.n = 0;
+  for (int t = 0; t < ay.taps; ++t) {  // the partial rows
+    const float wt = ay.weight[static_cast<std::size_t>(t * ay.stride + r)];
+    if (wt == 0.f || wt == full) continue;
+    const std::int64_t src = ay.first[static_cast<std::size_t>(r)] + t;
+    bool fresh = false;
+    float* h = cache.slot(src, fresh);
+    if (fresh) fill(src, h);
+    out.row[out.n] = h;
+    out.w[out.n] = wt * scale;
+    ++out.n;
+  }
+  sum(rows, n, full * scale, out);
+  return true;
+}
+
+// Adds a resampled row of sums to `taps`: its low bytes' row and its high
+// bytes' row (weighed 256 times more).
+void AddSums(RowTaps& taps, const float* low, const float* high, float weight) {
+  taps.row[taps.n] = low;
+  taps.w[taps.n++] = weight;
+  taps.row[taps.n] = high;
+  taps.w[taps.n++] = 256.f * weight;
+}
+
 void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.luma_x;
   const std::int32_t offset = job.nearest ? 0 : -job.yuv->y_offset * kOne;
-  BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, [&](std::int64_t src, float* h) {
+  auto fill = [&](std::int64_t src, float* h) {
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
-  });
+  };
+  if (Usable(job.luma_sum_x)) {
+    const ResampleAxis& sx = *job.luma_sum_x;
+    auto sum = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
+      SumRows(job.y, job.y_stride, rows, n, ax.source, s.sums.data());
+      float* low = s.luma_sums.data();
+      float* high = low + sx.stride;
+      HorizontalBlocks<2>(sx, reinterpret_cast<const std::uint8_t*>(s.sums.data()), {0, 1},
+                          {low, high}, {n * offset, 0}, false);
+      AddSums(taps, low, high, weight);
+    };
+    if (SumsRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill, sum)) return;
+  }
+  BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
 }
 
 void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
@@ -221,16 +312,40 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   const std::int64_t width = ax.stride;
   const std::int32_t offset = job.nearest ? 0 : -128 * kOne;
   const bool raw = job.nearest;
-  BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, [&](std::int64_t src, float* h) {
+  const int u = job.u < job.v ? 0 : 1;  // interleaved: U is the low byte of each pair (NV12)
+  auto fill = [&](std::int64_t src, float* h) {
     if (job.interleaved_uv) {
-      const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
       HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
                           {h, h + width}, {offset, offset}, raw);
     } else {
       HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h}, {offset}, raw);
       HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width}, {offset}, raw);
     }
-  });
+  };
+  // Sums: U low, V low, U high, V high, so that V follows U as in the cache.
+  auto sum = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
+    const ResampleAxis& sx = *job.chroma_sum_x;
+    float* low = s.chroma_sums.data();
+    float* high = low + 2 * width;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(s.sums.data());
+    if (job.interleaved_uv) {
+      SumRows(std::min(job.u, job.v), job.u_stride, rows, n, 2 * ax.source, s.sums.data());
+      const int uc = 2 * u, vc = 2 - 2 * u;  // each sample: U low, U high, V low, V high (NV12)
+      HorizontalBlocks<4>(sx, bytes, {uc, uc + 1, vc, vc + 1},
+                          {low, high, low + width, high + width}, {n * offset, 0, n * offset, 0},
+                          false);
+    } else {
+      SumRows(job.u, job.u_stride, rows, n, ax.source, s.sums.data());
+      HorizontalBlocks<2>(sx, bytes, {0, 1}, {low, high}, {n * offset, 0}, false);
+      SumRows(job.v, job.v_stride, rows, n, ax.source, s.sums.data());
+      HorizontalBlocks<2>(sx, bytes, {0, 1}, {low + width, high + width}, {n * offset, 0}, false);
+    }
+    AddSums(taps, low, high, weight);
+  };
+  if (!(Usable(job.chroma_sum_x) &&
+        SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum))) {
+    BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill);
+  }
   s.v_taps = s.u_taps;  // V follows U in each slot
   for (int t = 0; t < s.v_taps.n; ++t)
     s.v_taps.row[t] += width;

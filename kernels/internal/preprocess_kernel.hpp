@@ -101,6 +101,11 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   const ResampleAxis* luma_y = nullptr;
   const ResampleAxis* chroma_x = nullptr;
   const ResampleAxis* chroma_y = nullptr;
+  /// Area with many vertical taps: the horizontal resampling again, for rows
+  /// of 16-bit sums of source rows (luma: step 2; chroma: step 4 when
+  /// interleaved, 2 when planar); nullptr when not used.
+  const ResampleAxis* luma_sum_x = nullptr;
+  const ResampleAxis* chroma_sum_x = nullptr;
   // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
   std::int64_t out_w = 0, out_h = 0;
   std::int64_t box_x = 0, box_y = 0, box_w = 0, box_h = 0;

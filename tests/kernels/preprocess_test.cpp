@@ -277,6 +277,7 @@ TEST(PreprocessAccuracy, ExtremeGeometriesMatchTheReference) {
       {1920, 1080, 320, 320},
       {3840, 2160, 416, 416},
       {1280, 720, 1280, 1280},
+      {1920, 1080, 320, 180},  // area 6x: rows of full weight summed first
   };
   for (const Case& c : extremes) {
     for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
@@ -380,6 +381,8 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
       {320, 1920, 0, Sampling::Bilinear, 1, true, true, 1},     // 6x: a gather, one window
       {320, 1920, 1, Sampling::Bilinear, 2, true, true, 1},     // its NV12 chroma
       {320, 1920, 0, Sampling::Area, 1, false, false, 1},       // 7 taps: permutes only
+      {320, 1920, 0, Sampling::Area, 2, false, false, 2},       // 16-bit sums of luma rows
+      {320, 1920, 1, Sampling::Area, 4, false, false, 2},       // ... of UV rows
       {320, 3840, 0, Sampling::Area, 1, false, false, 2},       // 12x: two windows
       {320, 3840, 0, Sampling::Nearest, 1, true, true, 2},      // nearest: 12x
       {1280, 1280, 0, Sampling::Bilinear, 1, true, false, -1},  // 1:1

@@ -70,6 +70,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // nearest
     {PixelFormat::I420, 1920, 1080, 200, 120, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // large area ratios: VBMI permutes, or the vertical-first path
+    {PixelFormat::NV12, 1920, 1080, 320, 320, Interpolation::Area, ResizeMode::Letterbox,
+     DType::F32},  // area 6x: 16-bit row sums (VBMI), or per-row resampling
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
