@@ -187,13 +187,14 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
 // Content row r of a plane from the cached rows its vertical taps read
 // (fill(src, row) resamples source row src into a slot): the rows and their
 // weights, times `scale`. FinishRow sums them as it converts.
+// Taps of weight `skip` are left out (SumsRow sums them).
 template <class Fill>
 void BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float scale, RowTaps& out,
-               Fill&& fill) {
+               Fill&& fill, float skip = 0.f) {
   out.n = 0;
   for (int t = 0; t < ay.taps; ++t) {
     const float wt = ay.weight[static_cast<std::size_t>(t * ay.stride + r)];
-    if (wt == 0.f) continue;
+    if (wt == 0.f || wt == skip) continue;
     const std::int64_t src = ay.first[static_cast<std::size_t>(r)] + t;
     bool fresh = false;
     float* h = cache.slot(src, fresh);
@@ -260,19 +261,8 @@ bool SumsRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float scal
     if (ay.weight[static_cast<std::size_t>(t * ay.stride + r)] == full)
       rows[n++] = ay.first[static_cast<std::size_t>(r)] + t;
   }
-  if (n < 3) return false;  // two rows cost about what their sum does
-  out.n = 0;
-  for (int t = 0; t < ay.taps; ++t) {  // the partial rows
-    const float wt = ay.weight[static_cast<std::size_t>(t * ay.stride + r)];
-    if (wt == 0.f || wt == full) continue;
-    const std::int64_t src = ay.first[static_cast<std::size_t>(r)] + t;
-    bool fresh = false;
-    float* h = cache.slot(src, fresh);
-    if (fresh) fill(src, h);
-    out.row[out.n] = h;
-    out.w[out.n] = wt * scale;
-    ++out.n;
-  }
+  if (n < 3) return false;                          // two rows cost about what their sum does
+  BlocksRow(ay, r, cache, scale, out, fill, full);  // the partial rows
   sum(rows, n, full * scale, out);
   return true;
 }
