@@ -344,22 +344,22 @@ void tap_span(const ResampleAxis& a, int step, std::int64_t o0, std::int64_t o1,
 }
 
 // The byte-permute tables (see ResampleAxis::windows), in the layout of the
-// pair weights: one or two 128-byte windows per vector of 16 outputs.
+// pair weights: one, two or four 128-byte windows per vector of 16 outputs.
 void build_permutes(ResampleAxis& a, int step) {
   a.windows = 0;
   const std::int64_t row_bytes = a.source * step;
   if (row_bytes < 128 || a.taps > 64) return;
   const std::int64_t vectors = a.stride / 16;
-  for (int windows = 1; windows <= 2 && a.windows == 0; ++windows) {
+  for (int windows = 1; windows <= 4 && a.windows == 0; windows *= 2) {
     const std::int64_t per = 16 / windows;
-    a.window_base.assign(static_cast<std::size_t>(2 * vectors), 0);
+    a.window_base.assign(static_cast<std::size_t>(4 * vectors), 0);
     bool fit = true;
     for (std::int64_t w = 0; fit && w < vectors * windows; ++w) {
       std::int64_t lo = 0, hi = 0;
       tap_span(a, step, w * per, (w + 1) * per, lo, hi);
       const std::int64_t base = hi < 0 ? 0 : std::min(lo, row_bytes - 128);
       fit = hi - base < 128;
-      a.window_base[static_cast<std::size_t>(w / windows * 2 + w % windows)] =
+      a.window_base[static_cast<std::size_t>(w / windows * 4 + w % windows)] =
           static_cast<std::int32_t>(base);
     }
     if (fit) a.windows = windows;
@@ -371,7 +371,7 @@ void build_permutes(ResampleAxis& a, int step) {
   const std::int64_t per = 16 / a.windows;
   for (std::int64_t o = 0; o < a.count; ++o) {
     const std::int64_t v = o / 16, i = o % 16;
-    const std::int64_t base = a.window_base[static_cast<std::size_t>(v * 2 + i / per)];
+    const std::int64_t base = a.window_base[static_cast<std::size_t>(v * 4 + i / per)];
     for (int t = 0; t < a.taps; ++t) {
       if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
       const auto at = static_cast<std::size_t>(((t / 2) * vectors + v) * 64 + 4 * i + 2 * (t % 2));

@@ -72,7 +72,7 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
 
 #if HWY_TARGET == HWY_AVX3_DL
 // The byte-permute variant (ResampleAxis::windows): each vector of 16 outputs
-// permutes its samples out of one or two 128-byte windows (vpermt2b).
+// permutes its samples out of one, two or four 128-byte windows (vpermt2b).
 template <int C>
 void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
                         float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
@@ -80,29 +80,39 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
   const DI di;
   const DW dw;
   const std::int64_t vectors = ax.stride / 16;
-  constexpr __mmask64 kEven = 0x5555555555555555ull;  // the low byte of each 16-bit lane
-  constexpr __mmask64 kLow = kEven & 0x00000000FFFFFFFFull, kHigh = kEven & ~kLow;
+  const int windows = ax.windows;
+  // Window w fills its share of the vector's bytes, the low byte of each
+  // 16-bit lane (the high byte stays 0).
+  constexpr std::uint64_t kEven = 0x5555555555555555ull;
+  __mmask64 part[4];
+  for (int w = 0; w < windows; ++w) {
+    const int bits = 64 / windows;
+    const std::uint64_t span = bits == 64 ? ~0ull : ((1ull << bits) - 1) << (bits * w);
+    part[w] = static_cast<__mmask64>(kEven & span);
+  }
   for (std::int64_t v = 0; v * 16 < ax.count; ++v) {
-    const std::uint8_t* p0 = row + ax.window_base[static_cast<std::size_t>(2 * v)];
-    const std::uint8_t* p1 = row + ax.window_base[static_cast<std::size_t>(2 * v + 1)];
-    const __m512i a0 = _mm512_loadu_si512(p0), b0 = _mm512_loadu_si512(p0 + 64);
-    const __m512i a1 = ax.windows == 2 ? _mm512_loadu_si512(p1) : a0;
-    const __m512i b1 = ax.windows == 2 ? _mm512_loadu_si512(p1 + 64) : b0;
+    __m512i lo[4], hi[4];
+    for (int w = 0; w < windows; ++w) {
+      const std::uint8_t* p = row + ax.window_base[static_cast<std::size_t>(4 * v + w)];
+      lo[w] = _mm512_loadu_si512(p);
+      hi[w] = _mm512_loadu_si512(p + 64);
+    }
     hn::Vec<DI> acc0[C], acc1[C];
     for (int c = 0; c < C; ++c) {
       acc0[c] = hn::Set(di, offset[c]);
       acc1[c] = hn::Zero(di);
     }
     for (int p = 0; p < ax.passes; ++p) {
-      const auto w = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
+      const auto w8 = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
       for (int c = 0; c < C; ++c) {
         const __m512i idx =
             _mm512_loadu_si512(ax.permute[channel[c]].data() + (p * vectors + v) * 64);
-        const __m512i pairs =
-            ax.windows == 1 ? _mm512_maskz_permutex2var_epi8(kEven, a0, idx, b0)
-                            : _mm512_or_si512(_mm512_maskz_permutex2var_epi8(kLow, a0, idx, b0),
-                                              _mm512_maskz_permutex2var_epi8(kHigh, a1, idx, b1));
-        acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w, acc0[c], acc1[c]);
+        __m512i pairs = _mm512_maskz_permutex2var_epi8(part[0], lo[0], idx, hi[0]);
+        for (int w = 1; w < windows; ++w) {
+          pairs =
+              _mm512_or_si512(pairs, _mm512_maskz_permutex2var_epi8(part[w], lo[w], idx, hi[w]));
+        }
+        acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w8, acc0[c], acc1[c]);
       }
     }
     for (int c = 0; c < C; ++c)

@@ -67,13 +67,13 @@ struct ResampleAxis {
   std::vector<std::int32_t> block_base;
   std::vector<std::int32_t> lane_base;  ///< gather: per output
   /// The byte-permute tables for CPUs with AVX-512 VBMI (any number of taps):
-  /// 16 outputs (one vector) read their samples from `windows` (1 or 2; 0:
-  /// the tables do not apply) windows of 128 bytes at window_base, outputs
-  /// [8w, 8w + 8) from window w when there are two; permute[channel] gives
-  /// each output's samples of pass p (pass-major, 64 bytes per vector) as
-  /// the low bytes of 16-bit lanes, weighed with pair_weight.
+  /// 16 outputs (one vector) read their samples from `windows` (1, 2 or 4;
+  /// 0: the tables do not apply) windows of 128 bytes at window_base, an
+  /// equal share of the outputs from each; permute[channel] gives each
+  /// output's samples of pass p (pass-major, 64 bytes per vector) as the low
+  /// bytes of 16-bit lanes, weighed with pair_weight.
   int windows = 0;
-  std::vector<std::int32_t> window_base;  ///< 2 per vector
+  std::vector<std::int32_t> window_base;  ///< 4 per vector
   std::vector<std::uint8_t> permute[4];
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block

@@ -433,7 +433,7 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
             if (a.windows > 0) {
               const std::int64_t v = o / 16, j = o % 16;
               const std::int64_t base =
-                  a.window_base[static_cast<std::size_t>(2 * v + j / (16 / a.windows))];
+                  a.window_base[static_cast<std::size_t>(4 * v + j / (16 / a.windows))];
               const int idx = a.permute[ch][static_cast<std::size_t>(((p * vectors + v) * 64) +
                                                                      4 * j + 2 * half)];
               if (w != 0) permutes += w * at(base + idx);
