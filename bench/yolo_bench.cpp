@@ -14,6 +14,7 @@
 // the loop's: both 0), heap allocations per frame in steady state with
 // torch's own (one forward of the same module, measured alone) counted
 // apart, and the process's peak RSS.
+#include <c10/core/CPUAllocator.h>
 #include <sys/resource.h>
 #include <torch/script.h>
 
@@ -127,6 +128,61 @@ void BM_Paired_Yolov8nGraphVsLibtorchLoop(benchmark::State& state) {
   state.counters["peak_rss_MiB"] = peak_rss_mib();
 }
 BENCHMARK(BM_Paired_Yolov8nGraphVsLibtorchLoop)->Unit(benchmark::kMillisecond)->Iterations(4);
+
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+// The block cache NeatTensor installs as libtorch's CPU allocator against
+// torch's own (c10::GetDefaultCPUAllocator(), which gives every freed block
+// back to the C library): yolov8n's Model::run on one preprocessed frame, 4
+// forwards per side, the allocator switched at each side's start (the
+// cache keeps its blocks while torch's runs). Also: page faults per forward
+// on each side, and what the cache holds.
+void BM_Paired_Yolov8nBlockCacheVsTorchAllocator(benchmark::State& state) {
+  auto model = neat::Model::load({.path = model_path("yolov8n.pt"), .threads = 2});
+  auto input = neat::preprocess(scenes().front(), letterbox_params());
+  if (!model.ok() || !input.ok() || !neat::torch_block_cache_stats().installed) {
+    state.SkipWithError("yolov8n.pt did not load, or the block cache is not installed");
+    return;
+  }
+  c10::Allocator* cache = c10::GetCPUAllocator();
+  c10::Allocator* torch_own = c10::GetDefaultCPUAllocator();
+  std::vector<neat::NeatTensor> outputs;
+  constexpr int n = 4;
+  long faults[2] = {0, 0};
+  auto side = [&](c10::Allocator* allocator, long& fault_count) {
+    c10::SetCPUAllocator(allocator);
+    const long before = minor_faults();
+    for (int i = 0; i < n; ++i) {
+      outputs.clear();
+      benchmark::DoNotOptimize((*model)->run(*input, outputs));
+    }
+    outputs.clear();
+    fault_count += minor_faults() - before;
+  };
+  side(cache, faults[0]);  // warm both
+  side(torch_own, faults[1]);
+  faults[0] = faults[1] = 0;
+  const auto before = neat::torch_block_cache_stats();
+  paired(
+      state, [&] { side(cache, faults[0]); }, [&] { side(torch_own, faults[1]); });
+  c10::SetCPUAllocator(cache);
+  const auto after = neat::torch_block_cache_stats();
+  const double forwards = static_cast<double>(state.iterations()) * n;
+  state.counters["faults/forward_cache"] = static_cast<double>(faults[0]) / forwards;
+  state.counters["faults/forward_torch"] = static_cast<double>(faults[1]) / forwards;
+  state.counters["cache_held_MiB"] = static_cast<double>(after.held_bytes) / (1 << 20);
+  state.counters["cache_from_system/forward"] =
+      static_cast<double>(after.from_system - before.from_system) / forwards;
+  state.counters["cache_reused/forward"] =
+      static_cast<double>(after.reused - before.reused) / forwards;
+}
+BENCHMARK(BM_Paired_Yolov8nBlockCacheVsTorchAllocator)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(4);
 
 // Heap allocations per frame of the running yolov8n graph on torch in steady
 // state (the process-wide malloc count between frame 5 and frame 25), and

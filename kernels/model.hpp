@@ -86,6 +86,31 @@ struct ModelCopy {
   std::int64_t bytes = 0;  ///< per run, for the shapes asked about
 };
 
+/// libtorch's CPU memory between forwards. Torch's own allocator gives each
+/// large tensor's block back to the system when the tensor dies, so every
+/// forward faults its working set in again (yolov8n at 640x640: about 3,000
+/// page faults, 10-13% of a forward). When the first TorchScript model loads,
+/// NeatTensor installs a block cache as libtorch's CPU allocator (unless the
+/// process installed its own): freed blocks of 64 KiB or more are kept by
+/// size for the next forward, up to a limit of free bytes held. The
+/// environment variable NEAT_TORCH_BLOCK_CACHE_MIB sets that limit at
+/// install (default 512; 0 keeps libtorch's allocator). Process-wide, like
+/// the engine's thread pool: python3-torch in the same process shares it.
+inline constexpr std::int64_t kDefaultTorchBlockCacheBytes = std::int64_t{512} << 20;
+
+struct TorchBlockCacheStats {
+  bool installed = false;        ///< libtorch allocates through the cache now
+  std::int64_t limit_bytes = 0;  ///< free bytes it may hold
+  std::int64_t held_bytes = 0;   ///< free blocks held for reuse now
+  std::int64_t reused = 0;       ///< large allocations served from held blocks
+  std::int64_t from_system = 0;  ///< large allocations it had no block for
+  std::int64_t released = 0;     ///< freed large blocks given back (over the limit)
+};
+TorchBlockCacheStats torch_block_cache_stats();
+/// Sets the limit of free bytes held; lowering it gives blocks back now.
+/// Errors: InvalidArgument (a negative limit).
+Status set_torch_block_cache_limit(std::int64_t bytes);
+
 class Model {
  public:
   /// Loads an ONNX model and runs it once on zeros (OpenCV finds unsupported

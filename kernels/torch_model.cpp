@@ -103,6 +103,10 @@ struct TorchModel final : Model::Impl {
       b += "; the model writes its input in place, so a frame others also hold is copied for it "
            "first (policy: not_writable)";
     }
+    if (const TorchBlockCacheStats cache = torch_block_cache_stats(); cache.installed) {
+      b += "; torch's freed blocks are kept for the next forward (block cache, up to " +
+           std::to_string(cache.limit_bytes >> 20) + " MiB)";
+    }
     return b;
   }
   void find_input_writes();
@@ -121,6 +125,7 @@ struct TorchModel final : Model::Impl {
 };
 
 Status TorchModel::open_module(const ModelOptions& options, std::string& metadata) {
+  NEAT_RETURN_IF_ERROR(install_torch_block_cache());
   torch::jit::ExtraFilesMap extra{{"neat.json", ""}};
   try {
     module = torch::jit::load(path, torch::kCPU, extra);

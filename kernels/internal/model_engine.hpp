@@ -40,6 +40,13 @@ struct Model::Impl {
                      const ConversionOptions& options, std::source_location where) = 0;
 };
 
+/// Installs the libtorch block cache (kernels/torch_block_cache.cpp) once
+/// per process, when the first TorchScript model loads; the error of a bad
+/// NEAT_TORCH_BLOCK_CACHE_MIB, every time.
+Status install_torch_block_cache();
+/// NEAT_TORCH_BLOCK_CACHE_MIB's value as bytes (unset or empty: the default).
+Result<std::int64_t> torch_block_cache_limit_from_env(const char* value);
+
 /// A process-wide thread pool's size held by the models that set it: set
 /// when the first such model loads, restored when the last goes, and a
 /// model asking for another size meanwhile is refused with the fix.

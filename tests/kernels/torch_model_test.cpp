@@ -22,7 +22,11 @@
 #include <thread>
 
 #if NEAT_WITH_TORCH
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <sys/resource.h>
+
+#include "neat/kernels/internal/model_engine.hpp"
 #endif
 
 namespace neat {
@@ -34,6 +38,12 @@ using testing::ramp;
 using testing::values;
 
 #if NEAT_WITH_TORCH
+
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
 
 TEST(TorchModel, RunsWithNothingCopiedAndMatchesTheOpenCvEngine) {
   auto torch_model = Model::load({.path = model_path("scale.pt")});  // auto: by the file
@@ -212,6 +222,7 @@ TEST(TorchModel, TheInferElementPicksTheFileThatFitsTheEngine) {
   const std::string d = (*stage)->describe();
   EXPECT_NE(d.find("libtorch"), std::string::npos) << d;
   EXPECT_NE(d.find("nothing is copied"), std::string::npos) << d;
+  EXPECT_NE(d.find("block cache, up to 512 MiB"), std::string::npos) << d;
   // No copies to list: the stage's explain has none.
   FrameSpec in;
   in.dtype = DType::F32;
@@ -346,6 +357,101 @@ TEST(TorchModel, AModelThatWritesItsInputNeverWritesAFrameOthersHold) {
   EXPECT_FLOAT_EQ(values(out[0])[5], 6.0f);  // the model's result, on its own copy
   EXPECT_FLOAT_EQ(values(other)[5], 5.0f);   // the shared frame never changed
   EXPECT_FLOAT_EQ(values(x)[5], 5.0f);
+}
+
+// Torch's own allocator gives a large block back to the system on every
+// free, so each forward faults its working set in again. The block cache
+// keeps them: once warm, a forward takes every large block from what the
+// forward before freed, and the page faults go with them.
+TEST(TorchBlockCache, AWarmForwardTakesEveryLargeBlockFromTheCache) {
+  auto m = Model::load({.path = model_path("detector.pt")});
+  NEAT_ASSERT_OK(m);
+  const TorchBlockCacheStats installed = torch_block_cache_stats();
+  ASSERT_TRUE(installed.installed) << "loading a TorchScript model installs the cache";
+  EXPECT_EQ(installed.limit_bytes, kDefaultTorchBlockCacheBytes);
+  auto x = NeatTensor::allocate(DType::F32, {1, 3, 640, 640});
+  NEAT_ASSERT_OK(x);
+  std::vector<NeatTensor> out;
+  auto run = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      out.clear();
+      NEAT_ASSERT_OK((*m)->run(*x, out));
+    }
+  };
+  run(3);
+  const TorchBlockCacheStats warm = torch_block_cache_stats();
+  const long faults_before = minor_faults();
+  run(5);
+  const long faults = minor_faults() - faults_before;
+  const TorchBlockCacheStats after = torch_block_cache_stats();
+  EXPECT_EQ(after.from_system, warm.from_system) << "a warm forward asked the system for blocks";
+  EXPECT_GT(after.reused, warm.reused);
+  EXPECT_GT(after.held_bytes, 0);
+  EXPECT_LE(after.held_bytes, after.limit_bytes);
+
+  // The same forwards with nothing held: every large block comes from the
+  // system again, and its pages fault in again.
+  NEAT_ASSERT_OK(set_torch_block_cache_limit(0));
+  EXPECT_EQ(torch_block_cache_stats().held_bytes, 0);
+  const TorchBlockCacheStats uncached_before = torch_block_cache_stats();
+  const long uncached_faults_before = minor_faults();
+  run(5);
+  const long uncached_faults = minor_faults() - uncached_faults_before;
+  const TorchBlockCacheStats uncached = torch_block_cache_stats();
+  NEAT_ASSERT_OK(set_torch_block_cache_limit(kDefaultTorchBlockCacheBytes));
+  EXPECT_GE(uncached.from_system - uncached_before.from_system, 5 * 3)
+      << "each forward allocates its large blocks afresh";
+  EXPECT_EQ(uncached.held_bytes, 0);
+  EXPECT_LT(faults * 4, uncached_faults)
+      << "warm forwards faulted " << faults << " pages; uncached ones " << uncached_faults;
+}
+
+TEST(TorchBlockCache, TheLimitBoundsWhatItHoldsAndBadLimitsAreRefused) {
+  auto m = Model::load({.path = model_path("scale.pt")});  // installs the cache
+  NEAT_ASSERT_OK(m);
+  ASSERT_TRUE(torch_block_cache_stats().installed);
+  NEAT_ASSERT_OK(set_torch_block_cache_limit(std::int64_t{10} << 20));
+  {
+    std::vector<at::Tensor> blocks;
+    for (int i = 0; i < 4; ++i)
+      blocks.push_back(at::empty({std::int64_t{4} << 20}, at::kByte));  // 4 MiB each
+  }  // freed: two fit under 10 MiB, two go back
+  TorchBlockCacheStats s = torch_block_cache_stats();
+  EXPECT_LE(s.held_bytes, std::int64_t{10} << 20);
+  EXPECT_GE(s.held_bytes, std::int64_t{8} << 20);
+  const std::int64_t released = s.released;
+  // A held block serves the next allocation of its size.
+  const std::int64_t reused = s.reused;
+  { at::Tensor again = at::empty({std::int64_t{4} << 20}, at::kByte); }
+  EXPECT_EQ(torch_block_cache_stats().reused, reused + 1);
+  // Lowering the limit gives what is held back now.
+  NEAT_ASSERT_OK(set_torch_block_cache_limit(0));
+  s = torch_block_cache_stats();
+  EXPECT_EQ(s.held_bytes, 0);
+  EXPECT_GT(s.released, released);
+  // Small blocks never reach it; an empty tensor has no block.
+  { at::Tensor small = at::empty({1024}, at::kByte), none = at::empty({0}, at::kFloat); }
+  NEAT_ASSERT_OK(set_torch_block_cache_limit(kDefaultTorchBlockCacheBytes));
+
+  auto bad = set_torch_block_cache_limit(-1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(bad.error().message().find("negative"), std::string::npos) << bad.error().message();
+  EXPECT_EQ(torch_block_cache_stats().limit_bytes, kDefaultTorchBlockCacheBytes);
+}
+
+TEST(TorchBlockCache, TheEnvironmentSetsItsLimitInMiB) {
+  EXPECT_EQ(*torch_block_cache_limit_from_env(nullptr), kDefaultTorchBlockCacheBytes);
+  EXPECT_EQ(*torch_block_cache_limit_from_env(""), kDefaultTorchBlockCacheBytes);
+  EXPECT_EQ(*torch_block_cache_limit_from_env("0"), 0);  // libtorch's allocator stays
+  EXPECT_EQ(*torch_block_cache_limit_from_env("64"), std::int64_t{64} << 20);
+  for (const char* bad : {"abc", "-3", "12x", "1.5", " 8", "99999999999999"}) {
+    auto r = torch_block_cache_limit_from_env(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::InvalidArgument) << bad;
+    EXPECT_NE(r.error().to_string().find("NEAT_TORCH_BLOCK_CACHE_MIB"), std::string::npos)
+        << r.error().to_string();
+  }
 }
 
 #else
