@@ -28,19 +28,28 @@ namespace {
 
 using namespace neat::bench;
 
-// The hand-written libtorch loop.
+// The hand-written libtorch loop. Its libtorch calls run on neat's torch
+// thread, as docs/inference.md tells a user whose process also runs a graph:
+// libtorch on a second thread would give OpenMP a second team, and with more
+// team threads than cores both sides' forwards slow down by about a third.
 struct TorchDetector {
   explicit TorchDetector(const std::string& path) {
-    module = torch::jit::load(path);
-    module.eval();
-    module = torch::jit::freeze(module);
+    neat::on_torch_thread([&] {
+      module = torch::jit::load(path);
+      module.eval();
+      module = torch::jit::freeze(module);
+    });
   }
   void operator()(const Planes& in) {
     pre(in);
-    c10::InferenceMode guard;
-    inputs.clear();
-    inputs.emplace_back(torch::from_blob(pre.blob.ptr<float>(), {1, 3, 640, 640}, torch::kFloat));
-    const at::Tensor out = module.forward(inputs).toTensor().contiguous();  // [1, 84, 8400]
+    at::Tensor out;
+    neat::on_torch_thread([&] {
+      c10::InferenceMode guard;
+      inputs.clear();
+      inputs.emplace_back(torch::from_blob(pre.blob.ptr<float>(), {1, 3, 640, 640}, torch::kFloat));
+      out = module.forward(inputs).toTensor().contiguous();  // [1, 84, 8400]
+      inputs.clear();
+    });
     post(out.data_ptr<float>(), static_cast<int>(out.size(1)), static_cast<int>(out.size(2)), pre);
   }
   torch::jit::Module module;
@@ -124,7 +133,9 @@ void BM_Paired_Yolov8nGraphVsLibtorchLoop(benchmark::State& state) {
   state.counters["boundary_B/frame"] =
       boundary_bytes(d) / static_cast<double>(graph->taken() - taken_before);
   state.counters["loop_boundary_B/frame"] = 0;  // from_blob over its blob; the output read in place
-  state.counters["torch_threads"] = at::get_num_threads();
+  int torch_threads = 0;
+  neat::on_torch_thread([&] { torch_threads = at::get_num_threads(); });
+  state.counters["torch_threads"] = torch_threads;
   state.counters["peak_rss_MiB"] = peak_rss_mib();
 }
 BENCHMARK(BM_Paired_Yolov8nGraphVsLibtorchLoop)->Unit(benchmark::kMillisecond)->Iterations(4);
@@ -220,11 +231,14 @@ void BM_Yolov8n_AllocsPerFrame(benchmark::State& state) {
   auto mapped = input->map();
   std::vector<c10::IValue> args;
   auto forward = [&] {
-    c10::InferenceMode guard;
-    args.clear();
-    args.emplace_back(
-        torch::from_blob(const_cast<std::byte*>(mapped->data()), {1, 3, 640, 640}, torch::kFloat));
-    benchmark::DoNotOptimize(direct.module.forward(args).toTensor().data_ptr());
+    neat::on_torch_thread([&] {
+      c10::InferenceMode guard;
+      args.clear();
+      args.emplace_back(torch::from_blob(const_cast<std::byte*>(mapped->data()), {1, 3, 640, 640},
+                                         torch::kFloat));
+      benchmark::DoNotOptimize(direct.module.forward(args).toTensor().data_ptr());
+      args.clear();
+    });
   };
   for (int i = 0; i < 3; ++i)
     forward();

@@ -29,10 +29,12 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <source_location>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "neat/contract/neat_tensor.hpp"
@@ -85,6 +87,45 @@ struct ModelCopy {
   std::string operation;   ///< "Model::run (setInput)"
   std::int64_t bytes = 0;  ///< per run, for the shapes asked about
 };
+
+/// Runs `fn()` on the one thread that runs every libtorch call of the
+/// process's models (their load, each forward, the pool's size), and waits
+/// for it; an exception `fn` throws is rethrown here. Why one thread:
+/// libtorch parallelises on OpenMP, and libgomp gives each thread that
+/// starts parallel work its own team of threads; once the teams hold more
+/// threads than the machine has cores, every parallel region waits for its
+/// workers to be woken (yolov8n at 640x640 on 2 cores: 40 ms a forward
+/// instead of 29). Your own libtorch code in a process that runs models (a
+/// second network, an embedding) belongs on this thread too. Called from
+/// that thread, it runs `fn` at once. The hand-over allocates nothing and
+/// takes no lock; calls from several threads run one after another.
+template <class F>
+void on_torch_thread(F&& fn);
+/// True on that thread.
+bool on_torch_thread_now() noexcept;
+
+namespace detail {
+void run_on_torch_thread(void (*call)(void*) noexcept, void* context) noexcept;
+}  // namespace detail
+
+template <class F>
+void on_torch_thread(F&& fn) {
+  struct Call {
+    std::remove_reference_t<F>* fn;
+    std::exception_ptr error;
+  } call{&fn, nullptr};
+  detail::run_on_torch_thread(
+      [](void* c) noexcept {
+        auto* k = static_cast<Call*>(c);
+        try {
+          (*k->fn)();
+        } catch (...) {
+          k->error = std::current_exception();
+        }
+      },
+      &call);
+  if (call.error) std::rethrow_exception(call.error);
+}
 
 /// libtorch's CPU memory between forwards. Torch's own allocator gives each
 /// large tensor's block back to the system when the tensor dies, so every

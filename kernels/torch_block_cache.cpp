@@ -54,84 +54,26 @@ Header* header_of(void* data) {
   return reinterpret_cast<Header*>(static_cast<std::byte*>(data) - kHeaderBytes);
 }
 
-class BlockCache final : public c10::Allocator {
+// The free blocks, by size class, and what they count. One per process.
+class Shelves {
  public:
-  c10::DataPtr allocate(std::size_t n) const override {
-    const c10::Device cpu(c10::DeviceType::CPU);
-    if (n == 0) return {nullptr, nullptr, &release, cpu};
-    const std::size_t bytes = n < kMinCached ? n : (n + kPage - 1) / kPage * kPage;
-    if (bytes >= kMinCached) {
-      const std::lock_guard lock(mutex_);
-      if (Class* c = find(bytes); c != nullptr && c->head != nullptr) {
-        Header* h = c->head;
-        c->head = h->next;
-        held_ -= static_cast<std::int64_t>(bytes);
-        ++reused_;
-        return {data_of(h), data_of(h), &release, cpu};
-      }
-      ++from_system_;
-    }
-    Header* h = system_block(bytes);
-    h->bytes = bytes;
-    h->next = nullptr;
-    // torch's raw_allocate() needs the context to be the data pointer
-    return {data_of(h), data_of(h), &release, cpu};
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return &release; }
-
-  static BlockCache& instance() {
-    static auto* cache = new BlockCache();  // never destroyed: blocks outlive statics
-    return *cache;
+  static Shelves& instance() {
+    static auto* shelves = new Shelves();  // never destroyed: blocks outlive statics
+    return *shelves;
   }
 
-  void set_limit(std::int64_t bytes) {
-    std::array<Header*, kClasses> drop{};
-    {
-      const std::lock_guard lock(mutex_);
-      limit_ = bytes;
-      // Give back whole classes until what is held fits.
-      for (std::size_t k = 0; k < used_ && held_ > limit_; ++k) {
-        Class& c = classes_[k];
-        for (Header* h = c.head; h != nullptr; h = h->next) {
-          held_ -= static_cast<std::int64_t>(c.bytes);
-          ++released_;
-        }
-        drop[k] = c.head;
-        c.head = nullptr;
-      }
-    }
-    for (Header* h : drop) {
-      while (h != nullptr) {
-        Header* next = h->next;
-        std::free(h);
-        h = next;
-      }
-    }
-  }
-
-  TorchBlockCacheStats stats() const {
+  // A held block of `bytes` (>= kMinCached), or null: the caller asks the system.
+  Header* take(std::size_t bytes) {
     const std::lock_guard lock(mutex_);
-    TorchBlockCacheStats s;
-    s.installed = c10::GetCPUAllocator() == this;
-    s.limit_bytes = limit_;
-    s.held_bytes = held_;
-    s.reused = reused_;
-    s.from_system = from_system_;
-    s.released = released_;
-    return s;
-  }
-
- private:
-  struct Class {
-    std::size_t bytes = 0;
-    Header* head = nullptr;
-  };
-
-  static void release(void* data) {
-    if (data == nullptr) return;
-    Header* h = header_of(data);
-    if (h->bytes >= kMinCached && instance().keep(h)) return;
-    std::free(h);
+    if (Class* c = find(bytes); c != nullptr && c->head != nullptr) {
+      Header* h = c->head;
+      c->head = h->next;
+      held_ -= static_cast<std::int64_t>(bytes);
+      ++reused_;
+      return h;
+    }
+    ++from_system_;
+    return nullptr;
   }
 
   // Holds a freed block for reuse, when the limit and the class table allow.
@@ -156,23 +98,120 @@ class BlockCache final : public c10::Allocator {
     return true;
   }
 
-  Class* find(std::size_t bytes) const {
+  // Sets the limit; gives back whole classes until what is held fits.
+  void set_limit(std::int64_t bytes) { free_blocks(trim(bytes, bytes)); }
+  // Gives back everything held, the limit unchanged (out of memory).
+  void drop_all() {
+    std::int64_t limit = 0;
+    {
+      const std::lock_guard lock(mutex_);
+      limit = limit_;
+    }
+    free_blocks(trim(0, limit));
+  }
+
+  TorchBlockCacheStats stats() {
+    const std::lock_guard lock(mutex_);
+    TorchBlockCacheStats s;
+    s.limit_bytes = limit_;
+    s.held_bytes = held_;
+    s.reused = reused_;
+    s.from_system = from_system_;
+    s.released = released_;
+    return s;
+  }
+
+ private:
+  struct Class {
+    std::size_t bytes = 0;
+    Header* head = nullptr;
+  };
+  using Drop = std::array<Header*, kClasses>;
+
+  // Unlinks classes until at most `fit` bytes are held, then sets the limit.
+  Drop trim(std::int64_t fit, std::int64_t limit) {
+    Drop drop{};
+    const std::lock_guard lock(mutex_);
+    for (std::size_t k = 0; k < used_ && held_ > fit; ++k) {
+      Class& c = classes_[k];
+      for (Header* h = c.head; h != nullptr; h = h->next) {
+        held_ -= static_cast<std::int64_t>(c.bytes);
+        ++released_;
+      }
+      drop[k] = c.head;
+      c.head = nullptr;
+    }
+    limit_ = limit;
+    return drop;
+  }
+  static void free_blocks(const Drop& drop) {
+    for (Header* h : drop) {
+      while (h != nullptr) {
+        Header* next = h->next;
+        std::free(h);
+        h = next;
+      }
+    }
+  }
+
+  Class* find(std::size_t bytes) {
     for (std::size_t k = 0; k < used_; ++k)
       if (classes_[k].bytes == bytes) return &classes_[k];
     return nullptr;
   }
   // A class that holds nothing now (its size may go to another), else a new one.
-  Class* vacant_class() const {
+  Class* vacant_class() {
     for (std::size_t k = 0; k < used_; ++k)
       if (classes_[k].head == nullptr) return &classes_[k];
     return used_ < kClasses ? &classes_[used_++] : nullptr;
   }
 
-  Header* system_block(std::size_t bytes) const {
+  std::mutex mutex_;
+  std::array<Class, kClasses> classes_{};
+  std::size_t used_ = 0;
+  std::int64_t held_ = 0;
+  std::int64_t reused_ = 0;
+  std::int64_t from_system_ = 0;
+  std::int64_t released_ = 0;
+  std::int64_t limit_ = kDefaultTorchBlockCacheBytes;
+};
+
+// libtorch's CPU allocator (stateless: the shelves hold the state).
+class BlockCache final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(std::size_t n) const override {
+    const c10::Device cpu(c10::DeviceType::CPU);
+    if (n == 0) return {nullptr, nullptr, &release, cpu};
+    const std::size_t bytes = n < kMinCached ? n : (n + kPage - 1) / kPage * kPage;
+    Header* h = bytes >= kMinCached ? Shelves::instance().take(bytes) : nullptr;
+    if (h == nullptr) {
+      h = system_block(bytes);
+      h->bytes = bytes;
+    }
+    h->next = nullptr;
+    // torch's raw_allocate() needs the context to be the data pointer
+    return {data_of(h), data_of(h), &release, cpu};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+
+  static BlockCache& instance() {
+    static auto* cache = new BlockCache();  // never destroyed, like the shelves
+    return *cache;
+  }
+
+ private:
+  static void release(void* data) {
+    if (data == nullptr) return;
+    Header* h = header_of(data);
+    if (h->bytes >= kMinCached && Shelves::instance().keep(h)) return;
+    std::free(h);
+  }
+
+  static Header* system_block(std::size_t bytes) {
     void* p = nullptr;
     if (posix_memalign(&p, kAlignment, bytes + kHeaderBytes) != 0) {
       // Out of memory: what the cache holds goes back, then one more try.
-      const_cast<BlockCache*>(this)->drop_all();
+      Shelves::instance().drop_all();
       p = nullptr;
       if (posix_memalign(&p, kAlignment, bytes + kHeaderBytes) != 0) {
         TORCH_CHECK(false, "NeatTensor's libtorch block cache: out of memory allocating ", bytes,
@@ -181,25 +220,6 @@ class BlockCache final : public c10::Allocator {
     }
     return static_cast<Header*>(p);
   }
-  void drop_all() {
-    std::int64_t limit = 0;
-    {
-      const std::lock_guard lock(mutex_);
-      limit = limit_;
-    }
-    set_limit(0);
-    const std::lock_guard lock(mutex_);
-    limit_ = limit;
-  }
-
-  mutable std::mutex mutex_;
-  mutable std::array<Class, kClasses> classes_{};
-  mutable std::size_t used_ = 0;
-  mutable std::int64_t held_ = 0;
-  mutable std::int64_t reused_ = 0;
-  mutable std::int64_t from_system_ = 0;
-  mutable std::int64_t released_ = 0;
-  std::int64_t limit_ = kDefaultTorchBlockCacheBytes;
 };
 
 }  // namespace
@@ -232,15 +252,16 @@ Status install_torch_block_cache() {
     if (*limit == 0) return;  // the user keeps torch's allocator
     // A process that installed its own CPU allocator keeps it.
     if (c10::GetCPUAllocator() != c10::GetDefaultCPUAllocator()) return;
-    BlockCache& cache = BlockCache::instance();
-    cache.set_limit(*limit);
-    c10::SetCPUAllocator(&cache);
+    Shelves::instance().set_limit(*limit);
+    c10::SetCPUAllocator(&BlockCache::instance());
   });
   return outcome;
 }
 
 TorchBlockCacheStats torch_block_cache_stats() {
-  return BlockCache::instance().stats();
+  TorchBlockCacheStats s = Shelves::instance().stats();
+  s.installed = c10::GetCPUAllocator() == &BlockCache::instance();
+  return s;
 }
 
 Status set_torch_block_cache_limit(std::int64_t bytes) {
@@ -249,7 +270,7 @@ Status set_torch_block_cache_limit(std::int64_t bytes) {
                  "the limit is " + std::to_string(bytes) + " bytes; it cannot be negative",
                  {Fix{"give 0 to hold no free blocks, or a size in bytes", {}}});
   }
-  BlockCache::instance().set_limit(bytes);
+  Shelves::instance().set_limit(bytes);
   return {};
 }
 

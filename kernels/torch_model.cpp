@@ -24,8 +24,15 @@ namespace neat {
 namespace {
 
 PoolSizeHold& torch_pool() {
+  // OpenMP's thread count is per thread: read and set it where the models run.
   static PoolSizeHold hold(
-      "libtorch", [] { return at::get_num_threads(); }, [](int n) { at::set_num_threads(n); });
+      "libtorch",
+      [] {
+        int n = 0;
+        on_torch_thread([&] { n = at::get_num_threads(); });
+        return n;
+      },
+      [](int n) { on_torch_thread([n] { at::set_num_threads(n); }); });
   return hold;
 }
 
@@ -350,13 +357,20 @@ Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor
     args.emplace_back(torch::from_blob(const_cast<std::byte*>(m.data()), dims, torch::kFloat));
     maps.push_back(std::move(m));
   }
-  try {
-    c10::InferenceMode guard;
-    NEAT_RETURN_IF_ERROR(outputs_of(module.forward(args), results_scratch));
-  } catch (const c10::Error& e) {
-    return invalid_argument(what() + " on " + given[0].to_string() +
-                            ": libtorch forward: " + torch_message(e));
-  }
+  Status forward;
+  on_torch_thread([&] {  // one OpenMP team for every model (kernels/torch_thread.cpp)
+    try {
+      c10::InferenceMode guard;
+      forward = outputs_of(module.forward(args), results_scratch);
+    } catch (const c10::Error& e) {
+      forward = invalid_argument(what() + " on " + given[0].to_string() +
+                                 ": libtorch forward: " + torch_message(e));
+    } catch (const std::exception& e) {
+      forward = invalid_argument(what() + " on " + given[0].to_string() +
+                                 ": libtorch forward: " + e.what());
+    }
+  });
+  NEAT_RETURN_IF_ERROR(forward);
   args.clear();  // torch's references to the inputs go before the outputs are wrapped
   if (results_scratch.size() != outputs.size()) {
     return internal_error(what() + ": returned " + std::to_string(results_scratch.size()) +
@@ -377,11 +391,19 @@ Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor
 Result<std::unique_ptr<Model::Impl>> open_torch_model(const ModelOptions& options) {
   auto m = std::make_unique<TorchModel>();
   m->path = options.path;
-  std::string metadata;
-  NEAT_RETURN_IF_ERROR(m->open_module(options, metadata));
-  NEAT_RETURN_IF_ERROR(m->read_inputs(options, metadata));
-  m->find_input_writes();
-  NEAT_RETURN_IF_ERROR(m->first_run());
+  // Loaded, frozen and first run where its forwards will run: a load on the
+  // caller's thread would give OpenMP a second team (kernels/torch_thread.cpp).
+  Status opened;
+  on_torch_thread([&] {
+    opened = [&]() -> Status {
+      std::string metadata;
+      NEAT_RETURN_IF_ERROR(m->open_module(options, metadata));
+      NEAT_RETURN_IF_ERROR(m->read_inputs(options, metadata));
+      m->find_input_writes();
+      return m->first_run();
+    }();
+  });
+  NEAT_RETURN_IF_ERROR(opened);
   return std::unique_ptr<Model::Impl>(std::move(m));
 }
 

@@ -22,8 +22,8 @@ from ._neat import (Accepts, AppSink, AuditReport, Counters, Element, FrameSpec,
                     MetricsServer, PolicyScope, PushSource, Rule, Tensor, TraceSink, __version__, audit,
                     compose, copy_budget, counters, default_pipeline_text, effective_policy,
                     element, elements, empty, from_dlpack, from_numpy, gst, image, metrics_text,
-                    pipeline, policy, record, serve_metrics, set_process_policy, steady_state, trace_chrome,
-                    trace_jsonl, zeros)
+                    on_torch_thread, pipeline, policy, record, serve_metrics, set_process_policy,
+                    steady_state, torch_block_cache, trace_chrome, trace_jsonl, zeros)
 
 
 def _frames(self, timeout=None):
@@ -70,6 +70,7 @@ __all__ = [
     "PolicyScope", "PushSource", "ResourceExhausted", "Rule", "Tensor", "Timeout", "TraceSink",
     "Unavailable", "Unimplemented", "audit", "compose", "copy_budget", "counters",
     "default_pipeline_text", "effective_policy", "element", "elements", "empty", "from_dlpack",
-    "from_numpy", "gst", "image", "metrics_text", "pipeline", "policy", "record",
-    "serve_metrics", "set_process_policy", "steady_state", "trace_chrome", "trace_jsonl", "zeros",
+    "from_numpy", "gst", "image", "metrics_text", "on_torch_thread", "pipeline", "policy", "record",
+    "serve_metrics", "set_process_policy", "steady_state", "torch_block_cache", "trace_chrome",
+    "trace_jsonl", "zeros",
 ]

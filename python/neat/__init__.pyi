@@ -1,6 +1,6 @@
 # Type hints of the neat package (the compiled half is neat._neat).
 from os import PathLike
-from typing import Any, Callable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Sequence, TypeVar
 
 import numpy as np
 
@@ -222,6 +222,11 @@ class Element:
 def element(name: str, **properties: Any) -> Element: ...
 def gst(description: str) -> Element: ...
 def elements() -> str: ...
+
+_T = TypeVar("_T")
+
+def on_torch_thread(fn: Callable[[], _T]) -> _T: ...
+def torch_block_cache() -> dict[str, int | bool]: ...
 
 class AppSink:
     def __init__(self, capacity: int = ...,

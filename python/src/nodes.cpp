@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <thread>
 
+#include <neat/kernels/model.hpp>
 #include "graph_state.hpp"
 
 namespace neatpy {
@@ -375,6 +376,47 @@ Tuples become "a,b,c" (sizes "WxH"); the registry checks the values.)doc");
   m.def(
       "elements", [] { return neat::describe_elements(); },
       "What `neat elements` prints: every element and its summary.");
+
+  // ---- libtorch's thread and memory ------------------------------------------------------------
+  m.def(
+      "on_torch_thread",
+      [](const py::function& fn) {
+        py::object result;
+        {
+          py::gil_scoped_release release;  // the thread takes the GIL to call fn
+          neat::on_torch_thread([&] {
+            py::gil_scoped_acquire acquire;
+            result = fn();
+          });
+        }
+        return result;
+      },
+      py::arg("fn"),
+      R"doc(Calls fn() on the one thread that runs every libtorch model of the
+process and returns what it returns (an exception it raises comes back
+here). libtorch parallelises on OpenMP, which gives each thread that starts
+parallel work its own team; with more team threads than cores every
+parallel region waits for its workers to wake (yolov8n: 40 ms a forward
+instead of 29). Your own torch work in a process that runs libtorch models
+belongs on this thread: neat.on_torch_thread(lambda: net(x)).)doc");
+  m.def(
+      "torch_block_cache",
+      [] {
+        const neat::TorchBlockCacheStats s = neat::torch_block_cache_stats();
+        py::dict d;
+        d["installed"] = s.installed;
+        d["limit_bytes"] = s.limit_bytes;
+        d["held_bytes"] = s.held_bytes;
+        d["reused"] = s.reused;
+        d["from_system"] = s.from_system;
+        d["released"] = s.released;
+        return d;
+      },
+      R"doc(The block cache NeatTensor installs as libtorch's CPU allocator when
+the first TorchScript model loads: installed, limit_bytes, held_bytes (free
+blocks kept for the next forward), reused, from_system, released. The
+environment variable NEAT_TORCH_BLOCK_CACHE_MIB sets its limit (0: torch's
+own allocator).)doc");
 }
 
 // AppSink: frames handed to Python.

@@ -19,6 +19,8 @@
 #include "support/fakes.hpp"
 #include "support/models.hpp"
 
+#include <atomic>
+#include <mutex>
 #include <thread>
 
 #if NEAT_WITH_TORCH
@@ -202,18 +204,23 @@ TEST(TorchModel, BadFilesAndInputsAreTypedErrorsWithTheFix) {
 }
 
 TEST(TorchModel, ThreadsHoldTorchsPoolOnlyWhileTheModelLives) {
-  const int before = at::get_num_threads();
+  auto pool = [] {  // OpenMP's count is per thread: the one the models run on
+    int n = 0;
+    on_torch_thread([&] { n = at::get_num_threads(); });
+    return n;
+  };
+  const int before = pool();
   const int asked = before == 1 ? 2 : 1;
   {
     auto a = Model::load({.path = model_path("scale.pt"), .threads = asked});
     NEAT_ASSERT_OK(a);
-    EXPECT_EQ(at::get_num_threads(), asked);
+    EXPECT_EQ(pool(), asked);
     auto other = Model::load({.path = model_path("scale.pt"), .threads = asked + 1});
     ASSERT_FALSE(other.ok());
     EXPECT_NE(other.error().message().find("libtorch's process-wide pool"), std::string::npos)
         << other.error().message();
   }
-  EXPECT_EQ(at::get_num_threads(), before);
+  EXPECT_EQ(pool(), before);
 }
 
 TEST(TorchModel, TheInferElementPicksTheFileThatFitsTheEngine) {
@@ -357,6 +364,52 @@ TEST(TorchModel, AModelThatWritesItsInputNeverWritesAFrameOthersHold) {
   EXPECT_FLOAT_EQ(values(out[0])[5], 6.0f);  // the model's result, on its own copy
   EXPECT_FLOAT_EQ(values(other)[5], 5.0f);   // the shared frame never changed
   EXPECT_FLOAT_EQ(values(x)[5], 5.0f);
+}
+
+// libgomp gives each thread that starts parallel work its own team of
+// threads: a model loaded on one thread and run from others would make a
+// team per thread (and, past the machine's cores, every parallel region
+// then waits for its workers to wake). All of it runs on one thread, so
+// running the model from three more threads starts no new thread but theirs.
+TEST(TorchModel, ModelsRunFromSeveralThreadsShareOneOpenMpTeam) {
+  auto m = Model::load({.path = model_path("detector.pt"), .threads = 2});
+  NEAT_ASSERT_OK(m);
+  auto x = NeatTensor::allocate(DType::F32, {1, 3, 640, 640});
+  NEAT_ASSERT_OK(x);
+  std::vector<NeatTensor> warm;
+  NEAT_ASSERT_OK((*m)->run(*x, warm));  // the team exists now
+  warm.clear();
+  auto threads_now = [] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+      ++n;
+    return n;
+  };
+  const std::size_t before = threads_now();
+  std::mutex turn;  // the model is not re-entrant: one run at a time
+  std::atomic<int> started{0}, ran{0};
+  std::atomic<bool> finish{false};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t) {
+    callers.emplace_back([&] {
+      ++started;
+      {
+        std::lock_guard lock(turn);
+        std::vector<NeatTensor> out;
+        if ((*m)->run(*x, out).ok()) ++ran;
+      }
+      while (!finish)
+        std::this_thread::yield();  // stay alive until counted
+    });
+  }
+  while (ran < 3)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::size_t during = threads_now();
+  finish = true;
+  for (auto& c : callers)
+    c.join();
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_EQ(during, before + 3) << "OpenMP started threads for the callers' own teams";
 }
 
 // Torch's own allocator gives a large block back to the system on every

@@ -3,6 +3,8 @@ goes to torch zero-copy and writable; a frame shared with other holders
 never becomes a writable alias behind their backs (DLPack 0.6 has no
 read-only flag): torch.from_dlpack refuses it under Strict, with the fix,
 and gets a copy of its own when the policy allows it (recorded)."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -93,3 +95,39 @@ def test_the_fixes_the_refusal_gives():
     theirs.add_(1.0)
     assert np.array_equal(np.asarray(fb), view)
     g.wait()
+
+
+def test_torch_work_of_your_own_runs_on_the_models_thread():
+    """Every libtorch model runs on one thread (one OpenMP team for the
+    process); neat.on_torch_thread puts your own torch work there too."""
+    here = threading.get_ident()
+    first = neat.on_torch_thread(threading.get_ident)
+    assert first != here
+    assert neat.on_torch_thread(threading.get_ident) == first
+    assert neat.on_torch_thread(lambda: int(torch.ones(4).sum())) == 4
+    with pytest.raises(ValueError, match="not a model"):
+        neat.on_torch_thread(lambda: (_ for _ in ()).throw(ValueError("not a model")))
+    with pytest.raises(TypeError):
+        neat.on_torch_thread(42)
+    # A model's pool size is set on that thread (OpenMP's count is per thread).
+    g = neat.pipeline("default frames=2 ! preprocess size=8x8 batch=true ! "
+                      "infer model=models:scale backend=torch threads=1 ! appsink")
+    g.start()
+    assert neat.on_torch_thread(torch.get_num_threads) == 1
+    g.wait()
+
+
+def test_the_block_cache_keeps_torchs_blocks_between_forwards():
+    g = neat.pipeline("default frames=3 ! preprocess size=640x640 fit=letterbox batch=true ! "
+                      "infer model=models:detector backend=torch ! appsink")
+    g.run()
+    cache = neat.torch_block_cache()
+    assert cache["installed"]
+    assert cache["limit_bytes"] == 512 << 20
+    assert 0 < cache["held_bytes"] <= cache["limit_bytes"]
+    assert cache["reused"] > 0
+    # python3-torch in the same process allocates through it too.
+    reused = cache["reused"]
+    torch.empty(1 << 20)  # 4 MiB, freed at once: held
+    torch.empty(1 << 20)  # served from what was held
+    assert neat.torch_block_cache()["reused"] > reused
