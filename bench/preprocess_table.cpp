@@ -23,6 +23,7 @@
 #include <libyuv/scale.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -330,8 +331,37 @@ int main(int argc, char** argv) {
   app.add_option("--modes", modes, "square (stretch), letterbox");
   app.add_option("--interp", interps, "bilinear, area, nearest");
   app.add_option("--threads", threads, "1, 2");
-  app.add_option("--seconds", seconds, "measuring time per row");
+  app.add_option("--seconds", seconds, "measuring time per row")->check(CLI::Range(0.001, 3600.0));
   CLI11_PARSE(app, argc, argv);
+  // Every list item is checked before the first row is measured.
+  auto whole = [](const std::string& item, const char* option, int lo, int hi) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v < lo || v > hi) {
+      std::fprintf(stderr, "%s: '%s' is not a whole number from %d to %d\n", option, item.c_str(),
+                   lo, hi);
+      return false;
+    }
+    return true;
+  };
+  auto one_of = [](const std::string& item, const char* option,
+                   std::initializer_list<std::string_view> names) {
+    for (std::string_view n : names)
+      if (item == n) return true;
+    std::string all;
+    for (std::string_view n : names)
+      all += (all.empty() ? "" : ", ") + std::string(n);
+    std::fprintf(stderr, "%s: unknown '%s' (%s)\n", option, item.c_str(), all.c_str());
+    return false;
+  };
+  for (const std::string& v : split_list(sizes))
+    if (!whole(v, "--sizes", 16, 8192)) return 2;
+  for (const std::string& v : split_list(threads))
+    if (!whole(v, "--threads", 1, 256)) return 2;
+  for (const std::string& v : split_list(modes))
+    if (!one_of(v, "--modes", {"square", "letterbox"})) return 2;
+  for (const std::string& v : split_list(interps))
+    if (!one_of(v, "--interp", {"bilinear", "area", "nearest"})) return 2;
 
   std::printf("engine: %s; speed-up = fastest recipe / ours; floor = ours / read+write once\n\n",
               neat::preprocess_simd_target());

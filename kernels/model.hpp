@@ -98,7 +98,9 @@ struct ModelCopy {
 /// instead of 29). Your own libtorch code in a process that runs models (a
 /// second network, an embedding) belongs on this thread too. Called from
 /// that thread, it runs `fn` at once. The hand-over allocates nothing and
-/// takes no lock; calls from several threads run one after another.
+/// takes no lock; calls from several threads run one after another. `fn`
+/// must not wait for a graph that runs a libtorch model: that model's
+/// forward waits for this thread.
 template <class F>
 void on_torch_thread(F&& fn);
 /// True on that thread.

@@ -398,7 +398,9 @@ here). libtorch parallelises on OpenMP, which gives each thread that starts
 parallel work its own team; with more team threads than cores every
 parallel region waits for its workers to wake (yolov8n: 40 ms a forward
 instead of 29). Your own torch work in a process that runs libtorch models
-belongs on this thread: neat.on_torch_thread(lambda: net(x)).)doc");
+belongs on this thread: neat.on_torch_thread(lambda: net(x)). fn must not
+wait for a graph that runs a libtorch model (its forward waits for this
+thread).)doc");
   m.def(
       "torch_block_cache",
       [] {
