@@ -112,15 +112,31 @@ void nearest_rows(const YuvPlanes& s, const Affine& k, const PreprocessParams& p
 
 // The resampling tables of the last call on this thread, rebuilt only when
 // the geometry or the sampling changes (a stream's frames share them).
+// k when every output of the axis is the plain mean of k stored samples in
+// a row, output o's from first[0] + k o (an exact k-to-1 box); else 0.
+int exact_box(const detail::ResampleAxis& a) {
+  const int k = a.taps;
+  const float w = 1.f / static_cast<float>(k);
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const auto u = static_cast<std::size_t>(o);
+    if (a.first[u] != a.first[0] + k * o) return 0;
+    for (int t = 0; t < k; ++t)
+      if (a.weight[static_cast<std::size_t>(t * a.stride + o)] != w) return 0;
+  }
+  return k;
+}
+
 struct AxisCache {
   detail::ResampleAxis axis;
   std::int64_t count = -1, grid = -1;
   int shift = 0, step = 0;
   detail::Sampling sampling = detail::Sampling::Bilinear;
+  int box = 0;  // exact_box(axis)
   const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m,
                                   int st = 1) {
     if (c != count || g != grid || sh != shift || m != sampling || st != step) {
       detail::build_axis(axis, c, g, sh, m, st);
+      box = m == detail::Sampling::Nearest ? 0 : exact_box(axis);
       count = c;
       grid = g;
       shift = sh;
@@ -145,6 +161,12 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.luma_y = ly.get(box.height, s.height, 0, m);
   j.chroma_x = cx.get(box.width, s.width, 1, m, s.interleaved_uv ? 2 : 1);
   j.chroma_y = cy.get(box.height, s.height, 1, m);
+  // An exact 2x or 4x box on both axes, with 4:2:0 chroma under it: the
+  // exact-box path, no tables.
+  if ((lx.box == 2 || lx.box == 4) && ly.box == lx.box && cx.box == lx.box / 2 &&
+      cy.box == lx.box / 2) {
+    j.box_k = lx.box;
+  }
   if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)
     if (j.luma_y->taps >= 4) j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);
     if (j.chroma_y->taps >= 4) {

@@ -104,6 +104,7 @@ inline void grow(std::vector<float>& v, std::int64_t n) {
 }
 
 #include "kernels/internal/preprocess_blocks-inl.h"
+#include "kernels/internal/preprocess_box-inl.h"
 #include "kernels/internal/preprocess_general-inl.h"
 
 // ---- output -----------------------------------------------------------------
@@ -392,6 +393,11 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     const std::int64_t r = out_r - job.box_y;
     const bool same_chroma = s.chroma_row == r - 1 && reuse[r];
     if (same_chroma) s.chroma_row = r;  // the same chroma rows and weights as the row before
+    if (job.box_k != 0) {
+      BoxRow(job, s, r);
+      FinishRowS<1, 1, Conv::Folded>(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
+      continue;
+    }
     if (blocks) {
       LumaRowBlocks(job, s, r, luma_scale);
       if (!same_chroma) ChromaRowBlocks(job, s, r, unit);

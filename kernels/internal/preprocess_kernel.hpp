@@ -106,6 +106,10 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// interleaved, 2 when planar); nullptr when not used.
   const ResampleAxis* luma_sum_x = nullptr;
   const ResampleAxis* chroma_sum_x = nullptr;
+  /// 2 or 4 when every output is the plain mean of a box_k x box_k block of
+  /// luma and of the box_k/2 x box_k/2 chroma under it (the exact-box path);
+  /// 0 otherwise.
+  int box_k = 0;
   // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
   std::int64_t out_w = 0, out_h = 0;
   std::int64_t box_x = 0, box_y = 0, box_w = 0, box_h = 0;

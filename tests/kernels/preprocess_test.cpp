@@ -302,6 +302,42 @@ TEST(PreprocessAccuracy, ExtremeGeometriesMatchTheReference) {
   }
 }
 
+// An exact 2x or 4x box (area at 2x or 4x, bilinear at 2x) takes the
+// exact-box path: integer sums, no tables. Every 4:2:0 layout, tails of
+// every length, letterboxed and stretched, against the exact reference.
+TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
+  struct Box {
+    std::int64_t sw, sh, ow, oh;
+    Interpolation m;
+    ResizeMode mode;
+  };
+  const Box boxes[] = {
+      {1280, 720, 320, 320, Interpolation::Area, ResizeMode::Letterbox},      // 4x
+      {1280, 720, 640, 640, Interpolation::Area, ResizeMode::Letterbox},      // 2x
+      {1280, 720, 640, 640, Interpolation::Bilinear, ResizeMode::Letterbox},  // 2x
+      {1304, 724, 326, 181, Interpolation::Area, ResizeMode::Stretch},        // 4x, tails
+      {1302, 722, 651, 361, Interpolation::Bilinear, ResizeMode::Stretch},    // 2x, tails
+      {8, 8, 2, 2, Interpolation::Area, ResizeMode::Stretch},                 // 4x, tails only
+  };
+  for (const Box& b : boxes) {
+    for (PixelFormat f :
+         {PixelFormat::NV12, PixelFormat::NV21, PixelFormat::I420, PixelFormat::YV12}) {
+      const NeatTensor frame = frame_of(f, b.sw, b.sh, 23);
+      PreprocessParams p = imagenet(b.ow, b.oh);
+      p.interpolation = b.m;
+      p.resize_mode = b.mode;
+      for (int threads : {1, 2}) {
+        auto ours = preprocess(frame, p, {.threads = threads});
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        const Errors e = level_errors(*ours, reference(frame, p), p);
+        EXPECT_LE(e.max, 0.02) << b.sw << "x" << b.sh << " -> " << b.ow << "x" << b.oh << " "
+                               << to_string(f) << " " << to_string(b.m) << ", threads " << threads;
+        EXPECT_LE(e.mean, 0.002);
+      }
+    }
+  }
+}
+
 TEST(PreprocessAccuracy, ThreadsChangeNothing) {
   const NeatTensor frame = frame_of(PixelFormat::NV12, 1001, 333, 11);
   for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {

@@ -72,6 +72,10 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // large area ratios: VBMI permutes, or the vertical-first path
     {PixelFormat::NV12, 1920, 1080, 320, 320, Interpolation::Area, ResizeMode::Letterbox,
      DType::F32},  // area 6x: 16-bit row sums (VBMI), or per-row resampling
+    {PixelFormat::NV21, 1304, 724, 326, 181, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // exact 4x box, interleaved chroma swapped, tails
+    {PixelFormat::YV12, 1302, 722, 651, 361, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // exact 2x box, planar chroma swapped, tails
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {

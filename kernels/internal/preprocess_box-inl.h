@@ -1,0 +1,158 @@
+// The exact-box path of the preprocess engine (see the comment below).
+// A fragment of kernels/preprocess_simd.cpp (not a header of its own): it is
+// included there once per SIMD target, inside neat::detail::HWY_NAMESPACE,
+// after the types it uses (Scratch, RowTaps, DF). The guard toggles with each
+// target, as Highway's own -inl.h files do.
+#if defined(NEAT_KERNELS_INTERNAL_PREPROCESS_BOX_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NEAT_KERNELS_INTERNAL_PREPROCESS_BOX_INL_H_
+#undef NEAT_KERNELS_INTERNAL_PREPROCESS_BOX_INL_H_
+#else
+#define NEAT_KERNELS_INTERNAL_PREPROCESS_BOX_INL_H_
+#endif
+
+// ---- the exact-box path -----------------------------------------------------
+// When every output pixel is the plain mean of a k x k block of luma samples
+// (k = 2 or 4: area at an exact 2x or 4x, and bilinear at an exact 2x, which
+// weighs the two samples around each output equally) and of the k/2 x k/2
+// chroma samples under it, the taps need no tables: each output row sums
+// its k source rows and k samples per output with integer adds (bytes as
+// 16-bit lanes: the low byte masked, the high byte shifted down), exactly,
+// and the final pass takes one row per plane. This is the work libyuv's
+// 2x and 4x box rows do, without a pass of their own.
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane: the same sums, one output at a time.
+HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step, int channel,
+                        std::int64_t count, float bias, float* out) {
+  for (std::int64_t o = 0; o < count; ++o) {
+    std::uint32_t acc = 0;
+    for (int t = 0; t < n; ++t)
+      for (int i = 0; i < k; ++i)
+        acc += rows[t][(o * k + i) * step + channel];
+    out[o] = static_cast<float>(acc) - bias;
+  }
+}
+#else
+using DBox32 = hn::ScalableTag<std::uint32_t>;
+using DBox16 = hn::Repartition<std::uint16_t, DBox32>;
+using DBox8 = hn::Repartition<std::uint8_t, DBox32>;
+
+HWY_INLINE void StoreU32AsFloat(hn::Vec<DBox32> v, VF bias, float* out) {
+  const DF df;
+  hn::StoreU(hn::Sub(hn::ConvertTo(df, hn::BitCast(DI(), v)), bias), df, out);
+}
+// Lanes(DBox16) outputs: the lower half's, then the upper half's.
+HWY_INLINE void StoreU16AsFloat(hn::Vec<DBox16> v, VF bias, float* out) {
+  const DBox32 d32;
+  const hn::Half<DBox16> dh;
+  StoreU32AsFloat(hn::PromoteTo(d32, hn::LowerHalf(dh, v)), bias, out);
+  StoreU32AsFloat(hn::PromoteTo(d32, hn::UpperHalf(dh, v)), bias, out + hn::Lanes(d32));
+}
+// The even (low) or odd (high) byte of each 16-bit lane of 2 x Lanes(DBox16) bytes.
+template <int kOdd>
+HWY_INLINE hn::Vec<DBox16> Bytes16(const std::uint8_t* p) {
+  const DBox16 d16;
+  const auto v = hn::BitCast(d16, hn::LoadU(DBox8(), p));
+  if constexpr (kOdd) return hn::ShiftRight<8>(v);
+  return hn::And(v, hn::Set(d16, 0xFF));
+}
+
+// out[o] = the sum over n rows of k samples from o * k (samples `step`
+// bytes apart: 1, or 2 for one channel of interleaved UV at `channel`),
+// minus bias. k * step is 1, 2 or 4 bytes per output; n <= 4.
+HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step, int channel,
+                        std::int64_t count, float bias, float* out) {
+  const DBox32 d32;
+  const DBox16 d16;
+  const VF vbias = hn::Set(DF(), bias);
+  const int per = k * step;  // bytes per output
+  std::int64_t o = 0;
+  if (per == 1) {  // a byte per output: widen and convert
+    const hn::Rebind<std::uint8_t, DBox32> d8;
+    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
+    for (; o + lanes <= count; o += lanes) {
+      auto acc = hn::PromoteTo(d32, hn::LoadU(d8, rows[0] + o));
+      for (int t = 1; t < n; ++t)
+        acc = hn::Add(acc, hn::PromoteTo(d32, hn::LoadU(d8, rows[t] + o)));
+      StoreU32AsFloat(acc, vbias, out + o);
+    }
+  } else if (per == 2) {  // two bytes per output: one 16-bit lane each
+    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+    for (; o + lanes <= count; o += lanes) {
+      hn::Vec<DBox16> acc = hn::Zero(d16);
+      for (int t = 0; t < n; ++t) {
+        const std::uint8_t* p = rows[t] + 2 * o;
+        if (step == 1) {  // both bytes: a pair of samples
+          acc = hn::Add(acc, hn::Add(Bytes16<0>(p), Bytes16<1>(p)));
+        } else {  // one of the two: a channel of interleaved UV
+          acc = hn::Add(acc, channel == 0 ? Bytes16<0>(p) : Bytes16<1>(p));
+        }
+      }
+      StoreU16AsFloat(acc, vbias, out + o);
+    }
+  } else {  // four bytes per output: 16-bit pair sums, then the two 16-bit halves of each 32
+    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
+    for (; o + lanes <= count; o += lanes) {
+      hn::Vec<DBox16> acc = hn::Zero(d16);
+      for (int t = 0; t < n; ++t) {
+        const std::uint8_t* p = rows[t] + 4 * o;
+        if (step == 1) {
+          acc = hn::Add(acc, hn::Add(Bytes16<0>(p), Bytes16<1>(p)));
+        } else {
+          acc = hn::Add(acc, channel == 0 ? Bytes16<0>(p) : Bytes16<1>(p));
+        }
+      }
+      const auto wide = hn::BitCast(d32, acc);
+      StoreU32AsFloat(hn::Add(hn::And(wide, hn::Set(d32, 0xFFFFu)), hn::ShiftRight<16>(wide)),
+                      vbias, out + o);
+    }
+  }
+  for (; o < count; ++o) {  // the last outputs, one at a time
+    std::uint32_t acc = 0;
+    for (int t = 0; t < n; ++t)
+      for (int i = 0; i < k; ++i)
+        acc += rows[t][(o * k + i) * step + channel];
+    out[o] = static_cast<float>(acc) - bias;
+  }
+}
+#endif
+
+// The rows output row r of the box takes: luma's mean of k x k samples,
+// offset folded ((level - y_offset) x k^2, weighed ys / k^2), chroma's of
+// k/2 x k/2 (level - 128, x (k/2)^2).
+void BoxRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+  const int k = job.box_k, kc = k / 2;
+  const std::int64_t n = job.box_w;
+  const std::uint8_t* rows[4];
+  const std::int64_t ly = job.luma_y->first[static_cast<std::size_t>(r)];
+  const std::int64_t lx = job.luma_x->first[0];
+  for (int t = 0; t < k; ++t)
+    rows[t] = job.y + (ly + t) * job.y_stride + lx;
+  BoxSums(rows, k, k, 1, 0, n, static_cast<float>(k * k * job.yuv->y_offset), s.luma.data());
+  const std::int64_t cy = job.chroma_y->first[static_cast<std::size_t>(r)];
+  const std::int64_t cx = job.chroma_x->first[0];
+  const auto cbias = static_cast<float>(kc * kc * 128);
+  if (job.interleaved_uv) {
+    const std::uint8_t* base = std::min(job.u, job.v);
+    for (int t = 0; t < kc; ++t)
+      rows[t] = base + (cy + t) * job.u_stride + 2 * cx;
+    const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
+    BoxSums(rows, kc, kc, 2, u, n, cbias, s.cu.data());
+    BoxSums(rows, kc, kc, 2, 1 - u, n, cbias, s.cv.data());
+  } else {
+    for (int t = 0; t < kc; ++t)
+      rows[t] = job.u + (cy + t) * job.u_stride + cx;
+    BoxSums(rows, kc, kc, 1, 0, n, cbias, s.cu.data());
+    for (int t = 0; t < kc; ++t)
+      rows[t] = job.v + (cy + t) * job.v_stride + cx;
+    BoxSums(rows, kc, kc, 1, 0, n, cbias, s.cv.data());
+  }
+  s.luma_taps.n = s.u_taps.n = s.v_taps.n = 1;
+  s.luma_taps.row[0] = s.luma.data();
+  s.luma_taps.w[0] = job.yuv->fy / static_cast<float>(k * k);
+  s.u_taps.row[0] = s.cu.data();
+  s.v_taps.row[0] = s.cv.data();
+  s.u_taps.w[0] = s.v_taps.w[0] = 1.f / static_cast<float>(kc * kc);
+}
+
+#endif  // NEAT_KERNELS_INTERNAL_PREPROCESS_BOX_INL_H_
