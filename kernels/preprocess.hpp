@@ -23,7 +23,7 @@
 //
 // Every interpolation runs a SIMD engine written once with Highway and
 // dispatched at run time (preprocess_simd_target() says which instruction
-// set); at 1080p -> 640x640 it is about 2.3x the fastest OpenCV or libyuv
+// set); at 1080p -> 640x640 it is 2.1-2.3x the fastest OpenCV or libyuv
 // recipe on one thread (docs/benchmarks.md has every detector input). No
 // allocation once warm.
 //
