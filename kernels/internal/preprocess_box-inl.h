@@ -20,17 +20,23 @@
 // and the final pass takes one row per plane. This is the work libyuv's
 // 2x and 4x box rows do, without a pass of their own.
 
-#if HWY_TARGET == HWY_SCALAR
-// One lane: the same sums, one output at a time.
-HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step, int channel,
-                        std::int64_t count, float bias, float* out) {
-  for (std::int64_t o = 0; o < count; ++o) {
+// Outputs [o, count) one at a time: the scalar target's, and the vector
+// targets' last outputs.
+HWY_INLINE void BoxSumsFrom(std::int64_t o, const std::uint8_t* const* rows, int n, int k, int step,
+                            int channel, std::int64_t count, float bias, float* out) {
+  for (; o < count; ++o) {
     std::uint32_t acc = 0;
     for (int t = 0; t < n; ++t)
       for (int i = 0; i < k; ++i)
         acc += rows[t][(o * k + i) * step + channel];
     out[o] = static_cast<float>(acc) - bias;
   }
+}
+
+#if HWY_TARGET == HWY_SCALAR
+HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step, int channel,
+                        std::int64_t count, float bias, float* out) {
+  BoxSumsFrom(0, rows, n, k, step, channel, count, bias, out);
 }
 #else
 using DBox32 = hn::ScalableTag<std::uint32_t>;
@@ -107,13 +113,7 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
                       vbias, out + o);
     }
   }
-  for (; o < count; ++o) {  // the last outputs, one at a time
-    std::uint32_t acc = 0;
-    for (int t = 0; t < n; ++t)
-      for (int i = 0; i < k; ++i)
-        acc += rows[t][(o * k + i) * step + channel];
-    out[o] = static_cast<float>(acc) - bias;
-  }
+  BoxSumsFrom(o, rows, n, k, step, channel, count, bias, out);
 }
 #endif
 
