@@ -332,17 +332,42 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
   }
 }
 
+// Fills `count` samples from `at` of every output plane with its pad value.
+// A large output (job.stream) is written with streaming stores from its
+// first vector-aligned sample on, as the pixels are: a letterbox's bars are
+// up to half of it, and plain stores would read every line first.
+template <typename T>
+HWY_INLINE void FillRun(const PreprocessJob& job, T* p, std::int64_t count, T value) {
+  using DT = hn::ScalableTag<T>;
+  const DT dt;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(dt));
+  constexpr std::size_t kBytes = sizeof(T) * hn::MaxLanes(DT());
+  if (!job.stream || count < 2 * lanes || kBytes < 16) {
+    std::fill_n(p, count, value);
+    return;
+  }
+  const auto misaligned = reinterpret_cast<std::uintptr_t>(p) & (kBytes - 1);
+  const std::int64_t head =
+      misaligned == 0 ? 0 : static_cast<std::int64_t>((kBytes - misaligned) / sizeof(T));
+  std::fill_n(p, head, value);
+  const auto v = hn::Set(dt, value);
+  std::int64_t i = head;
+  for (; i + lanes <= count; i += lanes)
+    hn::Stream(v, dt, p + i);
+  std::fill_n(p + i, count - i, value);
+}
+
 void FillPad(const PreprocessJob& job, std::int64_t at, std::int64_t count) {
   if (count <= 0) return;
   for (int c = 0; c < 3; ++c) {
     if (job.out_dtype == DType::F32) {
-      std::fill_n(reinterpret_cast<float*>(job.planes[c]) + at, count, job.pad[c]);
+      FillRun(job, reinterpret_cast<float*>(job.planes[c]) + at, count, job.pad[c]);
       continue;
     }
     // The pad value in the 16-bit dtype, converted by the same store as pixels.
     HWY_ALIGN std::uint16_t one[hn::MaxLanes(D16())];
     StoreOut(job, hn::Set(DF(), job.pad[c]), reinterpret_cast<std::byte*>(one), 0, 1);
-    std::fill_n(reinterpret_cast<std::uint16_t*>(job.planes[c]) + at, count, one[0]);
+    FillRun(job, reinterpret_cast<std::uint16_t*>(job.planes[c]) + at, count, one[0]);
   }
 }
 

@@ -259,6 +259,32 @@ TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
   }
 }
 
+// Outputs larger than the L2 cache are stored with streaming stores, the
+// letterbox bars too: bars of every alignment (odd widths and heights put
+// the bars' first samples anywhere in a vector), in every dtype.
+TEST(PreprocessAccuracy, LargeLetterboxesStreamTheirBarsInEveryDtype) {
+  const NeatTensor wide = frame_of(PixelFormat::NV12, 1280, 720, 21);
+  const NeatTensor tall = frame_of(PixelFormat::I420, 480, 1000, 22);
+  for (const NeatTensor* frame : {&wide, &tall}) {
+    for (std::int64_t side : {1021, 1280}) {
+      for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+          PreprocessParams p = imagenet(side, side + 3);
+          p.resize_mode = ResizeMode::Letterbox;
+          p.out_dtype = dt;
+          p.interpolation = m;
+          auto ours = preprocess(*frame, p);
+          ASSERT_TRUE(ours.ok()) << ours.error().message();
+          const double max = dt == DType::F32 ? 0.02 : dt == DType::F16 ? 0.1 : 0.8;
+          const Errors e = level_errors(*ours, reference(*frame, p), p);
+          EXPECT_LE(e.max, max) << frame->to_string() << " -> " << side << " " << to_string(dt);
+          EXPECT_LE(e.mean, dt == DType::F32 ? 0.002 : 0.25);
+        }
+      }
+    }
+  }
+}
+
 // Degenerate and extreme geometries: one-pixel frames and outputs, area
 // downscales with thousands of taps per output (chunked vertical taps),
 // extreme aspect ratios, letterboxed to one row; large ratios and enlarging.
