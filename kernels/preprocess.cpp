@@ -538,6 +538,9 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
       a.weight[static_cast<std::size_t>(t * a.stride + o)] = static_cast<float>(w[t]);
   }
   a.taps = used;
+  a.picks = used == 1;
+  for (std::int64_t o = 0; a.picks && o < count; ++o)
+    a.picks = a.weight[static_cast<std::size_t>(o)] == 1.f;
   a.weight.resize(static_cast<std::size_t>(a.stride * used));  // tap-major: drop unused taps
   for (std::int64_t o = 1; o < count; ++o) {
     bool same = a.first[static_cast<std::size_t>(o)] == a.first[static_cast<std::size_t>(o - 1)];

@@ -44,6 +44,10 @@ struct ResampleAxis {
   /// Per output: the same taps and weights as the output before (a resampled
   /// row may be reused).
   std::vector<std::uint8_t> same_as_previous;
+  /// Every output takes one stored sample with weight 1 (nearest; bilinear at
+  /// an odd integer ratio, whose outputs fall on samples): the horizontal
+  /// pass picks bytes, with no multiply.
+  bool picks = false;
   /// The most source samples a block of 4, 8 or 16 consecutive outputs
   /// (starting at a multiple of the block) reads, taps included: the window
   /// a vector of outputs can take its samples from with lane permutes.

@@ -411,6 +411,14 @@ TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
   EXPECT_EQ(a.group_out, 2);
   EXPECT_NEAR(a.lane_weight[0][0], 2.0 / 3, 1e-6);
   EXPECT_NEAR(a.lane_weight[1][2], 2.0 / 3, 1e-6);
+  // Bilinear at an odd ratio puts every output on a sample: picks, no weights.
+  EXPECT_TRUE(pattern(640, 1920, 0, Sampling::Bilinear).picks);
+  EXPECT_TRUE(pattern(640, 1920, 1, Sampling::Bilinear).picks);
+  EXPECT_TRUE(pattern(128, 640, 0, Sampling::Bilinear).picks);  // 5x
+  EXPECT_TRUE(pattern(608, 1920, 0, Sampling::Nearest).picks);
+  EXPECT_FALSE(pattern(640, 1280, 0, Sampling::Bilinear).picks);  // 2x: two samples
+  EXPECT_FALSE(pattern(608, 1920, 0, Sampling::Bilinear).picks);
+  EXPECT_FALSE(pattern(640, 1920, 0, Sampling::Area).picks);
   EXPECT_EQ(pattern(608, 1920, 0, Sampling::Bilinear).group_out, 0);  // no pattern: gathers
   EXPECT_EQ(pattern(300, 1001, 0, Sampling::Area).group_out, 0);
   a = pattern(640, 1080, 0, Sampling::Area);  // every weight of an output sums to 1

@@ -76,6 +76,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // exact 4x box, interleaved chroma swapped, tails
     {PixelFormat::YV12, 1302, 722, 651, 361, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // exact 2x box, planar chroma swapped, tails
+    {PixelFormat::I420, 1923, 1083, 641, 641, Interpolation::Bilinear, ResizeMode::Letterbox,
+     DType::F32},  // bilinear 3x on both axes: picks (one tap of weight 1), tails
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
