@@ -161,10 +161,11 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.luma_y = ly.get(box.height, s.height, 0, m);
   j.chroma_x = cx.get(box.width, s.width, 1, m, s.interleaved_uv ? 2 : 1);
   j.chroma_y = cy.get(box.height, s.height, 1, m);
-  // An exact 2x or 4x box on both axes, with 4:2:0 chroma under it: the
-  // exact-box path, no tables.
-  if ((lx.box == 2 || lx.box == 4) && ly.box == lx.box && cx.box == lx.box / 2 &&
-      cy.box == lx.box / 2) {
+  // An exact 2x, 4x, 6x or 12x box on both axes, with 4:2:0 chroma under
+  // it: the exact-box path, no tables.
+  const int box_k = lx.box;
+  if ((box_k == 2 || box_k == 4 || box_k == 6 || box_k == 12) && ly.box == box_k &&
+      cx.box == box_k / 2 && cy.box == box_k / 2) {
     j.box_k = lx.box;
   }
   if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)

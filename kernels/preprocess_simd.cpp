@@ -382,6 +382,9 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   for (auto* v : {&s.luma, &s.cu, &s.cv})
     grow(*v, job.luma_x->stride);
   s.chroma_row = -1;
+  if (job.box_k > 4 && s.sums.size() < static_cast<std::size_t>(job.luma_x->source + 64)) {
+    s.sums.assign(static_cast<std::size_t>(job.luma_x->source + 64), 0);  // rows summed first
+  }
   const bool blocks = UseBlocks(job);
   if (blocks) {
     s.luma_rows.reset(job.luma_y->taps + 1, job.luma_x->stride);

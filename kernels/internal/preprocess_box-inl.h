@@ -12,7 +12,7 @@
 
 // ---- the exact-box path -----------------------------------------------------
 // When every output pixel is the plain mean of a k x k block of luma samples
-// (k = 2 or 4: area at an exact 2x or 4x, and bilinear at an exact 2x, which
+// (k = 2, 4, 6 or 12: area at an exact ratio, and bilinear at 2x, which
 // weighs the two samples around each output equally) and of the k/2 x k/2
 // chroma samples under it, the taps need no tables: each output row sums
 // its k source rows and k samples per output with integer adds (bytes as
@@ -117,20 +117,92 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
 }
 #endif
 
-// The rows output row r of the box takes: luma's mean of k x k samples,
-// offset folded ((level - y_offset) x k^2, weighed ys / k^2), chroma's of
-// k/2 x k/2 (level - 128, x (k/2)^2).
-void BoxRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
-  const int k = job.box_k, kc = k / 2;
-  const std::int64_t n = job.box_w;
+// ---- 6x and 12x: rows summed first --------------------------------------------
+// Larger boxes sum their k rows into a row of 16-bit sums first (SumRows,
+// each source row read front to back), then sum each output's k sums. A
+// box of k samples `step` apart is g = k * step sums; for g = 3, 6 or 12 the
+// sums are loaded as elements of g / 3 sums (16, 32 or 64 bits) three ways
+// interleaved (LoadInterleaved3), added lane by lane, and the parts of an
+// element added or picked (its channel). Each part stays below 2^16 (at most
+// 12 x 12 x 255), so adding whole 32- and 64-bit elements never carries
+// from one part into the next.
+
+// out[o] = the sum of sums[(o * k + i) * step + channel], i < k, minus bias;
+// outputs [o, count).
+HWY_INLINE void BoxSums16From(std::int64_t o, const std::uint16_t* sums, int k, int step,
+                              int channel, std::int64_t count, float bias, float* out) {
+  for (; o < count; ++o) {
+    std::uint32_t acc = 0;
+    for (int i = 0; i < k; ++i)
+      acc += sums[(o * k + i) * step + channel];
+    out[o] = static_cast<float>(acc) - bias;
+  }
+}
+
+#if HWY_TARGET == HWY_SCALAR
+HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channel,
+                          std::int64_t count, float bias, float* out) {
+  BoxSums16From(0, sums, k, step, channel, count, bias, out);
+}
+#else
+// The three ways of 3 x Lanes(d) elements at p, added.
+template <class D>
+HWY_INLINE hn::Vec<D> Sum3(D d, const std::uint16_t* p) {
+  using T = hn::TFromD<D>;
+  hn::Vec<D> a, b, c;
+  hn::LoadInterleaved3(d, reinterpret_cast<const T*>(p), a, b, c);
+  return hn::Add(hn::Add(a, b), c);
+}
+
+HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channel,
+                          std::int64_t count, float bias, float* out) {
+  const DBox32 d32;
+  const DBox16 d16;
+  const hn::Repartition<std::uint64_t, DBox32> d64;
+  const VF vbias = hn::Set(DF(), bias);
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
+  const auto low16 = hn::Set(d32, 0xFFFFu);
+  const int g = k * step;
+  std::int64_t o = 0;
+  if (g == 3) {  // one sum per element: a plane of its own, 3 samples
+    for (; o + 2 * lanes <= count; o += 2 * lanes)
+      StoreU16AsFloat(Sum3(d16, sums + 3 * o), vbias, out + o);
+  } else if (g == 6) {  // two per element: 6 samples, or 3 UV pairs
+    for (; o + lanes <= count; o += lanes) {
+      const auto v = Sum3(d32, sums + 6 * o);
+      const auto r = step == 1 ? hn::Add(hn::And(v, low16), hn::ShiftRight<16>(v))
+                     : channel ? hn::ShiftRight<16>(v)
+                               : hn::And(v, low16);
+      StoreU32AsFloat(r, vbias, out + o);
+    }
+  } else if (g == 12) {  // four per element: 12 samples, or 6 UV pairs; two vectors per store
+    auto part = [&](const std::uint16_t* p) {
+      auto v = Sum3(d64, p);
+      v = hn::Add(v, hn::ShiftRight<32>(v));  // parts 0 + 2 and 1 + 3
+      const auto w = hn::BitCast(d32, v);     // the even 32-bit lanes hold them
+      return step == 1 ? hn::Add(hn::And(w, low16), hn::And(hn::ShiftRight<16>(w), low16))
+             : channel ? hn::And(hn::ShiftRight<16>(w), low16)
+                       : hn::And(w, low16);
+    };
+    for (; o + lanes <= count; o += lanes) {
+      const auto lo = part(sums + 12 * o), hi = part(sums + 12 * o + 6 * lanes);
+      StoreU32AsFloat(hn::ConcatEven(d32, hi, lo), vbias, out + o);
+    }
+  }
+  BoxSums16From(o, sums, k, step, channel, count, bias, out);
+}
+#endif
+
+// Luma's sums of k x k samples from (lx, ly) into s.luma, chroma's of
+// kc x kc from (cx, cy) into s.cu and s.cv, offsets taken off (k^2 y_offset,
+// kc^2 128); n outputs.
+void BoxSumsDirect(const PreprocessJob& job, Scratch& s, int k, std::int64_t n, std::int64_t lx,
+                   std::int64_t ly, std::int64_t cx, std::int64_t cy) {
+  const int kc = k / 2;
   const std::uint8_t* rows[4];
-  const std::int64_t ly = job.luma_y->first[static_cast<std::size_t>(r)];
-  const std::int64_t lx = job.luma_x->first[0];
   for (int t = 0; t < k; ++t)
     rows[t] = job.y + (ly + t) * job.y_stride + lx;
   BoxSums(rows, k, k, 1, 0, n, static_cast<float>(k * k * job.yuv->y_offset), s.luma.data());
-  const std::int64_t cy = job.chroma_y->first[static_cast<std::size_t>(r)];
-  const std::int64_t cx = job.chroma_x->first[0];
   const auto cbias = static_cast<float>(kc * kc * 128);
   if (job.interleaved_uv) {
     const std::uint8_t* base = std::min(job.u, job.v);
@@ -146,6 +218,47 @@ void BoxRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
     for (int t = 0; t < kc; ++t)
       rows[t] = job.v + (cy + t) * job.v_stride + cx;
     BoxSums(rows, kc, kc, 1, 0, n, cbias, s.cv.data());
+  }
+}
+
+// The same for 6 and 12, rows summed first.
+void BoxSumsSummed(const PreprocessJob& job, Scratch& s, int k, std::int64_t n, std::int64_t lx,
+                   std::int64_t ly, std::int64_t cx, std::int64_t cy) {
+  const int kc = k / 2;
+  std::int64_t src[12];
+  for (int t = 0; t < k; ++t)
+    src[t] = ly + t;
+  SumRows(job.y + lx, job.y_stride, src, k, k * n, s.sums.data());
+  BoxSums16(s.sums.data(), k, 1, 0, n, static_cast<float>(k * k * job.yuv->y_offset),
+            s.luma.data());
+  const auto cbias = static_cast<float>(kc * kc * 128);
+  for (int t = 0; t < kc; ++t)
+    src[t] = cy + t;
+  if (job.interleaved_uv) {
+    SumRows(std::min(job.u, job.v) + 2 * cx, job.u_stride, src, kc, 2 * kc * n, s.sums.data());
+    const int u = job.u < job.v ? 0 : 1;
+    BoxSums16(s.sums.data(), kc, 2, u, n, cbias, s.cu.data());
+    BoxSums16(s.sums.data(), kc, 2, 1 - u, n, cbias, s.cv.data());
+  } else {
+    SumRows(job.u + cx, job.u_stride, src, kc, kc * n, s.sums.data());
+    BoxSums16(s.sums.data(), kc, 1, 0, n, cbias, s.cu.data());
+    SumRows(job.v + cx, job.v_stride, src, kc, kc * n, s.sums.data());
+    BoxSums16(s.sums.data(), kc, 1, 0, n, cbias, s.cv.data());
+  }
+}
+
+// The rows output row r of the box takes: luma's sums of k x k samples,
+// offset folded ((level - y_offset) x k^2, weighed ys / k^2), chroma's of
+// kc x kc (level - 128, x kc^2).
+void BoxRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
+  const int k = job.box_k, kc = k / 2;
+  const auto u = static_cast<std::size_t>(r);
+  const std::int64_t lx = job.luma_x->first[0], ly = job.luma_y->first[u];
+  const std::int64_t cx = job.chroma_x->first[0], cy = job.chroma_y->first[u];
+  if (k > 4) {
+    BoxSumsSummed(job, s, k, job.box_w, lx, ly, cx, cy);
+  } else {
+    BoxSumsDirect(job, s, k, job.box_w, lx, ly, cx, cy);
   }
   s.luma_taps.n = s.u_taps.n = s.v_taps.n = 1;
   s.luma_taps.row[0] = s.luma.data();

@@ -110,7 +110,7 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// interleaved, 2 when planar); nullptr when not used.
   const ResampleAxis* luma_sum_x = nullptr;
   const ResampleAxis* chroma_sum_x = nullptr;
-  /// 2 or 4 when every output is the plain mean of a box_k x box_k block of
+  /// 2, 4, 6 or 12 when every output is the plain mean of a box_k x box_k block of
   /// luma and of the box_k/2 x box_k/2 chroma under it (the exact-box path);
   /// 0 otherwise.
   int box_k = 0;

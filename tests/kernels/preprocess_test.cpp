@@ -328,9 +328,9 @@ TEST(PreprocessAccuracy, ExtremeGeometriesMatchTheReference) {
   }
 }
 
-// An exact 2x or 4x box (area at 2x or 4x, bilinear at 2x) takes the
-// exact-box path: integer sums, no tables. Every 4:2:0 layout, tails of
-// every length, letterboxed and stretched, against the exact reference.
+// An exact 2x, 4x, 6x or 12x box (area, and bilinear at 2x) takes the
+// exact-box path: integer sums, no tables (6x and 12x: rows summed first). Every 4:2:0 layout,
+// tails of every length, letterboxed and stretched, against the exact reference.
 TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
   struct Box {
     std::int64_t sw, sh, ow, oh;
@@ -344,6 +344,10 @@ TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
       {1304, 724, 326, 181, Interpolation::Area, ResizeMode::Stretch},        // 4x, tails
       {1302, 722, 651, 361, Interpolation::Bilinear, ResizeMode::Stretch},    // 2x, tails
       {8, 8, 2, 2, Interpolation::Area, ResizeMode::Stretch},                 // 4x, tails only
+      {1920, 1080, 320, 320, Interpolation::Area, ResizeMode::Letterbox},     // 6x
+      {342, 186, 57, 31, Interpolation::Area, ResizeMode::Stretch},           // 6x, tails
+      {636, 348, 53, 29, Interpolation::Area, ResizeMode::Stretch},           // 12x, tails
+      {1536, 864, 128, 128, Interpolation::Area, ResizeMode::Letterbox},      // 12x
   };
   for (const Box& b : boxes) {
     for (PixelFormat f :

@@ -78,6 +78,12 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // exact 2x box, planar chroma swapped, tails
     {PixelFormat::I420, 1923, 1083, 641, 641, Interpolation::Bilinear, ResizeMode::Letterbox,
      DType::F32},  // bilinear 3x on both axes: picks (one tap of weight 1), tails
+    {PixelFormat::NV21, 342, 186, 57, 31, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // exact 6x box: rows summed first, UV pairs in threes, tails
+    {PixelFormat::I420, 636, 348, 53, 29, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // exact 12x box: 64-bit elements, planar chroma in sixes, tails
+    {PixelFormat::NV12, 636, 348, 53, 29, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // exact 12x box, UV pairs in sixes
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
