@@ -162,11 +162,15 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.chroma_x = cx.get(box.width, s.width, 1, m, s.interleaved_uv ? 2 : 1);
   j.chroma_y = cy.get(box.height, s.height, 1, m);
   // An exact 2x, 4x, 6x or 12x box on both axes, with 4:2:0 chroma under
-  // it: the exact-box path, no tables.
+  // it: the exact-box path, no tables. An exact 3x box takes it for luma;
+  // its chroma (1.5x) keeps its tables.
   const int box_k = lx.box;
   if ((box_k == 2 || box_k == 4 || box_k == 6 || box_k == 12) && ly.box == box_k &&
       cx.box == box_k / 2 && cy.box == box_k / 2) {
-    j.box_k = lx.box;
+    j.box_k = box_k;
+    j.box_chroma = true;
+  } else if (box_k == 3 && ly.box == 3) {
+    j.box_k = 3;
   }
   if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)
     if (j.luma_y->taps >= 4) j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);

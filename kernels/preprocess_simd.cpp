@@ -382,7 +382,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   for (auto* v : {&s.luma, &s.cu, &s.cv})
     grow(*v, job.luma_x->stride);
   s.chroma_row = -1;
-  if (job.box_k > 4 && s.sums.size() < static_cast<std::size_t>(job.luma_x->source + 64)) {
+  if (job.box_k > 2 && s.sums.size() < static_cast<std::size_t>(job.luma_x->source + 64)) {
     s.sums.assign(static_cast<std::size_t>(job.luma_x->source + 64), 0);  // rows summed first
   }
   const bool blocks = UseBlocks(job);
@@ -421,9 +421,14 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     const std::int64_t r = out_r - job.box_y;
     const bool same_chroma = s.chroma_row == r - 1 && reuse[r];
     if (same_chroma) s.chroma_row = r;  // the same chroma rows and weights as the row before
-    if (job.box_k != 0) {
+    if (job.box_k != 0 && (job.box_chroma || blocks)) {
       BoxRow(job, s, r);
-      FinishRowS<1, 1, Conv::Folded>(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
+      if (job.box_chroma) {
+        FinishRowS<1, 1, Conv::Folded>(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
+        continue;
+      }
+      if (!same_chroma) ChromaRowBlocks(job, s, r, unit);  // 3x: chroma's 1.5x by its tables
+      FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
       continue;
     }
     if (blocks) {

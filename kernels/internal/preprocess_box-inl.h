@@ -221,7 +221,8 @@ void BoxSumsDirect(const PreprocessJob& job, Scratch& s, int k, std::int64_t n, 
   }
 }
 
-// The same for 6 and 12, rows summed first.
+// The same for 3 (luma only: its chroma, 1.5x, takes the blocks path), 6
+// and 12, rows summed first.
 void BoxSumsSummed(const PreprocessJob& job, Scratch& s, int k, std::int64_t n, std::int64_t lx,
                    std::int64_t ly, std::int64_t cx, std::int64_t cy) {
   const int kc = k / 2;
@@ -231,6 +232,7 @@ void BoxSumsSummed(const PreprocessJob& job, Scratch& s, int k, std::int64_t n, 
   SumRows(job.y + lx, job.y_stride, src, k, k * n, s.sums.data());
   BoxSums16(s.sums.data(), k, 1, 0, n, static_cast<float>(k * k * job.yuv->y_offset),
             s.luma.data());
+  if (!job.box_chroma) return;
   const auto cbias = static_cast<float>(kc * kc * 128);
   for (int t = 0; t < kc; ++t)
     src[t] = cy + t;
@@ -249,20 +251,22 @@ void BoxSumsSummed(const PreprocessJob& job, Scratch& s, int k, std::int64_t n, 
 
 // The rows output row r of the box takes: luma's sums of k x k samples,
 // offset folded ((level - y_offset) x k^2, weighed ys / k^2), chroma's of
-// kc x kc (level - 128, x kc^2).
+// kc x kc (level - 128, x kc^2) when job.box_chroma.
 void BoxRow(const PreprocessJob& job, Scratch& s, std::int64_t r) {
   const int k = job.box_k, kc = k / 2;
   const auto u = static_cast<std::size_t>(r);
   const std::int64_t lx = job.luma_x->first[0], ly = job.luma_y->first[u];
   const std::int64_t cx = job.chroma_x->first[0], cy = job.chroma_y->first[u];
-  if (k > 4) {
-    BoxSumsSummed(job, s, k, job.box_w, lx, ly, cx, cy);
-  } else {
+  if (k == 2 || k == 4) {
     BoxSumsDirect(job, s, k, job.box_w, lx, ly, cx, cy);
+  } else {
+    BoxSumsSummed(job, s, k, job.box_w, lx, ly, cx, cy);
   }
-  s.luma_taps.n = s.u_taps.n = s.v_taps.n = 1;
+  s.luma_taps.n = 1;
   s.luma_taps.row[0] = s.luma.data();
   s.luma_taps.w[0] = job.yuv->fy / static_cast<float>(k * k);
+  if (!job.box_chroma) return;
+  s.u_taps.n = s.v_taps.n = 1;
   s.u_taps.row[0] = s.cu.data();
   s.v_taps.row[0] = s.cv.data();
   s.u_taps.w[0] = s.v_taps.w[0] = 1.f / static_cast<float>(kc * kc);

@@ -110,10 +110,13 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// interleaved, 2 when planar); nullptr when not used.
   const ResampleAxis* luma_sum_x = nullptr;
   const ResampleAxis* chroma_sum_x = nullptr;
-  /// 2, 4, 6 or 12 when every output is the plain mean of a box_k x box_k block of
+  /// 2, 3, 4, 6 or 12 when every output is the plain mean of a box_k x box_k block of
   /// luma and of the box_k/2 x box_k/2 chroma under it (the exact-box path);
   /// 0 otherwise.
   int box_k = 0;
+  /// The chroma under the box is a box too (box_k even): box_k 3 leaves it
+  /// (a 1.5x area) to the blocks path.
+  bool box_chroma = false;
   // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
   std::int64_t out_w = 0, out_h = 0;
   std::int64_t box_x = 0, box_y = 0, box_w = 0, box_h = 0;

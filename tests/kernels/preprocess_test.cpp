@@ -328,8 +328,9 @@ TEST(PreprocessAccuracy, ExtremeGeometriesMatchTheReference) {
   }
 }
 
-// An exact 2x, 4x, 6x or 12x box (area, and bilinear at 2x) takes the
-// exact-box path: integer sums, no tables (6x and 12x: rows summed first). Every 4:2:0 layout,
+// An exact 2x, 3x, 4x, 6x or 12x box (area, and bilinear at 2x) takes the
+// exact-box path: integer sums, no tables (3x, 6x and 12x: rows summed
+// first; 3x's chroma, a 1.5x area, through its tables). Every 4:2:0 layout,
 // tails of every length, letterboxed and stretched, against the exact reference.
 TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
   struct Box {
@@ -348,6 +349,8 @@ TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
       {342, 186, 57, 31, Interpolation::Area, ResizeMode::Stretch},           // 6x, tails
       {636, 348, 53, 29, Interpolation::Area, ResizeMode::Stretch},           // 12x, tails
       {1536, 864, 128, 128, Interpolation::Area, ResizeMode::Letterbox},      // 12x
+      {1920, 1080, 640, 640, Interpolation::Area, ResizeMode::Letterbox},     // 3x, chroma 1.5x
+      {171, 93, 57, 31, Interpolation::Area, ResizeMode::Stretch},            // 3x, tails
   };
   for (const Box& b : boxes) {
     for (PixelFormat f :

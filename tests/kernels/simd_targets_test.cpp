@@ -84,6 +84,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // exact 12x box: 64-bit elements, planar chroma in sixes, tails
     {PixelFormat::NV12, 636, 348, 53, 29, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // exact 12x box, UV pairs in sixes
+    {PixelFormat::YV12, 963, 543, 321, 181, Interpolation::Area, ResizeMode::Stretch,
+     DType::F16},  // exact 3x box for luma, chroma 1.5x by its tables, tails
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
