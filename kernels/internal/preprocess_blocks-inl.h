@@ -147,6 +147,64 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
       StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), raw, out[c] + 16 * v);
   }
 }
+
+// Rows of 16-bit sums (area's rows of full weight, summed: at most 64 x 255,
+// below 2^15) straight as 16-bit samples: each vector of 16 outputs permutes
+// its sums out of the same 128-byte windows as 16-bit lanes (vpermt2w) and
+// weighs them in one multiply-add per tap pair, where the byte tables would
+// take the low and the high bytes as two channels. The word indices are the
+// byte tables' (the low byte's channel, `channel`) halved.
+template <int C>
+void HorizontalPermutesWords(const ResampleAxis& ax, const std::uint8_t* row,
+                             const int (&channel)[C], float* const (&out)[C],
+                             const std::int32_t (&offset)[C]) {
+  const DF df;
+  const DI di;
+  const DW dw;
+  const std::int64_t vectors = ax.stride / 16;
+  const int windows = ax.windows;
+  __mmask32 part[4];
+  for (int w = 0; w < windows; ++w) {
+    const int bits = 32 / windows;
+    part[w] = static_cast<__mmask32>(bits == 32 ? ~0u : ((1u << bits) - 1) << (bits * w));
+  }
+  const __m512i low_byte = _mm512_set1_epi16(0x00FF);
+  for (std::int64_t v = 0; v * 16 < ax.count; ++v) {
+    __m512i lo[4], hi[4];
+    for (int w = 0; w < windows; ++w) {
+      const std::uint8_t* p = row + ax.window_base[static_cast<std::size_t>(4 * v + w)];
+      lo[w] = _mm512_loadu_si512(p);
+      hi[w] = _mm512_loadu_si512(p + 64);
+    }
+    hn::Vec<DI> acc0[C], acc1[C];
+    for (int c = 0; c < C; ++c) {
+      acc0[c] = hn::Set(di, offset[c]);
+      acc1[c] = hn::Zero(di);
+    }
+    for (int p = 0; p < ax.passes; ++p) {
+      const auto w8 = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
+      for (int c = 0; c < C; ++c) {
+        const __m512i bytes =
+            _mm512_loadu_si512(ax.permute[channel[c]].data() + (p * vectors + v) * 64);
+        const __m512i idx = _mm512_srli_epi16(_mm512_and_si512(bytes, low_byte), 1);
+        __m512i pairs = _mm512_maskz_permutex2var_epi16(part[0], lo[0], idx, hi[0]);
+        for (int w = 1; w < windows; ++w) {
+          pairs =
+              _mm512_or_si512(pairs, _mm512_maskz_permutex2var_epi16(part[w], lo[w], idx, hi[w]));
+        }
+        acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w8, acc0[c], acc1[c]);
+      }
+    }
+    for (int c = 0; c < C; ++c)
+      StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), false, out[c] + 16 * v);
+  }
+}
+
+// Whether a row of sums takes HorizontalPermutesWords (where HorizontalBlocks
+// would take the byte permutes).
+bool SumsAsWords(const ResampleAxis& sx) {
+  return sx.windows > 0 && (!sx.blocks || sx.gather);
+}
 #endif  // HWY_TARGET == HWY_AVX3_DL
 
 // Outputs [0, ax.count) of one row (padded to whole vectors) for C channels
@@ -233,6 +291,15 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   }
 }
 #endif  // HWY_TARGET == HWY_SCALAR
+
+#if HWY_TARGET != HWY_AVX3_DL  // the word permutes need VBMI's targets
+template <int C>
+void HorizontalPermutesWords(const ResampleAxis&, const std::uint8_t*, const int (&)[C],
+                             float* const (&)[C], const std::int32_t (&)[C]) {}
+bool SumsAsWords(const ResampleAxis&) {
+  return false;
+}
+#endif
 
 // Content row r of a plane from the cached rows its vertical taps read
 // (fill(src, row) resamples source row src into a slot): the rows and their
@@ -343,8 +410,14 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
       SumRows(job.y, job.y_stride, rows, n, ax.source, s.sums.data());
       float* low = s.luma_sums.data();
       float* high = low + sx.stride;
-      HorizontalBlocks<2>(sx, reinterpret_cast<const std::uint8_t*>(s.sums.data()), {0, 1},
-                          {low, high}, {n * offset, 0}, false);
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(s.sums.data());
+      if (SumsAsWords(sx)) {  // one row of whole sums
+        HorizontalPermutesWords<1>(sx, bytes, {0}, {low}, {n * offset});
+        taps.row[taps.n] = low;
+        taps.w[taps.n++] = weight;
+        return;
+      }
+      HorizontalBlocks<2>(sx, bytes, {0, 1}, {low, high}, {n * offset, 0}, false);
       AddSums(taps, low, high, weight);
     };
     if (SumsRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill, sum)) return;
@@ -373,6 +446,22 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
     float* low = s.chroma_sums.data();
     float* high = low + 2 * width;
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(s.sums.data());
+    if (SumsAsWords(sx)) {  // one row of whole sums: U, then V
+      if (job.interleaved_uv) {
+        SumRows(std::min(job.u, job.v), job.u_stride, rows, n, 2 * ax.source, s.sums.data());
+        const int uc = 2 * u, vc = 2 - 2 * u;
+        HorizontalPermutesWords<2>(sx, bytes, {uc, vc}, {low, low + width},
+                                   {n * offset, n * offset});
+      } else {
+        SumRows(job.u, job.u_stride, rows, n, ax.source, s.sums.data());
+        HorizontalPermutesWords<1>(sx, bytes, {0}, {low}, {n * offset});
+        SumRows(job.v, job.v_stride, rows, n, ax.source, s.sums.data());
+        HorizontalPermutesWords<1>(sx, bytes, {0}, {low + width}, {n * offset});
+      }
+      taps.row[taps.n] = low;
+      taps.w[taps.n++] = weight;
+      return;
+    }
     if (job.interleaved_uv) {
       SumRows(std::min(job.u, job.v), job.u_stride, rows, n, 2 * ax.source, s.sums.data());
       const int uc = 2 * u, vc = 2 - 2 * u;  // each sample: U low, U high, V low, V high (NV12)

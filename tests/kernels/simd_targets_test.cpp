@@ -86,6 +86,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // exact 12x box, UV pairs in sixes
     {PixelFormat::YV12, 963, 543, 321, 181, Interpolation::Area, ResizeMode::Stretch,
      DType::F16},  // exact 3x box for luma, chroma 1.5x by its tables, tails
+    {PixelFormat::NV12, 1923, 1081, 211, 117, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 9.1x area: rows of sums as 16-bit samples (VBMI), UV interleaved
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
