@@ -481,6 +481,19 @@ int main(int argc, char** argv) {
           nv12 ? neat::PixelFormat::NV12 : neat::PixelFormat::I420, source->width, source->height);
       for (const std::string& size : split_list(sizes)) {
         for (const std::string& mode : split_list(modes)) {
+          // The recipes' 4:2:0 steps (cvtColor, libyuv) need an even content size.
+          const int out = std::stoi(size);
+          const neat::LetterboxBox box =
+              mode == "letterbox" ? neat::letterbox_box(source->width, source->height, out, out)
+                                  : neat::LetterboxBox{out, out, 0, 0};
+          if (box.width % 2 != 0 || box.height % 2 != 0) {
+            std::fprintf(stderr,
+                         "%s %s into %d: the content is %lldx%lld; the recipes' 4:2:0 steps need "
+                         "an even width and height (pick another size)\n",
+                         source->name.c_str(), mode.c_str(), out, static_cast<long long>(box.width),
+                         static_cast<long long>(box.height));
+            return 2;
+          }
           for (const std::string& in : split_list(interps)) {
             const neat::Interpolation interp = in == "nearest" ? neat::Interpolation::Nearest
                                                : in == "area"  ? neat::Interpolation::Area

@@ -1,0 +1,71 @@
+// neat_preprocess_table's arguments: every list item is checked before the
+// first row is measured (a bad one exits 2 with what was wrong), and a row
+// prints every column, the bound's "reachable" among them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct ToolRun {
+  int status = -1;
+  std::string out;
+};
+
+ToolRun run(const std::string& args) {
+  const std::string cmd = std::string(NEAT_PREPROCESS_TABLE_PATH) + " " + args + " 2>&1";
+  ToolRun r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), buf.size(), p))
+    r.out += buf.data();
+  const int rc = ::pclose(p);
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return r;
+}
+
+TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
+  const struct {
+    const char* args;
+    const char* says;
+  } bad[] = {
+      {"--sizes 320,abc", "--sizes: 'abc' is not a whole number from 16 to 8192"},
+      {"--sizes 8", "--sizes: '8' is not a whole number from 16 to 8192"},
+      {"--threads 0", "--threads: '0' is not a whole number from 1 to 256"},
+      {"--modes square,diagonal", "--modes: unknown 'diagonal' (square, letterbox)"},
+      {"--interp cubic", "--interp: unknown 'cubic' (bilinear, area, nearest)"},
+      {"--sources 8k --sizes 16", "unknown source '8k' (720p, 1080p, 4k)"},
+      {"--formats p010 --sizes 16", "unknown format 'p010' (nv12, i420)"},
+      {"--seconds 0", "--seconds"},
+      {"--sources 720p --sizes 16 --modes letterbox",
+       "720p letterbox into 16: the content is 16x9; the recipes' 4:2:0 steps need an even"},
+  };
+  for (const auto& b : bad) {
+    const ToolRun r = run(b.args);
+    EXPECT_NE(r.status, 0) << b.args;
+    EXPECT_NE(r.out.find(b.says), std::string::npos) << b.args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("| 720p |"), std::string::npos) << b.args << ": measured a row";
+  }
+}
+
+TEST(PreprocessTable, ARowPrintsEveryColumn) {
+  const ToolRun r =
+      run("--sources 720p --formats i420 --sizes 32 --modes letterbox --interp area --threads 1 "
+          "--seconds 0.001");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("| reachable |"), std::string::npos) << r.out;
+  const auto at = r.out.find("| 720p | i420 | 32 | letterbox | area | 1 |");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string row = r.out.substr(at, r.out.find('\n', at) - at);
+  int bars = 0;
+  for (char c : row)
+    bars += c == '|';
+  EXPECT_EQ(bars, 14) << row;  // 13 columns
+  EXPECT_EQ(row.substr(row.size() - 5), "| 0 |") << "allocations per call once warm: " << row;
+}
+
+}  // namespace
