@@ -171,6 +171,13 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     j.box_chroma = true;
   } else if (box_k == 3 && ly.box == 3) {
     j.box_k = 3;
+  } else if (m == detail::Sampling::Area) {
+    // Only the horizontal axis an exact box (4K -> 320 square: 12 samples
+    // across, 6.75 rows down): rows summed across without tables.
+    auto fits = [](int g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12; };
+    if (box_k >= 2 && fits(box_k)) j.luma_x_box = box_k;
+    const int step = s.interleaved_uv ? 2 : 1;
+    if (cx.box >= 1 && box_k >= 2 && fits(cx.box * step)) j.chroma_x_box = cx.box;
   }
   if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)
     if (j.luma_y->taps >= 4) j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);

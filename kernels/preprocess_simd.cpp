@@ -103,8 +103,10 @@ inline void grow(std::vector<float>& v, std::int64_t n) {
   if (v.size() < want) v.assign(want, 0.f);  // zeros: lanes past the end stay finite
 }
 
-#include "kernels/internal/preprocess_blocks-inl.h"
+// In this order: the box path's row sums serve the blocks path.
 #include "kernels/internal/preprocess_box-inl.h"
+// The blocks path, then the vertical-first path.
+#include "kernels/internal/preprocess_blocks-inl.h"
 #include "kernels/internal/preprocess_general-inl.h"
 
 // ---- output -----------------------------------------------------------------
@@ -382,7 +384,8 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   for (auto* v : {&s.luma, &s.cu, &s.cv})
     grow(*v, job.luma_x->stride);
   s.chroma_row = -1;
-  if (job.box_k > 2 && s.sums.size() < static_cast<std::size_t>(job.luma_x->source + 64)) {
+  if ((job.box_k > 2 || job.luma_x_box != 0 || job.chroma_x_box != 0) &&
+      s.sums.size() < static_cast<std::size_t>(job.luma_x->source + 64)) {
     s.sums.assign(static_cast<std::size_t>(job.luma_x->source + 64), 0);  // rows summed first
   }
   const bool blocks = UseBlocks(job);

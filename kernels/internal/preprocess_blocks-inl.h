@@ -338,36 +338,6 @@ bool Usable(const ResampleAxis* ax) {
 #endif
 }
 
-// out[x] = the sum over i < n of row rows[i] of the plane at x, x < bytes.
-// Two rows at a time along the whole row, into `out` (in L1): each source
-// row is read front to back, as the hardware prefetchers follow best (the
-// rows all at once, a vector of each in turn, ran about 2x the time of
-// reading the frame once at 4K).
-void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows, int n,
-             std::int64_t bytes, std::uint16_t* out) {
-  const hn::ScalableTag<std::uint16_t> d16;
-  const hn::Rebind<std::uint8_t, decltype(d16)> d8;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d16));
-  const std::int64_t whole = bytes - bytes % lanes;
-  int i = 0;
-  for (; i < n; i += 2) {
-    const std::uint8_t* a = plane + rows[i] * stride;
-    const std::uint8_t* b = i + 1 < n ? plane + rows[i + 1] * stride : nullptr;
-    for (std::int64_t x = 0; x < whole; x += lanes) {
-      auto acc = hn::PromoteTo(d16, hn::LoadU(d8, a + x));
-      if (b != nullptr) acc = hn::Add(acc, hn::PromoteTo(d16, hn::LoadU(d8, b + x)));
-      if (i > 0) acc = hn::Add(acc, hn::LoadU(d16, out + x));
-      hn::StoreU(acc, d16, out + x);
-    }
-  }
-  for (std::int64_t x = whole; x < bytes; ++x) {
-    std::uint16_t acc = 0;
-    for (int r = 0; r < n; ++r)
-      acc = static_cast<std::uint16_t>(acc + plane[rows[r] * stride + x]);
-    out[x] = acc;
-  }
-}
-
 // As BlocksRow, with the rows of full weight summed first (sum(rows, n,
 // taps) resamples them and adds its rows to `taps`); false, doing nothing,
 // when fewer than three rows have the full weight.
@@ -401,6 +371,26 @@ void AddSums(RowTaps& taps, const float* low, const float* high, float weight) {
 void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.luma_x;
   const std::int32_t offset = job.nearest ? 0 : -job.yuv->y_offset * kOne;
+  if (const int k = job.luma_x_box; k != 0) {  // area, an exact box across: no tables
+    const std::int64_t x0 = ax.first[0];
+    auto fill = [&](std::int64_t src, float* h) {
+      XBoxRows<1>(job.y, job.y_stride, &src, 1, x0, k, 1, ax.count, {0}, {h}, job.yuv->y_offset,
+                  s.sums.data());
+    };
+    auto sum = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
+      float* row = s.luma_sums.data();
+      XBoxRows<1>(job.y, job.y_stride, rows, n, x0, k, 1, ax.count, {0}, {row}, job.yuv->y_offset,
+                  s.sums.data());
+      taps.row[taps.n] = row;
+      taps.w[taps.n++] = weight;
+    };
+    if (job.luma_sum_x != nullptr &&
+        SumsRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill, sum)) {
+      return;
+    }
+    BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
+    return;
+  }
   auto fill = [&](std::int64_t src, float* h) {
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
   };
@@ -425,7 +415,42 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
 }
 
+// Chroma rows of area whose horizontal axis is an exact box: U, then V.
+void ChromaRowXBox(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
+  const ResampleAxis& ax = *job.chroma_x;
+  const std::int64_t width = ax.stride, x0 = ax.first[0];
+  const int k = job.chroma_x_box;
+  const int u = job.u < job.v ? 0 : 1;
+  // n rows into U at out, V at out + width.
+  auto rows_into = [&](const std::int64_t* rows, int n, float* out) {
+    if (job.interleaved_uv) {
+      XBoxRows<2>(std::min(job.u, job.v), job.u_stride, rows, n, 2 * x0, k, 2, ax.count, {u, 1 - u},
+                  {out, out + width}, 128, s.sums.data());
+    } else {
+      XBoxRows<1>(job.u, job.u_stride, rows, n, x0, k, 1, ax.count, {0}, {out}, 128, s.sums.data());
+      XBoxRows<1>(job.v, job.v_stride, rows, n, x0, k, 1, ax.count, {0}, {out + width}, 128,
+                  s.sums.data());
+    }
+  };
+  auto fill = [&](std::int64_t src, float* h) { rows_into(&src, 1, h); };
+  auto sum = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
+    float* row = s.chroma_sums.data();
+    rows_into(rows, n, row);
+    taps.row[taps.n] = row;
+    taps.w[taps.n++] = weight;
+  };
+  if (!(job.chroma_sum_x != nullptr &&
+        SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum))) {
+    BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill);
+  }
+  s.v_taps = s.u_taps;  // V follows U in each slot
+  for (int t = 0; t < s.v_taps.n; ++t)
+    s.v_taps.row[t] += width;
+  s.chroma_row = r;
+}
+
 void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
+  if (job.chroma_x_box != 0) return ChromaRowXBox(job, s, r, scale);
   const ResampleAxis& ax = *job.chroma_x;
   const std::int64_t width = ax.stride;
   const std::int32_t offset = job.nearest ? 0 : -128 * kOne;

@@ -10,6 +10,38 @@
 #define NEAT_KERNELS_INTERNAL_PREPROCESS_BOX_INL_H_
 #endif
 
+// ---- rows of 16-bit sums (also the blocks path's area sums) -------------------
+
+// out[x] = the sum over i < n of row rows[i] of the plane at x, x < bytes.
+// Two rows at a time along the whole row, into `out` (in L1): each source
+// row is read front to back, as the hardware prefetchers follow best (the
+// rows all at once, a vector of each in turn, ran about 2x the time of
+// reading the frame once at 4K).
+void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows, int n,
+             std::int64_t bytes, std::uint16_t* out) {
+  const hn::ScalableTag<std::uint16_t> d16;
+  const hn::Rebind<std::uint8_t, decltype(d16)> d8;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+  const std::int64_t whole = bytes - bytes % lanes;
+  int i = 0;
+  for (; i < n; i += 2) {
+    const std::uint8_t* a = plane + rows[i] * stride;
+    const std::uint8_t* b = i + 1 < n ? plane + rows[i + 1] * stride : nullptr;
+    for (std::int64_t x = 0; x < whole; x += lanes) {
+      auto acc = hn::PromoteTo(d16, hn::LoadU(d8, a + x));
+      if (b != nullptr) acc = hn::Add(acc, hn::PromoteTo(d16, hn::LoadU(d8, b + x)));
+      if (i > 0) acc = hn::Add(acc, hn::LoadU(d16, out + x));
+      hn::StoreU(acc, d16, out + x);
+    }
+  }
+  for (std::int64_t x = whole; x < bytes; ++x) {
+    std::uint16_t acc = 0;
+    for (int r = 0; r < n; ++r)
+      acc = static_cast<std::uint16_t>(acc + plane[rows[r] * stride + x]);
+    out[x] = acc;
+  }
+}
+
 // ---- the exact-box path -----------------------------------------------------
 // When every output pixel is the plain mean of a k x k block of luma samples
 // (k = 2, 4, 6 or 12: area at an exact ratio, and bilinear at 2x, which
@@ -127,22 +159,28 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
 // 12 x 12 x 255), so adding whole 32- and 64-bit elements never carries
 // from one part into the next.
 
-// out[o] = the sum of sums[(o * k + i) * step + channel], i < k, minus bias;
-// outputs [o, count).
+// out[o] = (the sum of sums[(o * k + i) * step + channel], i < k, minus
+// bias) times scale; outputs [o, count).
 HWY_INLINE void BoxSums16From(std::int64_t o, const std::uint16_t* sums, int k, int step,
-                              int channel, std::int64_t count, float bias, float* out) {
+                              int channel, std::int64_t count, float bias, float scale,
+                              float* out) {
   for (; o < count; ++o) {
     std::uint32_t acc = 0;
     for (int i = 0; i < k; ++i)
       acc += sums[(o * k + i) * step + channel];
-    out[o] = static_cast<float>(acc) - bias;
+    out[o] = (static_cast<float>(acc) - bias) * scale;
   }
+}
+
+// Whether BoxSums16 has vectors for g = k * step sums per output.
+constexpr bool BoxSums16Fits(int g) {
+  return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12;
 }
 
 #if HWY_TARGET == HWY_SCALAR
 HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channel,
-                          std::int64_t count, float bias, float* out) {
-  BoxSums16From(0, sums, k, step, channel, count, bias, out);
+                          std::int64_t count, float bias, float* out, float scale = 1.f) {
+  BoxSums16From(0, sums, k, step, channel, count, bias, scale, out);
 }
 #else
 // The three ways of 3 x Lanes(d) elements at p, added.
@@ -154,44 +192,90 @@ HWY_INLINE hn::Vec<D> Sum3(D d, const std::uint16_t* p) {
   return hn::Add(hn::Add(a, b), c);
 }
 
+HWY_INLINE void StoreScaled(hn::Vec<DBox32> v, VF bias, VF scale, float* out) {
+  const DF df;
+  hn::StoreU(hn::Mul(hn::Sub(hn::ConvertTo(df, hn::BitCast(DI(), v)), bias), scale), df, out);
+}
+
+// g = k * step sums per output: 1 (a sample as it is), 2, 4 (elements of 32
+// and 64 bits), 3, 6, 12 (elements of g / 3 sums, three ways interleaved).
 HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channel,
-                          std::int64_t count, float bias, float* out) {
+                          std::int64_t count, float bias, float* out, float scale = 1.f) {
   const DBox32 d32;
+  const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
   const DBox16 d16;
   const hn::Repartition<std::uint64_t, DBox32> d64;
-  const VF vbias = hn::Set(DF(), bias);
+  const VF vbias = hn::Set(DF(), bias), vscale = hn::Set(DF(), scale);
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
   const auto low16 = hn::Set(d32, 0xFFFFu);
   const int g = k * step;
+  // An element of two sums: their sum (one channel), or one of them (UV pairs).
+  auto pair = [&](hn::Vec<DBox32> v) {
+    return step == 1 ? hn::Add(hn::And(v, low16), hn::ShiftRight<16>(v))
+           : channel ? hn::ShiftRight<16>(v)
+                     : hn::And(v, low16);
+  };
+  // An element of four sums (in the even 32-bit lanes): parts 0 + 2 and 1 + 3,
+  // then as a pair.
+  auto quad = [&](hn::Vec<decltype(d64)> v) {
+    v = hn::Add(v, hn::ShiftRight<32>(v));
+    const auto w = hn::BitCast(d32, v);
+    return step == 1 ? hn::Add(hn::And(w, low16), hn::And(hn::ShiftRight<16>(w), low16))
+           : channel ? hn::And(hn::ShiftRight<16>(w), low16)
+                     : hn::And(w, low16);
+  };
   std::int64_t o = 0;
-  if (g == 3) {  // one sum per element: a plane of its own, 3 samples
-    for (; o + 2 * lanes <= count; o += 2 * lanes)
-      StoreU16AsFloat(Sum3(d16, sums + 3 * o), vbias, out + o);
-  } else if (g == 6) {  // two per element: 6 samples, or 3 UV pairs
-    for (; o + lanes <= count; o += lanes) {
-      const auto v = Sum3(d32, sums + 6 * o);
-      const auto r = step == 1 ? hn::Add(hn::And(v, low16), hn::ShiftRight<16>(v))
-                     : channel ? hn::ShiftRight<16>(v)
-                               : hn::And(v, low16);
-      StoreU32AsFloat(r, vbias, out + o);
+  if (g == 1) {
+    for (; o + lanes <= count; o += lanes)
+      StoreScaled(hn::PromoteTo(d32, hn::LoadU(d16h, sums + o)), vbias, vscale, out + o);
+  } else if (g == 2) {
+    for (; o + lanes <= count; o += lanes)
+      StoreScaled(pair(hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(sums + 2 * o))), vbias,
+                  vscale, out + o);
+  } else if (g == 3) {  // one sum per element: a plane of its own, 3 samples
+    const hn::Half<DBox16> dh;
+    for (; o + 2 * lanes <= count; o += 2 * lanes) {
+      const auto v = Sum3(d16, sums + 3 * o);
+      StoreScaled(hn::PromoteTo(d32, hn::LowerHalf(dh, v)), vbias, vscale, out + o);
+      StoreScaled(hn::PromoteTo(d32, hn::UpperHalf(dh, v)), vbias, vscale, out + o + lanes);
     }
-  } else if (g == 12) {  // four per element: 12 samples, or 6 UV pairs; two vectors per store
+  } else if (g == 4) {  // two vectors of four-sum elements per store
     auto part = [&](const std::uint16_t* p) {
-      auto v = Sum3(d64, p);
-      v = hn::Add(v, hn::ShiftRight<32>(v));  // parts 0 + 2 and 1 + 3
-      const auto w = hn::BitCast(d32, v);     // the even 32-bit lanes hold them
-      return step == 1 ? hn::Add(hn::And(w, low16), hn::And(hn::ShiftRight<16>(w), low16))
-             : channel ? hn::And(hn::ShiftRight<16>(w), low16)
-                       : hn::And(w, low16);
+      return quad(hn::LoadU(d64, reinterpret_cast<const std::uint64_t*>(p)));
     };
     for (; o + lanes <= count; o += lanes) {
-      const auto lo = part(sums + 12 * o), hi = part(sums + 12 * o + 6 * lanes);
-      StoreU32AsFloat(hn::ConcatEven(d32, hi, lo), vbias, out + o);
+      const auto lo = part(sums + 4 * o), hi = part(sums + 4 * o + 2 * lanes);
+      StoreScaled(hn::ConcatEven(d32, hi, lo), vbias, vscale, out + o);
+    }
+  } else if (g == 6) {  // two per element: 6 samples, or 3 UV pairs
+    for (; o + lanes <= count; o += lanes)
+      StoreScaled(pair(Sum3(d32, sums + 6 * o)), vbias, vscale, out + o);
+  } else if (g == 12) {  // four per element: 12 samples, or 6 UV pairs
+    for (; o + lanes <= count; o += lanes) {
+      const auto lo = quad(Sum3(d64, sums + 12 * o)),
+                 hi = quad(Sum3(d64, sums + 12 * o + 6 * lanes));
+      StoreScaled(hn::ConcatEven(d32, hi, lo), vbias, vscale, out + o);
     }
   }
-  BoxSums16From(o, sums, k, step, channel, count, bias, out);
+  BoxSums16From(o, sums, k, step, channel, count, bias, scale, out);
 }
 #endif
+
+// Rows of the blocks path for area whose horizontal axis is an exact box (k
+// samples a step apart per output) while its vertical one is not: the n
+// source rows `rows` summed (SumRows), each output's k sums added, in the
+// blocks path's units ((mean - offset) x 32767, times the rows), no tables.
+// C channels of the plane (UV pairs: 2, at channel[c]), into out[c].
+template <int C>
+void XBoxRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows, int n,
+              std::int64_t x0, int k, int step, std::int64_t count, const int (&channel)[C],
+              float* const (&out)[C], int offset, std::uint16_t* sums) {
+  SumRows(plane + x0, stride, rows, n, k * step * count, sums);
+  const auto bias = static_cast<float>(n * k * offset);
+  const float scale = 32767.f / static_cast<float>(k);
+  for (int c = 0; c < C; ++c)
+    BoxSums16(sums, k, step, channel[c], count, bias, out[c], scale);
+}
 
 // Luma's sums of k x k samples from (lx, ly) into s.luma, chroma's of
 // kc x kc from (cx, cy) into s.cu and s.cv, offsets taken off (k^2 y_offset,

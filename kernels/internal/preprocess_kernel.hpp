@@ -117,6 +117,10 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// The chroma under the box is a box too (box_k even): box_k 3 leaves it
   /// (a 1.5x area) to the blocks path.
   bool box_chroma = false;
+  /// Area whose horizontal axis alone is an exact box (its vertical one is
+  /// not): the samples per output of luma and of chroma (0: the tables), for
+  /// the blocks path's rows summed without tables (XBoxRows).
+  int luma_x_box = 0, chroma_x_box = 0;
   // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
   std::int64_t out_w = 0, out_h = 0;
   std::int64_t box_x = 0, box_y = 0, box_w = 0, box_h = 0;

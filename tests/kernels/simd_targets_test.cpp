@@ -88,6 +88,16 @@ const PreprocessCase kPreprocess[] = {
      DType::F16},  // exact 3x box for luma, chroma 1.5x by its tables, tails
     {PixelFormat::NV12, 1923, 1081, 211, 117, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 9.1x area: rows of sums as 16-bit samples (VBMI), UV interleaved
+    // Area with only the horizontal axis an exact box: rows summed across
+    // without tables, every element width, tails.
+    {PixelFormat::NV21, 1926, 1081, 321, 173, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 6 across (UV pairs in threes), 6.25 down
+    {PixelFormat::YV12, 1282, 723, 641, 211, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 2 across (chroma 1), 3.4 down
+    {PixelFormat::NV12, 1924, 1083, 481, 300, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 4 across (UV pairs in twos), 3.6 down
+    {PixelFormat::I420, 1932, 1083, 161, 100, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 12 across (chroma 6), 10.8 down
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
