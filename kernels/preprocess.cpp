@@ -126,17 +126,30 @@ int exact_box(const detail::ResampleAxis& a) {
   return k;
 }
 
+// k when every output of the axis picks one stored sample k after the
+// previous output's, from first[0] (nearest at an integer ratio); else 0.
+int exact_pick(const detail::ResampleAxis& a) {
+  if (!a.picks || a.count < 2) return 0;
+  const int k = a.first[1] - a.first[0];
+  if (k < 1) return 0;
+  for (std::int64_t o = 0; o < a.count; ++o)
+    if (a.first[static_cast<std::size_t>(o)] != a.first[0] + k * o) return 0;
+  return k;
+}
+
 struct AxisCache {
   detail::ResampleAxis axis;
   std::int64_t count = -1, grid = -1;
   int shift = 0, step = 0;
   detail::Sampling sampling = detail::Sampling::Bilinear;
-  int box = 0;  // exact_box(axis)
+  int box = 0;   // exact_box(axis)
+  int pick = 0;  // exact_pick(axis), nearest
   const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m,
                                   int st = 1) {
     if (c != count || g != grid || sh != shift || m != sampling || st != step) {
       detail::build_axis(axis, c, g, sh, m, st);
       box = m == detail::Sampling::Nearest ? 0 : exact_box(axis);
+      pick = m == detail::Sampling::Nearest ? exact_pick(axis) : 0;
       count = c;
       grid = g;
       shift = sh;
@@ -171,6 +184,12 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     j.box_chroma = true;
   } else if (box_k == 3 && ly.box == 3) {
     j.box_k = 3;
+  } else if (m == detail::Sampling::Nearest) {
+    // Nearest at an integer ratio across: samples picked k apart, no tables.
+    auto fits = [](int g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12; };
+    const int step = s.interleaved_uv ? 2 : 1;
+    if (fits(lx.pick)) j.luma_x_pick = lx.pick;
+    if (lx.pick != 0 && fits(cx.pick * step)) j.chroma_x_pick = cx.pick;
   } else if (m == detail::Sampling::Area) {
     // Only the horizontal axis an exact box (4K -> 320 square: 12 samples
     // across, 6.75 rows down): rows summed across without tables.

@@ -392,6 +392,10 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     return;
   }
   auto fill = [&](std::int64_t src, float* h) {
+    if (job.luma_x_pick != 0) {  // nearest, an integer ratio across: no tables
+      XPickRow<1>(job.y + src * job.y_stride + ax.first[0], job.luma_x_pick, 1, ax.count, {0}, {h});
+      return;
+    }
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
   };
   if (Usable(job.luma_sum_x)) {
@@ -457,6 +461,17 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   const bool raw = job.nearest;
   const int u = job.u < job.v ? 0 : 1;  // interleaved: U is the low byte of each pair (NV12)
   auto fill = [&](std::int64_t src, float* h) {
+    if (const int k = job.chroma_x_pick; k != 0) {  // nearest, an integer ratio across
+      const std::int64_t x0 = ax.first[0];
+      if (job.interleaved_uv) {
+        XPickRow<2>(std::min(job.u, job.v) + src * job.u_stride + 2 * x0, k, 2, ax.count,
+                    {u, 1 - u}, {h, h + width});
+      } else {
+        XPickRow<1>(job.u + src * job.u_stride + x0, k, 1, ax.count, {0}, {h});
+        XPickRow<1>(job.v + src * job.v_stride + x0, k, 1, ax.count, {0}, {h + width});
+      }
+      return;
+    }
     if (job.interleaved_uv) {
       HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
                           {h, h + width}, {offset, offset}, raw);

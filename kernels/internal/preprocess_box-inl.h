@@ -261,6 +261,61 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
 }
 #endif
 
+// Nearest at an integer ratio across: out[c][o] = row[(o * k) * step +
+// channel[c]] as a whole level (the blocks path's nearest rows hold 32-bit
+// integers), outputs [0, count). g = k * step bytes per output: 1, 2, 4
+// (elements of 8, 16, 32 bits) or 3, 6, 12 (elements of g / 3 bytes, three
+// ways interleaved, the first way kept); the output's byte of its element.
+template <int C>
+void XPickRow(const std::uint8_t* row, int k, int step, std::int64_t count, const int (&channel)[C],
+              float* const (&out)[C]) {
+  const int g = k * step;
+  std::int64_t o = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const DBox32 d32;
+  const DF df;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
+  const auto byte = hn::Set(d32, 0xFFu);
+  auto store = [&](int c, hn::Vec<DBox32> v) {
+    v = hn::And(hn::ShiftRightSame(v, 8 * channel[c]), byte);
+    hn::StoreU(hn::BitCast(df, v), df, out[c] + o);
+  };
+  const hn::Rebind<std::uint8_t, DBox32> d8q;    // one byte per 32-bit lane
+  const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
+  for (; o + lanes <= count; o += lanes) {
+    hn::Vec<DBox32> v;
+    if (g == 1) {
+      v = hn::PromoteTo(d32, hn::LoadU(d8q, row + o));
+    } else if (g == 2) {
+      v = hn::PromoteTo(d32, hn::LoadU(d16h, reinterpret_cast<const std::uint16_t*>(row) + o));
+    } else if (g == 4) {
+      v = hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(row) + o);
+    } else if (g == 3) {
+      hn::Vec<decltype(d8q)> a, b, c;
+      hn::LoadInterleaved3(d8q, row + 3 * o, a, b, c);
+      v = hn::PromoteTo(d32, a);
+    } else if (g == 6) {
+      hn::Vec<decltype(d16h)> a, b, c;
+      hn::LoadInterleaved3(d16h, reinterpret_cast<const std::uint16_t*>(row) + 3 * o, a, b, c);
+      v = hn::PromoteTo(d32, a);
+    } else if (g == 12) {
+      hn::Vec<DBox32> b, c;
+      hn::LoadInterleaved3(d32, reinterpret_cast<const std::uint32_t*>(row) + 3 * o, v, b, c);
+    } else {
+      break;
+    }
+    for (int ch = 0; ch < C; ++ch)
+      store(ch, v);
+  }
+#endif
+  for (; o < count; ++o) {
+    for (int c = 0; c < C; ++c) {
+      const std::int32_t level = row[o * g + channel[c]];
+      std::memcpy(out[c] + o, &level, sizeof level);
+    }
+  }
+}
+
 // Rows of the blocks path for area whose horizontal axis is an exact box (k
 // samples a step apart per output) while its vertical one is not: the n
 // source rows `rows` summed (SumRows), each output's k sums added, in the

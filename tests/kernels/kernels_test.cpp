@@ -310,6 +310,25 @@ TEST(Preprocess, BilinearMatchesTheUnfusedChainWithinTheDocumentedTolerance) {
   EXPECT_LE(d.back(), 64.0f) << "only gamut-clipped edges may differ more";
 }
 
+// The same pixels as I420 (a packed NV12 frame's UV plane split), the same
+// colour standard.
+NeatTensor i420_of(const NeatTensor& nv12) {
+  const std::int64_t w = nv12.image().width, h = nv12.image().height;
+  auto i420 = NeatTensor::allocate_image(PixelFormat::I420, w, h);
+  auto wr = std::move(*i420).make_writable();
+  auto src = nv12.map();
+  auto dst = wr->map(MapMode::Write);
+  std::memcpy(*dst->mutable_plane_data(PlaneRole::Y), *src->plane_data(PlaneRole::Y),
+              static_cast<std::size_t>(w * h));
+  const std::byte* uv = *src->plane_data(PlaneRole::UV);
+  for (std::int64_t i = 0; i < ((w + 1) / 2) * ((h + 1) / 2); ++i) {
+    (*dst->mutable_plane_data(PlaneRole::U))[i] = uv[2 * i];
+    (*dst->mutable_plane_data(PlaneRole::V))[i] = uv[2 * i + 1];
+  }
+  dst = Result<Mapping>(internal_error("released"));
+  return *std::move(wr)->with_colorimetry(nv12.image().colorimetry);  // not assumed by size
+}
+
 TEST(Preprocess, NearestEqualsTheChainOnEveryFormatAndLayout) {
   const NeatTensor frame = camera_like_nv12(322, 242);
   PreprocessParams p = imagenet();
@@ -318,21 +337,7 @@ TEST(Preprocess, NearestEqualsTheChainOnEveryFormatAndLayout) {
   p.height = 96;
   const auto chain = opencv_chain(frame, 160, 96, cv::INTER_NEAREST, p);
   // NV12 as is, in separate padded storages, and as I420.
-  std::vector<NeatTensor> inputs = {frame, testing::split_planes(frame, 9)};
-  {
-    auto i420 = NeatTensor::allocate_image(PixelFormat::I420, 322, 242);
-    auto w = std::move(*i420).make_writable();
-    auto src = frame.map();
-    auto dst = w->map(MapMode::Write);
-    std::memcpy(*dst->mutable_plane_data(PlaneRole::Y), *src->plane_data(PlaneRole::Y), 322 * 242);
-    const std::byte* uv = *src->plane_data(PlaneRole::UV);
-    for (int i = 0; i < 161 * 121; ++i) {
-      (*dst->mutable_plane_data(PlaneRole::U))[i] = uv[2 * i];
-      (*dst->mutable_plane_data(PlaneRole::V))[i] = uv[2 * i + 1];
-    }
-    dst = Result<Mapping>(internal_error("released"));
-    inputs.push_back(*w);
-  }
+  std::vector<NeatTensor> inputs = {frame, testing::split_planes(frame, 9), i420_of(frame)};
   for (const NeatTensor& in : inputs) {
     auto ours = preprocess(in, p);
     ASSERT_TRUE(ours.ok()) << ours.error().message();
@@ -354,18 +359,23 @@ TEST(Preprocess, NearestEqualsTheChainOnEveryFormatAndLayout) {
 }
 
 // Nearest at every kind of ratio (16-byte blocks, gathers or permutes,
-// enlarging, letterboxed): the chain's values, whichever path runs.
+// integer ratios across picked without tables: 2, 3, 4, 6, 12; enlarging):
+// the chain's values, whichever path runs, NV12 and I420.
 TEST(Preprocess, NearestEqualsTheChainAtEveryRatio) {
   const NeatTensor frame = camera_like_nv12(1920, 1080);
-  for (int size : {320, 416, 640, 1280}) {
+  const NeatTensor planar = i420_of(frame);
+  for (int size : {160, 320, 416, 480, 640, 960, 1280}) {
     PreprocessParams p = imagenet();
     p.interpolation = Interpolation::Nearest;
-    p.width = p.height = size;
-    auto ours = preprocess(frame, p, {.threads = 2});
-    ASSERT_TRUE(ours.ok()) << ours.error().message();
-    const auto chain = opencv_chain(frame, size, size, cv::INTER_NEAREST, p);
-    auto d = level_diffs(*ours, chain, p, size, size);
-    EXPECT_LT(*std::max_element(d.begin(), d.end()), 1e-3f) << size;
+    p.width = size;
+    p.height = size * 9 / 16 + 1;  // a ratio down that is not whole
+    const auto chain = opencv_chain(frame, p.width, p.height, cv::INTER_NEAREST, p);
+    for (const NeatTensor* in : {&frame, &planar}) {
+      auto ours = preprocess(*in, p, {.threads = 2});
+      ASSERT_TRUE(ours.ok()) << ours.error().message();
+      auto d = level_diffs(*ours, chain, p, p.width, p.height);
+      EXPECT_LT(*std::max_element(d.begin(), d.end()), 1e-3f) << size << " " << in->to_string();
+    }
   }
 }
 

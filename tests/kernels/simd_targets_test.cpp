@@ -98,6 +98,19 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 4 across (UV pairs in twos), 3.6 down
     {PixelFormat::I420, 1932, 1083, 161, 100, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 12 across (chroma 6), 10.8 down
+    // Nearest at integer ratios across: picks without tables, tails.
+    {PixelFormat::NV12, 1926, 1083, 321, 200, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 6 (UV pairs 3 apart)
+    {PixelFormat::I420, 1284, 722, 321, 240, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 4 (chroma 2)
+    {PixelFormat::YV12, 963, 541, 321, 200, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 3 (chroma by its tables)
+    {PixelFormat::NV21, 1932, 1081, 161, 90, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 12 (UV pairs 6 apart)
+    {PixelFormat::NV12, 642, 362, 321, 181, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 2 (UV pairs side by side)
+    {PixelFormat::I420, 642, 362, 321, 181, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 2 (planar chroma 1)
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
