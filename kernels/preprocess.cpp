@@ -149,7 +149,7 @@ struct AxisCache {
     if (c != count || g != grid || sh != shift || m != sampling || st != step) {
       detail::build_axis(axis, c, g, sh, m, st);
       box = m == detail::Sampling::Nearest ? 0 : exact_box(axis);
-      pick = m == detail::Sampling::Nearest ? exact_pick(axis) : 0;
+      pick = m == detail::Sampling::Area ? 0 : exact_pick(axis);
       count = c;
       grid = g;
       shift = sh;
@@ -184,8 +184,9 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     j.box_chroma = true;
   } else if (box_k == 3 && ly.box == 3) {
     j.box_k = 3;
-  } else if (m == detail::Sampling::Nearest) {
-    // Nearest at an integer ratio across: samples picked k apart, no tables.
+  } else if (lx.pick != 0) {
+    // Nearest at an integer ratio across, bilinear at an odd one (its outputs
+    // fall on samples): samples picked k apart, no tables.
     auto fits = [](int g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12; };
     const int step = s.interleaved_uv ? 2 : 1;
     if (fits(lx.pick)) j.luma_x_pick = lx.pick;

@@ -392,8 +392,9 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     return;
   }
   auto fill = [&](std::int64_t src, float* h) {
-    if (job.luma_x_pick != 0) {  // nearest, an integer ratio across: no tables
-      XPickRow<1>(job.y + src * job.y_stride + ax.first[0], job.luma_x_pick, 1, ax.count, {0}, {h});
+    if (job.luma_x_pick != 0) {  // picks k apart (nearest; bilinear at odd ratios): no tables
+      XPickRow<1>(job.y + src * job.y_stride + ax.first[0], job.luma_x_pick, 1, ax.count, {0}, {h},
+                  job.nearest, offset);
       return;
     }
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
@@ -461,14 +462,14 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   const bool raw = job.nearest;
   const int u = job.u < job.v ? 0 : 1;  // interleaved: U is the low byte of each pair (NV12)
   auto fill = [&](std::int64_t src, float* h) {
-    if (const int k = job.chroma_x_pick; k != 0) {  // nearest, an integer ratio across
+    if (const int k = job.chroma_x_pick; k != 0) {  // picks k apart: no tables
       const std::int64_t x0 = ax.first[0];
       if (job.interleaved_uv) {
         XPickRow<2>(std::min(job.u, job.v) + src * job.u_stride + 2 * x0, k, 2, ax.count,
-                    {u, 1 - u}, {h, h + width});
+                    {u, 1 - u}, {h, h + width}, raw, offset);
       } else {
-        XPickRow<1>(job.u + src * job.u_stride + x0, k, 1, ax.count, {0}, {h});
-        XPickRow<1>(job.v + src * job.v_stride + x0, k, 1, ax.count, {0}, {h + width});
+        XPickRow<1>(job.u + src * job.u_stride + x0, k, 1, ax.count, {0}, {h}, raw, offset);
+        XPickRow<1>(job.v + src * job.v_stride + x0, k, 1, ax.count, {0}, {h + width}, raw, offset);
       }
       return;
     }

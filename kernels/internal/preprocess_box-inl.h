@@ -266,9 +266,11 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
 // integers), outputs [0, count). g = k * step bytes per output: 1, 2, 4
 // (elements of 8, 16, 32 bits) or 3, 6, 12 (elements of g / 3 bytes, three
 // ways interleaved, the first way kept); the output's byte of its element.
+// Not raw (bilinear at an odd ratio, whose outputs fall on samples): as the
+// blocks path's bilinear rows, level x 32767 + offset, in float.
 template <int C>
 void XPickRow(const std::uint8_t* row, int k, int step, std::int64_t count, const int (&channel)[C],
-              float* const (&out)[C]) {
+              float* const (&out)[C], bool raw = true, std::int32_t offset = 0) {
   const int g = k * step;
   std::int64_t o = 0;
 #if HWY_TARGET != HWY_SCALAR
@@ -276,9 +278,14 @@ void XPickRow(const std::uint8_t* row, int k, int step, std::int64_t count, cons
   const DF df;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
   const auto byte = hn::Set(d32, 0xFFu);
+  const VF one = hn::Set(df, 32767.f), off = hn::Set(df, static_cast<float>(offset));
   auto store = [&](int c, hn::Vec<DBox32> v) {
     v = hn::And(hn::ShiftRightSame(v, 8 * channel[c]), byte);
-    hn::StoreU(hn::BitCast(df, v), df, out[c] + o);
+    if (raw) {
+      hn::StoreU(hn::BitCast(df, v), df, out[c] + o);
+    } else {
+      hn::StoreU(hn::MulAdd(hn::ConvertTo(df, hn::BitCast(DI(), v)), one, off), df, out[c] + o);
+    }
   };
   const hn::Rebind<std::uint8_t, DBox32> d8q;    // one byte per 32-bit lane
   const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
@@ -311,7 +318,11 @@ void XPickRow(const std::uint8_t* row, int k, int step, std::int64_t count, cons
   for (; o < count; ++o) {
     for (int c = 0; c < C; ++c) {
       const std::int32_t level = row[o * g + channel[c]];
-      std::memcpy(out[c] + o, &level, sizeof level);
+      if (raw) {
+        std::memcpy(out[c] + o, &level, sizeof level);
+      } else {
+        out[c][o] = static_cast<float>(level * 32767 + offset);
+      }
     }
   }
 }

@@ -121,8 +121,9 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// not): the samples per output of luma and of chroma (0: the tables), for
   /// the blocks path's rows summed without tables (XBoxRows).
   int luma_x_box = 0, chroma_x_box = 0;
-  /// Nearest at an integer ratio across: the stored samples between the
-  /// picks of luma and of chroma (0: the tables), for XPickRow.
+  /// Nearest at an integer ratio across, or bilinear at an odd one (its
+  /// outputs fall on samples): the stored samples between the picks of luma
+  /// and of chroma (0: the tables), for XPickRow.
   int luma_x_pick = 0, chroma_x_pick = 0;
   // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
   std::int64_t out_w = 0, out_h = 0;
