@@ -393,8 +393,8 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   }
   auto fill = [&](std::int64_t src, float* h) {
     if (job.luma_x_pick != 0) {  // picks k apart (nearest; bilinear at odd ratios): no tables
-      XPickRow<1>(job.y + src * job.y_stride + ax.first[0], job.luma_x_pick, 1, ax.count, {0}, {h},
-                  job.nearest, offset);
+      XPickRow<1>(job.y + src * job.y_stride + ax.first[0], ax.source - ax.first[0],
+                  job.luma_x_pick, 1, ax.count, {0}, {h}, job.nearest, offset);
       return;
     }
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
@@ -465,11 +465,13 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
     if (const int k = job.chroma_x_pick; k != 0) {  // picks k apart: no tables
       const std::int64_t x0 = ax.first[0];
       if (job.interleaved_uv) {
-        XPickRow<2>(std::min(job.u, job.v) + src * job.u_stride + 2 * x0, k, 2, ax.count,
-                    {u, 1 - u}, {h, h + width}, raw, offset);
+        XPickRow<2>(std::min(job.u, job.v) + src * job.u_stride + 2 * x0, 2 * (ax.source - x0), k,
+                    2, ax.count, {u, 1 - u}, {h, h + width}, raw, offset);
       } else {
-        XPickRow<1>(job.u + src * job.u_stride + x0, k, 1, ax.count, {0}, {h}, raw, offset);
-        XPickRow<1>(job.v + src * job.v_stride + x0, k, 1, ax.count, {0}, {h + width}, raw, offset);
+        XPickRow<1>(job.u + src * job.u_stride + x0, ax.source - x0, k, 1, ax.count, {0}, {h}, raw,
+                    offset);
+        XPickRow<1>(job.v + src * job.v_stride + x0, ax.source - x0, k, 1, ax.count, {0},
+                    {h + width}, raw, offset);
       }
       return;
     }

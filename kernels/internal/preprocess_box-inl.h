@@ -268,9 +268,11 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
 // ways interleaved, the first way kept); the output's byte of its element.
 // Not raw (bilinear at an odd ratio, whose outputs fall on samples): as the
 // blocks path's bilinear rows, level x 32767 + offset, in float.
+// `avail`: the bytes of the row from `row` on (whole vectors read no further).
 template <int C>
-void XPickRow(const std::uint8_t* row, int k, int step, std::int64_t count, const int (&channel)[C],
-              float* const (&out)[C], bool raw = true, std::int32_t offset = 0) {
+void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std::int64_t count,
+              const int (&channel)[C], float* const (&out)[C], bool raw = true,
+              std::int32_t offset = 0) {
   const int g = k * step;
   std::int64_t o = 0;
 #if HWY_TARGET != HWY_SCALAR
@@ -289,7 +291,7 @@ void XPickRow(const std::uint8_t* row, int k, int step, std::int64_t count, cons
   };
   const hn::Rebind<std::uint8_t, DBox32> d8q;    // one byte per 32-bit lane
   const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
-  for (; o + lanes <= count; o += lanes) {
+  for (; o + lanes <= count && (o + lanes) * g <= avail; o += lanes) {
     hn::Vec<DBox32> v;
     if (g == 1) {
       v = hn::PromoteTo(d32, hn::LoadU(d8q, row + o));
