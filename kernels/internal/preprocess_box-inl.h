@@ -291,30 +291,40 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
   };
   const hn::Rebind<std::uint8_t, DBox32> d8q;    // one byte per 32-bit lane
   const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
-  for (; o + lanes <= count && (o + lanes) * g <= avail; o += lanes) {
+  // Outputs [o, o + lanes) from their elements at p.
+  auto vector = [&](const std::uint8_t* p) {
     hn::Vec<DBox32> v;
     if (g == 1) {
-      v = hn::PromoteTo(d32, hn::LoadU(d8q, row + o));
+      v = hn::PromoteTo(d32, hn::LoadU(d8q, p));
     } else if (g == 2) {
-      v = hn::PromoteTo(d32, hn::LoadU(d16h, reinterpret_cast<const std::uint16_t*>(row) + o));
+      v = hn::PromoteTo(d32, hn::LoadU(d16h, reinterpret_cast<const std::uint16_t*>(p)));
     } else if (g == 4) {
-      v = hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(row) + o);
+      v = hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(p));
     } else if (g == 3) {
       hn::Vec<decltype(d8q)> a, b, c;
-      hn::LoadInterleaved3(d8q, row + 3 * o, a, b, c);
+      hn::LoadInterleaved3(d8q, p, a, b, c);
       v = hn::PromoteTo(d32, a);
     } else if (g == 6) {
       hn::Vec<decltype(d16h)> a, b, c;
-      hn::LoadInterleaved3(d16h, reinterpret_cast<const std::uint16_t*>(row) + 3 * o, a, b, c);
+      hn::LoadInterleaved3(d16h, reinterpret_cast<const std::uint16_t*>(p), a, b, c);
       v = hn::PromoteTo(d32, a);
-    } else if (g == 12) {
+    } else {  // 12
       hn::Vec<DBox32> b, c;
-      hn::LoadInterleaved3(d32, reinterpret_cast<const std::uint32_t*>(row) + 3 * o, v, b, c);
-    } else {
-      break;
+      hn::LoadInterleaved3(d32, reinterpret_cast<const std::uint32_t*>(p), v, b, c);
     }
     for (int ch = 0; ch < C; ++ch)
       store(ch, v);
+  };
+  for (; o + lanes <= count && (o + lanes) * g <= avail; o += lanes)
+    vector(row + o * g);
+  // The last outputs (a vector at most: picks that start mid-group end a
+  // few bytes short of whole elements) from a copy of their bytes; the rows
+  // written are padded to whole vectors.
+  if (o < count && count - o <= lanes) {
+    HWY_ALIGN std::uint8_t last[hn::MaxLanes(DBox32()) * 12] = {};
+    std::memcpy(last, row + o * g, static_cast<std::size_t>(std::min(avail, count * g) - o * g));
+    vector(last);
+    o = count;
   }
 #endif
   for (; o < count; ++o) {
