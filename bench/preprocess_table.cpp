@@ -285,8 +285,8 @@ std::vector<int> needed_rows(int in, int out, neat::Interpolation interp) {
   return rows;
 }
 
-// The bound: the needed rows of every plane read once (64-bit words, as the
-// floor reads), the tensor written once; in bands with the row's threads.
+// The bound: the needed rows of every plane read once (as the floor reads),
+// the tensor written once; in bands with the row's threads.
 struct Bound {
   Bound(const std::vector<cv::Mat>& src, const neat::LetterboxBox& box, neat::Interpolation interp,
         std::size_t out_floats, int stripes_)
@@ -302,30 +302,8 @@ struct Bound {
     }
   }
   void operator()(const std::vector<cv::Mat>& src) {
-    in_bands(stripes, [&](int s) {
-      std::uint64_t sum = 0;
-      for (std::size_t p = 0; p < src.size(); ++p) {
-        const std::vector<int>& rows = plane_rows[p];
-        const std::size_t n = rows.size(), r0 = n * static_cast<std::size_t>(s) / stripes,
-                          r1 = n * static_cast<std::size_t>(s + 1) / stripes;
-        const std::size_t words = static_cast<std::size_t>(src[p].cols) * src[p].elemSize() / 8;
-        for (std::size_t i = r0; i < r1; ++i) {
-          const auto* q = reinterpret_cast<const std::uint64_t*>(src[p].ptr(rows[i]));
-          std::uint64_t a[4] = {};
-          for (std::size_t w = 0; w + 4 <= words; w += 4) {
-            a[0] ^= q[w];
-            a[1] ^= q[w + 1];
-            a[2] ^= q[w + 2];
-            a[3] ^= q[w + 3];
-          }
-          sum += a[0] ^ a[1] ^ a[2] ^ a[3];
-        }
-      }
-      benchmark::DoNotOptimize(sum);
-      const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
-                        b1 = n * static_cast<std::size_t>(s + 1) / stripes;
-      std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
-    });
+    in_bands(stripes,
+             [&](int s) { neat::bench::read_then_write(src, &plane_rows, s, stripes, chw); });
     benchmark::DoNotOptimize(chw.data());
   }
   int stripes;

@@ -2,31 +2,15 @@
 // first row is measured (a bad one exits 2 with what was wrong), and a row
 // prints every column, the bound's "reachable" among them.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
+
+#include "support/cli.hpp"  // run() starts NEAT_CLI_PATH: here, neat_preprocess_table
 
 namespace {
 
-struct ToolRun {
-  int status = -1;
-  std::string out;
-};
-
-ToolRun run(const std::string& args) {
-  const std::string cmd = std::string(NEAT_PREPROCESS_TABLE_PATH) + " " + args + " 2>&1";
-  ToolRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), p))
-    r.out += buf.data();
-  const int rc = ::pclose(p);
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  return r;
-}
+using neat::cli_test::CliRun;
+using neat::cli_test::run;
 
 TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
   const struct {
@@ -45,7 +29,7 @@ TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
        "720p letterbox into 16: the content is 16x9; the recipes' 4:2:0 steps need an even"},
   };
   for (const auto& b : bad) {
-    const ToolRun r = run(b.args);
+    const CliRun r = run(b.args);
     EXPECT_NE(r.status, 0) << b.args;
     EXPECT_NE(r.out.find(b.says), std::string::npos) << b.args << "\n" << r.out;
     EXPECT_EQ(r.out.find("| 720p |"), std::string::npos) << b.args << ": measured a row";
@@ -53,7 +37,7 @@ TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
 }
 
 TEST(PreprocessTable, ARowPrintsEveryColumn) {
-  const ToolRun r =
+  const CliRun r =
       run("--sources 720p --formats i420 --sizes 32 --modes letterbox --interp area --threads 1 "
           "--seconds 0.001");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -40,34 +40,48 @@ void in_bands(int stripes, Band&& band) {
   });
 }
 
-// The floor: every byte of the frame's planes read once (64-bit words, four
-// chains, vectorised), every byte of the tensor written once (glibc's memset
-// picks its fastest stores); `stripes` bands as in_bands() splits them.
+// Every byte of a row read once: 64-bit words, four chains (vectorised).
+inline std::uint64_t read_row(const void* row, std::size_t bytes) {
+  const auto* q = static_cast<const std::uint64_t*>(row);
+  const std::size_t words = bytes / 8;
+  std::uint64_t a[4] = {};
+  for (std::size_t i = 0; i + 4 <= words; i += 4) {
+    a[0] ^= q[i];
+    a[1] ^= q[i + 1];
+    a[2] ^= q[i + 2];
+    a[3] ^= q[i + 3];
+  }
+  return a[0] ^ a[1] ^ a[2] ^ a[3];
+}
+
+// Band s of `stripes`: the rows of every plane read once (read_row; all of
+// them, or those `plane_rows` lists per plane), then the band's share of the
+// tensor written once (glibc's memset picks its fastest stores).
+inline void read_then_write(const std::vector<cv::Mat>& src,
+                            const std::vector<std::vector<int>>* plane_rows, int s, int stripes,
+                            std::vector<float>& chw) {
+  std::uint64_t sum = 0;
+  for (std::size_t p = 0; p < src.size(); ++p) {
+    const cv::Mat& m = src[p];
+    const std::size_t n = plane_rows ? (*plane_rows)[p].size() : static_cast<std::size_t>(m.rows);
+    const std::size_t r0 = n * static_cast<std::size_t>(s) / static_cast<std::size_t>(stripes),
+                      r1 = n * static_cast<std::size_t>(s + 1) / static_cast<std::size_t>(stripes);
+    const std::size_t bytes = static_cast<std::size_t>(m.cols) * m.elemSize();
+    for (std::size_t i = r0; i < r1; ++i)
+      sum += read_row(m.ptr(plane_rows ? (*plane_rows)[p][i] : static_cast<int>(i)), bytes);
+  }
+  benchmark::DoNotOptimize(sum);
+  const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
+                    b1 = n * static_cast<std::size_t>(s + 1) / stripes;
+  std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
+}
+
+// The floor: every byte of the frame's planes read once, every byte of the
+// tensor written once; `stripes` bands as in_bands() splits them.
 struct Floor {
   Floor(std::size_t out_floats, int stripes_) : stripes(stripes_), chw(out_floats) {}
   void operator()(const std::vector<cv::Mat>& src) {
-    in_bands(stripes, [&](int s) {
-      std::uint64_t sum = 0;
-      for (const cv::Mat& m : src) {
-        const int r0 = m.rows * s / stripes, r1 = m.rows * (s + 1) / stripes;
-        const std::size_t words = static_cast<std::size_t>(m.cols) * m.elemSize() / 8;
-        for (int r = r0; r < r1; ++r) {
-          const auto* q = reinterpret_cast<const std::uint64_t*>(m.ptr(r));
-          std::uint64_t a[4] = {};
-          for (std::size_t i = 0; i + 4 <= words; i += 4) {
-            a[0] ^= q[i];
-            a[1] ^= q[i + 1];
-            a[2] ^= q[i + 2];
-            a[3] ^= q[i + 3];
-          }
-          sum += a[0] ^ a[1] ^ a[2] ^ a[3];
-        }
-      }
-      benchmark::DoNotOptimize(sum);
-      const std::size_t n = chw.size(), b0 = n * static_cast<std::size_t>(s) / stripes,
-                        b1 = n * static_cast<std::size_t>(s + 1) / stripes;
-      std::memset(chw.data() + b0, 0, (b1 - b0) * sizeof(float));
-    });
+    in_bands(stripes, [&](int s) { read_then_write(src, nullptr, s, stripes, chw); });
     benchmark::DoNotOptimize(chw.data());
   }
   int stripes;

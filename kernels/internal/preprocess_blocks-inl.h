@@ -77,7 +77,14 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
 #if HWY_TARGET == HWY_AVX3_DL
 // The byte-permute variant (ResampleAxis::windows): each vector of 16 outputs
 // permutes its samples out of one, two or four 128-byte windows (vpermt2b).
-template <int C>
+//
+// kWords: rows of 16-bit sums (area's rows of full weight, summed: at most
+// 64 x 255, below 2^15) taken straight as 16-bit samples: the sums are
+// permuted out of the same windows as 16-bit lanes (vpermt2w) and weighed in
+// one multiply-add per tap pair, where the byte tables would take the low
+// and the high bytes as two channels. The word indices are the byte tables'
+// (the low byte's channel, `channel`) halved.
+template <int C, bool kWords = false>
 void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
                         float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
   const DF df;
@@ -86,17 +93,41 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
   const std::int64_t vectors = ax.stride / 16;
   const int windows = ax.windows;
   // Window w fills its share of the vector's bytes, the low byte of each
-  // 16-bit lane (the high byte stays 0).
+  // 16-bit lane (the high byte stays 0); words: its share of the 16-bit lanes.
   // Picks (one tap of weight 1) keep only the low byte of each 32-bit lane:
   // the output's sample, alone, an integer level.
-  const bool pick = ax.picks;
+  const bool pick = !kWords && ax.picks;
   const std::uint64_t kept = pick ? 0x1111111111111111ull : 0x5555555555555555ull;
   __mmask64 part[4];
+  __mmask32 part16[4];
   for (int w = 0; w < windows; ++w) {
     const int bits = 64 / windows;
     const std::uint64_t span = bits == 64 ? ~0ull : ((1ull << bits) - 1) << (bits * w);
     part[w] = static_cast<__mmask64>(kept & span);
+    const int bits16 = 32 / windows;
+    part16[w] = static_cast<__mmask32>(bits16 == 32 ? ~0u : ((1u << bits16) - 1) << (bits16 * w));
   }
+  // The tap pairs of vector v, pass p, channel c, from the loaded windows.
+  const __m512i low_byte = _mm512_set1_epi16(0x00FF);
+  auto gather = [&](const __m512i* lo, const __m512i* hi, std::int64_t at, int c) {
+    const __m512i table = _mm512_loadu_si512(ax.permute[channel[c]].data() + at * 64);
+    if constexpr (kWords) {
+      const __m512i idx = _mm512_srli_epi16(_mm512_and_si512(table, low_byte), 1);
+      __m512i words = _mm512_maskz_permutex2var_epi16(part16[0], lo[0], idx, hi[0]);
+      for (int w = 1; w < windows; ++w) {
+        words =
+            _mm512_or_si512(words, _mm512_maskz_permutex2var_epi16(part16[w], lo[w], idx, hi[w]));
+      }
+      return words;
+    } else {
+      __m512i bytes = _mm512_maskz_permutex2var_epi8(part[0], lo[0], table, hi[0]);
+      for (int w = 1; w < windows; ++w) {
+        bytes =
+            _mm512_or_si512(bytes, _mm512_maskz_permutex2var_epi8(part[w], lo[w], table, hi[w]));
+      }
+      return bytes;
+    }
+  };
   const VF one = hn::Set(df, static_cast<float>(kOne));
   VF offset_f[C];
   for (int c = 0; c < C; ++c)
@@ -110,13 +141,7 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
     }
     if (pick) {
       for (int c = 0; c < C; ++c) {
-        const __m512i idx = _mm512_loadu_si512(ax.permute[channel[c]].data() + v * 64);
-        __m512i bytes = _mm512_maskz_permutex2var_epi8(part[0], lo[0], idx, hi[0]);
-        for (int w = 1; w < windows; ++w) {
-          bytes =
-              _mm512_or_si512(bytes, _mm512_maskz_permutex2var_epi8(part[w], lo[w], idx, hi[w]));
-        }
-        const hn::Vec<DI> level{bytes};
+        const hn::Vec<DI> level{gather(lo, hi, v, c)};
         if (raw) {
           hn::StoreU(hn::BitCast(df, level), df, out[c] + 16 * v);
         } else {
@@ -133,14 +158,8 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
     for (int p = 0; p < ax.passes; ++p) {
       const auto w8 = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
       for (int c = 0; c < C; ++c) {
-        const __m512i idx =
-            _mm512_loadu_si512(ax.permute[channel[c]].data() + (p * vectors + v) * 64);
-        __m512i pairs = _mm512_maskz_permutex2var_epi8(part[0], lo[0], idx, hi[0]);
-        for (int w = 1; w < windows; ++w) {
-          pairs =
-              _mm512_or_si512(pairs, _mm512_maskz_permutex2var_epi8(part[w], lo[w], idx, hi[w]));
-        }
-        acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w8, acc0[c], acc1[c]);
+        const hn::Vec<DW> pairs{gather(lo, hi, p * vectors + v, c)};
+        acc0[c] = hn::ReorderWidenMulAccumulate(di, pairs, w8, acc0[c], acc1[c]);
       }
     }
     for (int c = 0; c < C; ++c)
@@ -148,56 +167,12 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
   }
 }
 
-// Rows of 16-bit sums (area's rows of full weight, summed: at most 64 x 255,
-// below 2^15) straight as 16-bit samples: each vector of 16 outputs permutes
-// its sums out of the same 128-byte windows as 16-bit lanes (vpermt2w) and
-// weighs them in one multiply-add per tap pair, where the byte tables would
-// take the low and the high bytes as two channels. The word indices are the
-// byte tables' (the low byte's channel, `channel`) halved.
+// Rows of 16-bit sums as 16-bit samples (HorizontalPermutes, kWords).
 template <int C>
 void HorizontalPermutesWords(const ResampleAxis& ax, const std::uint8_t* row,
                              const int (&channel)[C], float* const (&out)[C],
                              const std::int32_t (&offset)[C]) {
-  const DF df;
-  const DI di;
-  const DW dw;
-  const std::int64_t vectors = ax.stride / 16;
-  const int windows = ax.windows;
-  __mmask32 part[4];
-  for (int w = 0; w < windows; ++w) {
-    const int bits = 32 / windows;
-    part[w] = static_cast<__mmask32>(bits == 32 ? ~0u : ((1u << bits) - 1) << (bits * w));
-  }
-  const __m512i low_byte = _mm512_set1_epi16(0x00FF);
-  for (std::int64_t v = 0; v * 16 < ax.count; ++v) {
-    __m512i lo[4], hi[4];
-    for (int w = 0; w < windows; ++w) {
-      const std::uint8_t* p = row + ax.window_base[static_cast<std::size_t>(4 * v + w)];
-      lo[w] = _mm512_loadu_si512(p);
-      hi[w] = _mm512_loadu_si512(p + 64);
-    }
-    hn::Vec<DI> acc0[C], acc1[C];
-    for (int c = 0; c < C; ++c) {
-      acc0[c] = hn::Set(di, offset[c]);
-      acc1[c] = hn::Zero(di);
-    }
-    for (int p = 0; p < ax.passes; ++p) {
-      const auto w8 = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
-      for (int c = 0; c < C; ++c) {
-        const __m512i bytes =
-            _mm512_loadu_si512(ax.permute[channel[c]].data() + (p * vectors + v) * 64);
-        const __m512i idx = _mm512_srli_epi16(_mm512_and_si512(bytes, low_byte), 1);
-        __m512i pairs = _mm512_maskz_permutex2var_epi16(part[0], lo[0], idx, hi[0]);
-        for (int w = 1; w < windows; ++w) {
-          pairs =
-              _mm512_or_si512(pairs, _mm512_maskz_permutex2var_epi16(part[w], lo[w], idx, hi[w]));
-        }
-        acc0[c] = hn::ReorderWidenMulAccumulate(di, hn::Vec<DW>{pairs}, w8, acc0[c], acc1[c]);
-      }
-    }
-    for (int c = 0; c < C; ++c)
-      StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), false, out[c] + 16 * v);
-  }
+  HorizontalPermutes<C, true>(ax, row, channel, out, offset, false);
 }
 
 // Whether a row of sums takes HorizontalPermutesWords (where HorizontalBlocks
@@ -420,6 +395,20 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
 }
 
+// Chroma row r's taps (U; V follows U in each slot, `width` floats on): its
+// rows of full weight summed first when `sums` allows, else row by row.
+template <class Fill, class Sum>
+void ChromaTaps(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale,
+                std::int64_t width, bool sums, Fill&& fill, Sum&& sum) {
+  if (!(sums && SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum))) {
+    BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill);
+  }
+  s.v_taps = s.u_taps;
+  for (int t = 0; t < s.v_taps.n; ++t)
+    s.v_taps.row[t] += width;
+  s.chroma_row = r;
+}
+
 // Chroma rows of area whose horizontal axis is an exact box: U, then V.
 void ChromaRowXBox(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.chroma_x;
@@ -444,14 +433,7 @@ void ChromaRowXBox(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     taps.row[taps.n] = row;
     taps.w[taps.n++] = weight;
   };
-  if (!(job.chroma_sum_x != nullptr &&
-        SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum))) {
-    BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill);
-  }
-  s.v_taps = s.u_taps;  // V follows U in each slot
-  for (int t = 0; t < s.v_taps.n; ++t)
-    s.v_taps.row[t] += width;
-  s.chroma_row = r;
+  ChromaTaps(job, s, r, scale, width, job.chroma_sum_x != nullptr, fill, sum);
 }
 
 void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
@@ -519,14 +501,7 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
     }
     AddSums(taps, low, high, weight);
   };
-  if (!(Usable(job.chroma_sum_x) &&
-        SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum))) {
-    BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill);
-  }
-  s.v_taps = s.u_taps;  // V follows U in each slot
-  for (int t = 0; t < s.v_taps.n; ++t)
-    s.v_taps.row[t] += width;
-  s.chroma_row = r;
+  ChromaTaps(job, s, r, scale, width, Usable(job.chroma_sum_x), fill, sum);
 }
 
 bool UseBlocks(const PreprocessJob& job) {
