@@ -127,7 +127,8 @@ int exact_box(const detail::ResampleAxis& a) {
 }
 
 // k when every output of the axis picks one stored sample k after the
-// previous output's, from first[0] (nearest at an integer ratio); else 0.
+// previous output's, from first[0] (nearest at an integer ratio, bilinear at
+// an odd one); else 0.
 int exact_pick(const detail::ResampleAxis& a) {
   if (!a.picks || a.count < 2) return 0;
   const int k = a.first[1] - a.first[0];
@@ -143,7 +144,7 @@ struct AxisCache {
   int shift = 0, step = 0;
   detail::Sampling sampling = detail::Sampling::Bilinear;
   int box = 0;   // exact_box(axis)
-  int pick = 0;  // exact_pick(axis), nearest
+  int pick = 0;  // exact_pick(axis): nearest and bilinear
   const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m,
                                   int st = 1) {
     if (c != count || g != grid || sh != shift || m != sampling || st != step) {
@@ -187,17 +188,17 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   } else if (lx.pick != 0) {
     // Nearest at an integer ratio across, bilinear at an odd one (its outputs
     // fall on samples): samples picked k apart, no tables.
-    auto fits = [](int g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12; };
     const int step = s.interleaved_uv ? 2 : 1;
-    if (fits(lx.pick)) j.luma_x_pick = lx.pick;
-    if (lx.pick != 0 && fits(cx.pick * step)) j.chroma_x_pick = cx.pick;
+    if (detail::fits_without_tables(lx.pick)) j.luma_x_pick = lx.pick;
+    if (detail::fits_without_tables(cx.pick * step)) j.chroma_x_pick = cx.pick;
   } else if (m == detail::Sampling::Area) {
     // Only the horizontal axis an exact box (4K -> 320 square: 12 samples
     // across, 6.75 rows down): rows summed across without tables.
-    auto fits = [](int g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12; };
-    if (box_k >= 2 && fits(box_k)) j.luma_x_box = box_k;
     const int step = s.interleaved_uv ? 2 : 1;
-    if (cx.box >= 1 && box_k >= 2 && fits(cx.box * step)) j.chroma_x_box = cx.box;
+    if (box_k >= 2 && detail::fits_without_tables(box_k)) j.luma_x_box = box_k;
+    if (cx.box >= 1 && box_k >= 2 && detail::fits_without_tables(cx.box * step)) {
+      j.chroma_x_box = cx.box;
+    }
   }
   if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)
     if (j.luma_y->taps >= 4) j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);

@@ -172,11 +172,6 @@ HWY_INLINE void BoxSums16From(std::int64_t o, const std::uint16_t* sums, int k, 
   }
 }
 
-// Whether BoxSums16 has vectors for g = k * step sums per output.
-constexpr bool BoxSums16Fits(int g) {
-  return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12;
-}
-
 #if HWY_TARGET == HWY_SCALAR
 HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channel,
                           std::int64_t count, float bias, float* out, float scale = 1.f) {

@@ -99,6 +99,12 @@ enum class Sampling : std::uint8_t { Bilinear, Area, Nearest };
 void build_axis(ResampleAxis& axis, std::int64_t count, std::int64_t grid, int shift,
                 Sampling sampling, int step = 1);
 
+/// Whether the tables-free rows (BoxSums16, XBoxRows, XPickRow) have
+/// vectors for g = k x step bytes or sums per output (k samples a step apart).
+constexpr bool fits_without_tables(int g) {
+  return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 12;
+}
+
 struct PreprocessJob : YuvPlanes {  // the source planes
   // Resampling of each plane to box_w x box_h.
   const ResampleAxis* luma_x = nullptr;
