@@ -599,6 +599,16 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
   for (auto [out, in] : {std::pair{1, 1}, {2, 1}, {1, 2}, {1, 3}, {2, 3}, {1, 4}}) {
     if (find_pattern(a, out, in)) break;
   }
+  a.pick_span = 0;
+  if (a.picks && a.group_out > 0 && 16 / a.group_out * a.group_in * step <= 64) {
+    a.pick_span = 16 / a.group_out * a.group_in * step;
+    for (int i = 0; i < 16; ++i) {
+      int q = 0;  // the phase's one sample of weight 1
+      while (q < a.group_in - 1 && a.lane_weight[i % a.group_out][q] == 0.f)
+        ++q;
+      a.pick_base[i] = ((i / a.group_out) * a.group_in + q) * step;
+    }
+  }
   build_blocks(a, step, sampling);
 }
 

@@ -167,6 +167,20 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
   }
 }
 
+// Picks in a periodic pattern whose vector of outputs reads at most 64
+// bytes (ResampleAxis::pick_span): one permute per vector and channel
+// (PermutePicks). False, doing nothing, when the axis has none.
+template <int C>
+bool PatternPicks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                  float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+  if (ax.pick_span == 0) return false;
+  for (int c = 1; c < C; ++c)
+    if (offset[c] != offset[0]) return false;
+  PermutePicks<C>(row, ax.source * ax.step, ax.pick_span, _mm512_loadu_si512(ax.pick_base), channel,
+                  ax.count, out, raw, offset[0]);
+  return true;
+}
+
 // Rows of 16-bit sums as 16-bit samples (HorizontalPermutes, kWords).
 template <int C>
 void HorizontalPermutesWords(const ResampleAxis& ax, const std::uint8_t* row,
@@ -197,6 +211,9 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   // Measured: 16-byte blocks beat the permutes where they apply, picks too
   // (1080p -> 640 bilinear: 2.4x the fastest recipe against 2.1x); the
   // permutes beat a gather by far.
+  // Picks in a pattern: one permute per vector, its indices in a register
+  // (1080p -> 640: 0.197 -> 0.179 ms alone; within noise in the table).
+  if (PatternPicks<C>(ax, row, channel, out, offset, raw)) return;
   if (ax.windows > 0 && (!ax.blocks || ax.gather)) {
     HorizontalPermutes<C>(ax, row, channel, out, offset, raw);
     return;

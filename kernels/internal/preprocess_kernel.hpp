@@ -48,6 +48,13 @@ struct ResampleAxis {
   /// an odd integer ratio, whose outputs fall on samples): the horizontal
   /// pass picks bytes, with no multiply.
   bool picks = false;
+  /// Picks in a periodic pattern whose 16 outputs (a vector) read at most 64
+  /// bytes (0: not so): vector v takes the pick_span bytes at v x pick_span,
+  /// its output i byte pick_base[i] of them (plus the channel), with one
+  /// AVX-512 VBMI permute. 1080p -> 640 bilinear: luma 48 bytes (every third),
+  /// NV12 chroma 48 (two outputs per three UV pairs).
+  int pick_span = 0;
+  std::int32_t pick_base[16] = {};
   /// The most source samples a block of 4, 8 or 16 consecutive outputs
   /// (starting at a multiple of the block) reads, taps included: the window
   /// a vector of outputs can take its samples from with lane permutes.

@@ -487,6 +487,25 @@ TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
   EXPECT_FALSE(pattern(608, 1920, 0, Sampling::Bilinear).picks);
   EXPECT_FALSE(pattern(640, 1920, 0, Sampling::Area).picks);
   EXPECT_EQ(pattern(608, 1920, 0, Sampling::Bilinear).group_out, 0);  // no pattern: gathers
+  // Picks in a pattern whose 16 outputs read at most 64 bytes: one permute
+  // each, at pick_base (plus the channel) in pick_span bytes per vector.
+  auto picks_at = [](const ResampleAxis& x, std::vector<int> want) {
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(x.pick_base[i], want[i]) << i;
+  };
+  a = pattern(640, 1920, 0, Sampling::Bilinear);  // luma 3x: samples 1, 4, 7, ...
+  EXPECT_EQ(a.pick_span, 48);
+  picks_at(a, {1, 4, 7, 10});
+  ResampleAxis uv;  // NV12 chroma of 1080p -> 640: UV pairs 0, 2, 3, 5, ... (2 bytes each)
+  build_axis(uv, 640, 1920, 1, Sampling::Bilinear, 2);
+  EXPECT_EQ(uv.pick_span, 48);
+  picks_at(uv, {0, 4, 6, 10, 12, 16});
+  a = pattern(1280, 1920, 0, Sampling::Nearest);  // 1.5x: samples 0, 1, 3, 4, ...
+  EXPECT_EQ(a.pick_span, 24);
+  picks_at(a, {0, 1, 3, 4, 6});
+  EXPECT_EQ(pattern(640, 1920, 0, Sampling::Area).pick_span, 0);     // weights: no picks
+  EXPECT_EQ(pattern(608, 1920, 0, Sampling::Nearest).pick_span, 0);  // no pattern
+  EXPECT_EQ(pattern(160, 1920, 0, Sampling::Nearest).pick_span, 0);  // 12x: 192 bytes
   EXPECT_EQ(pattern(300, 1001, 0, Sampling::Area).group_out, 0);
   a = pattern(640, 1080, 0, Sampling::Area);  // every weight of an output sums to 1
   for (std::int64_t o = 0; o < a.count; ++o) {

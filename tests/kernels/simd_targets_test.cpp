@@ -111,6 +111,13 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 2 (UV pairs side by side)
     {PixelFormat::I420, 642, 362, 321, 181, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 2 (planar chroma 1)
+    // Picks in a pattern (one permute per vector on AVX3_DL), tails.
+    {PixelFormat::NV12, 1926, 1080, 642, 360, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // 3x: luma every third, UV pairs two per three
+    {PixelFormat::I420, 1926, 1080, 642, 360, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 3x: planar chroma two per three
+    {PixelFormat::NV21, 1923, 1080, 1282, 720, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 1.5x: luma two per three
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
