@@ -84,14 +84,16 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
 // one multiply-add per tap pair, where the byte tables would take the low
 // and the high bytes as two channels. The word indices are the byte tables'
 // (the low byte's channel, `channel`) halved.
-template <int C, bool kWords = false>
-void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                        float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+// kWindows: ax.windows, known at compile time so that the windows stay in
+// registers.
+template <int C, bool kWords, int kWindows>
+void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                         float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
   const DF df;
   const DI di;
   const DW dw;
   const std::int64_t vectors = ax.stride / 16;
-  const int windows = ax.windows;
+  constexpr int windows = kWindows;
   // Window w fills its share of the vector's bytes, the low byte of each
   // 16-bit lane (the high byte stays 0); words: its share of the 16-bit lanes.
   // Picks (one tap of weight 1) keep only the low byte of each 32-bit lane:
@@ -164,6 +166,19 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
     }
     for (int c = 0; c < C; ++c)
       StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), raw, out[c] + 16 * v);
+  }
+}
+
+template <int C, bool kWords = false>
+void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                        float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+  switch (ax.windows) {
+    case 1:
+      return HorizontalPermutesW<C, kWords, 1>(ax, row, channel, out, offset, raw);
+    case 2:
+      return HorizontalPermutesW<C, kWords, 2>(ax, row, channel, out, offset, raw);
+    default:
+      return HorizontalPermutesW<C, kWords, 4>(ax, row, channel, out, offset, raw);
   }
 }
 
