@@ -138,6 +138,18 @@ int exact_pick(const detail::ResampleAxis& a) {
   return k;
 }
 
+// Whether every output of the axis weighs two samples by half each
+// (bilinear at an even integer ratio, 4x and up).
+bool halves(const detail::ResampleAxis& a) {
+  if (a.taps != 2) return false;
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const auto u = static_cast<std::size_t>(o);
+    if (a.weight[u] != 0.5f || a.weight[u + static_cast<std::size_t>(a.stride)] != 0.5f)
+      return false;
+  }
+  return true;
+}
+
 struct AxisCache {
   detail::ResampleAxis axis;
   std::int64_t count = -1, grid = -1;
@@ -185,12 +197,14 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     j.box_chroma = true;
   } else if (box_k == 3 && ly.box == 3) {
     j.box_k = 3;
-  } else if (lx.pick != 0) {
+  } else if (lx.pick != 0 || cx.pick != 0) {
     // Nearest at an integer ratio across, bilinear at an odd one (its outputs
-    // fall on samples): samples picked k apart, no tables.
+    // fall on samples): samples picked k apart, no tables. Chroma alone at an
+    // even one (1080p -> 320: luma weighs samples 6 o + 2 and 6 o + 3, both
+    // in UV pair 3 o + 1).
     const int step = s.interleaved_uv ? 2 : 1;
-    if (detail::fits_without_tables(lx.pick)) j.luma_x_pick = lx.pick;
-    if (detail::fits_without_tables(cx.pick * step)) j.chroma_x_pick = cx.pick;
+    if (lx.pick != 0 && detail::fits_without_tables(lx.pick)) j.luma_x_pick = lx.pick;
+    if (cx.pick != 0 && detail::fits_without_tables(cx.pick * step)) j.chroma_x_pick = cx.pick;
   } else if (m == detail::Sampling::Area) {
     // Only the horizontal axis an exact box (4K -> 320 square: 12 samples
     // across, 6.75 rows down): rows summed across without tables.
@@ -199,6 +213,11 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     if (cx.box >= 1 && box_k >= 2 && detail::fits_without_tables(cx.box * step)) {
       j.chroma_x_box = cx.box;
     }
+  }
+  // Bilinear at an even ratio down (4x and up) weighs two rows by half each:
+  // they are summed first too (where the sums take the word permutes).
+  if (m == detail::Sampling::Bilinear && j.box_k == 0 && halves(*j.luma_y)) {
+    j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);
   }
   if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)
     if (j.luma_y->taps >= 4) j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);

@@ -118,8 +118,9 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   const ResampleAxis* luma_y = nullptr;
   const ResampleAxis* chroma_x = nullptr;
   const ResampleAxis* chroma_y = nullptr;
-  /// Area with many vertical taps: the horizontal resampling again, for rows
-  /// of 16-bit sums of source rows (luma: step 2; chroma: step 4 when
+  /// Area with many vertical taps (luma too: bilinear whose two vertical taps
+  /// weigh half each, at an even ratio): the horizontal resampling again, for
+  /// rows of 16-bit sums of source rows (luma: step 2; chroma: step 4 when
   /// interleaved, 2 when planar); nullptr when not used.
   const ResampleAxis* luma_sum_x = nullptr;
   const ResampleAxis* chroma_sum_x = nullptr;
