@@ -203,6 +203,7 @@ const Case kCases[] = {
     {1920, 1080, 640, 640},  // 3x across, 1.6875 down
     {1280, 720, 640, 360},   // 2x both
     {2560, 1440, 640, 360},  // 4x both
+    {1926, 1086, 321, 181},  // 6x both, tails: bilinear's halves summed, chroma picks
     {640, 480, 640, 480},    // 1x
     {1001, 333, 300, 200},   // odd, no exact ratio
     {37, 23, 64, 48},        // enlarging, odd

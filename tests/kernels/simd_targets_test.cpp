@@ -118,6 +118,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 3x: planar chroma two per three
     {PixelFormat::NV21, 1923, 1080, 1282, 720, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 1.5x: luma two per three
+    {PixelFormat::I420, 1284, 724, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // 4x: luma rows of half weight summed, chroma picks alone
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
