@@ -236,7 +236,14 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
     return v > 0 ? v : 1L << 20;
   }();
-  j.stream = 3 * p.width * p.height * item_size(p.out_dtype) > l2;
+  static const long l3 = [] {
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return v > 0 ? v : 8L << 20;
+  }();
+  const std::int64_t tensor = 3 * p.width * p.height * item_size(p.out_dtype);
+  j.stream = tensor > l2;
+  const std::int64_t frame = s.y_stride * s.height * 3 / 2;  // 4:2:0
+  j.stream_bars = j.stream && frame + tensor > l3 / 3;
   for (int c = 0; c < 3; ++c) {
     j.planes[c] = planes[c];
     j.a[c] = k.a[c];

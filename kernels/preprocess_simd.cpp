@@ -335,16 +335,17 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
 }
 
 // Fills `count` samples from `at` of every output plane with its pad value.
-// A large output (job.stream) is written with streaming stores from its
-// first vector-aligned sample on, as the pixels are: a letterbox's bars are
-// up to half of it, and plain stores would read every line first.
+// Where job.stream_bars says so (a large output that would not stay in the
+// last-level cache with its frame), with streaming stores from the first
+// vector-aligned sample on: a letterbox's bars are up to half of it, and
+// plain stores would read every line first.
 template <typename T>
 HWY_INLINE void FillRun(const PreprocessJob& job, T* p, std::int64_t count, T value) {
   using DT = hn::ScalableTag<T>;
   const DT dt;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(dt));
   constexpr std::size_t kBytes = sizeof(T) * hn::MaxLanes(DT());
-  if (!job.stream || count < 2 * lanes || kBytes < 16) {
+  if (!job.stream_bars || count < 2 * lanes || kBytes < 16) {
     std::fill_n(p, count, value);
     return;
   }
