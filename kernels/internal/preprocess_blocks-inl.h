@@ -442,9 +442,11 @@ void ChromaTaps(const PreprocessJob& job, Scratch& s, std::int64_t r, float scal
   if (!(sums && SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum))) {
     BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill);
   }
-  s.v_taps = s.u_taps;
-  for (int t = 0; t < s.v_taps.n; ++t)
-    s.v_taps.row[t] += width;
+  s.v_taps.n = s.u_taps.n;  // its taps only (a whole RowTaps is 776 bytes)
+  for (int t = 0; t < s.u_taps.n; ++t) {
+    s.v_taps.row[t] = s.u_taps.row[t] + width;
+    s.v_taps.w[t] = s.u_taps.w[t];
+  }
   s.chroma_row = r;
 }
 
