@@ -120,10 +120,10 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
     return words;
   };
   auto gather = [&](const __m512i* lo, const __m512i* hi, std::int64_t at, int c) {
-    const __m512i table = _mm512_loadu_si512(ax.permute[channel[c]].data() + at * 64);
     if constexpr (kWords) {
       return gather_words(lo, hi, at, c);
     } else {
+      const __m512i table = _mm512_loadu_si512(ax.permute[channel[c]].data() + at * 64);
       __m512i bytes = _mm512_maskz_permutex2var_epi8(part[0], lo[0], table, hi[0]);
       for (int w = 1; w < windows; ++w) {
         bytes =
