@@ -203,8 +203,6 @@ struct ToRgb {
     const YuvToRgb& k = *job.yuv;
     const DF df;
     const DI di;
-    zero = hn::Zero(df);
-    top = hn::Set(df, 255.f);
     y0 = hn::Set(df, static_cast<float>(k.y_offset) * k.fy);
     c128 = hn::Set(df, 128.f);
     rv = hn::Set(df, k.frv);
@@ -221,7 +219,7 @@ struct ToRgb {
     igu = hn::Set(di, k.g_u);
     igv = hn::Set(di, k.g_v);
     ibu = hn::Set(di, k.b_u);
-    itop_bits = hn::BitCast(di, top);
+    itop_bits = hn::BitCast(di, hn::Set(df, 255.f));
   }
   HWY_INLINE void operator()(VF y, VF cu, VF cv, VF& r, VF& g, VF& b) const {
     if constexpr (kConv == Conv::Nearest) {
@@ -266,7 +264,7 @@ struct ToRgb {
     const DI di;
     return hn::BitCast(df, hn::Min(hn::Max(hn::BitCast(di, x), izero), itop_bits));
   }
-  VF zero, top, y0, c128, rv, gu, gv, bu;
+  VF y0, c128, rv, gu, gv, bu;
   hn::Vec<DI> izero, itop, i128, iy0, iys, half, irv, igu, igv, ibu, itop_bits;
 };
 

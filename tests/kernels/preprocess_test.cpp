@@ -262,8 +262,11 @@ TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
 }
 
 // Outputs larger than the L2 cache are stored with streaming stores, the
-// letterbox bars too: bars of every alignment (odd widths and heights put
-// the bars' first samples anywhere in a vector), in every dtype.
+// letterbox bars too once the frame and the tensor pass a third of the
+// last-level cache (on a 32 MB L3: the F32 tensors here; the F16 and BF16
+// ones write their bars through the cache): bars of every alignment (odd
+// widths and heights put the bars' first samples anywhere in a vector), in
+// every dtype.
 TEST(PreprocessAccuracy, LargeLetterboxesStreamTheirBarsInEveryDtype) {
   const NeatTensor wide = frame_of(PixelFormat::NV12, 1280, 720, 21);
   const NeatTensor tall = frame_of(PixelFormat::I420, 480, 1000, 22);
