@@ -336,6 +336,7 @@ class MessageSink final : public Sink {
     std::uint64_t token;
     std::string topic, key, payload;
     bool sent = false, acked = false;
+    bool tried = false;  // sent at least once (the broker may have it)
     bool from_disk = false;
     std::uint64_t segment = 0;  // from_disk: the disk spool's segment
   };
@@ -358,16 +359,23 @@ class MessageSink final : public Sink {
       if (Clock::now() - dropped_reported_at_ >= std::chrono::seconds(1)) report_drops_locked();
       return;
     }
-    if (spool_.size() >= options_.spool) {  // full: the oldest goes, counted
-      if (spool_.front().sent && !spool_.front().acked) --in_flight_;
-      spool_.pop_front();
+    ++stats_.queued;
+    if (spool_.size() >= options_.spool) {
+      // Full: the oldest message never sent goes, counted. One that was sent
+      // and not acknowledged stays (the broker may have it, and it is sent
+      // again after a reconnect), so `dropped` counts exactly what never
+      // reached the broker. Sent messages are a prefix of the spool (sends
+      // go in order), at most `window` of them unacknowledged; when the
+      // whole spool was sent, the new message is the oldest never sent.
+      auto it = std::find_if(spool_.begin(), spool_.end(), [](const Entry& e) { return !e.tried; });
       ++stats_.dropped;
       // To the traces at most once a second (and when the broker is back,
       // and at the end), with the count since the last report.
       if (Clock::now() - dropped_reported_at_ >= std::chrono::seconds(1)) report_drops_locked();
+      if (it == spool_.end()) return;
+      spool_.erase(it);
     }
     spool_.push_back(Entry{next_token_++, topic, key, std::move(payload)});
-    ++stats_.queued;
   }
 
   // Messages from the disk spool into memory, in order, while memory has room.
@@ -459,7 +467,7 @@ class MessageSink final : public Sink {
         auto it =
             std::find_if(spool_.begin(), spool_.end(), [](const Entry& e) { return !e.sent; });
         if (it == spool_.end()) return;
-        it->sent = true;
+        it->sent = it->tried = true;
         ++in_flight_;
         token = it->token;
         topic = it->topic;

@@ -6,8 +6,9 @@
 // The spool: consume() turns a frame into messages and queues them; the
 // sink's own thread sends them in order, at most `window` unacknowledged at
 // once, and drops a message from the spool only when the broker acknowledged
-// it. While the broker is away the spool holds up to `spool` messages (the
-// oldest are dropped past it, counted) and the thread reconnects with
+// it. While the broker is away the spool holds up to `spool` messages (past
+// it the oldest never sent are dropped, counted; a message sent and not yet
+// acknowledged is kept, the broker may have it) and the thread reconnects with
 // backoff (0.5 s doubling to 30 s, jittered); what was sent but not
 // acknowledged is sent again, in order, after the reconnect (delivery is at
 // least once). consume() never waits for the broker: the video keeps its
@@ -50,7 +51,7 @@ struct MessageOptions {
   /// Publish frames without detections too (every frame has its message).
   bool empty_frames = true;
   /// Messages the spool holds in memory while the broker is away (then the
-  /// oldest are dropped, or with spool_dir go to disk).
+  /// oldest never sent are dropped, or with spool_dir go to disk).
   std::size_t spool = 10000;
   /// A directory for messages past the memory spool, and for those a run
   /// could not deliver: the next run with it delivers them first. Empty: none.

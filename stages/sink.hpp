@@ -33,7 +33,7 @@ struct DeliveryStats {
   bool connected = false;
   std::uint64_t queued = 0;     ///< messages made
   std::uint64_t delivered = 0;  ///< acknowledged by the broker
-  std::uint64_t dropped = 0;    ///< dropped from a full spool (the oldest first)
+  std::uint64_t dropped = 0;    ///< dropped from a full spool, never sent (the oldest first)
   std::uint64_t resent = 0;     ///< sent again after a reconnect
   std::uint64_t spooled = 0;    ///< waiting now (sent or not, not yet acknowledged)
   std::uint64_t reconnects = 0;

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 #include <thread>
 
 #include "neat/stages/graph.hpp"
+#include "neat/stages/internal/transport.hpp"
 #include "neat/stages/pipeline.hpp"
 #include "neat/stages/track.hpp"
 #include "neat/telemetry/event_sink.hpp"
@@ -115,6 +117,131 @@ TEST(Messages, BadOptionsAreTypedErrorsThatNameTheFix) {
   auto t = declare_pipeline("default ! track high=2 ! appsink");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message().find("from 0 to 1"), std::string::npos) << t.error().message();
+}
+
+// A broker client under the test's control: it sends into a log, acknowledges
+// only when told, and loses its connection on demand.
+class ScriptedTransport final : public Transport {
+ public:
+  struct State {
+    std::mutex mutex;
+    bool down = false, acks = false;
+    std::vector<std::pair<std::uint64_t, std::int64_t>> sent;  // token, frame
+    std::vector<std::uint64_t> unacked;
+  };
+  explicit ScriptedTransport(std::shared_ptr<State> s) : s_(std::move(s)) {}
+  std::string endpoint() const override { return "scripted"; }
+  Status connect() override {
+    std::lock_guard lock(s_->mutex);
+    if (s_->down) return unavailable("scripted: the broker is away");
+    up_ = true;
+    return {};
+  }
+  Status poll(std::chrono::milliseconds wait) override {
+    std::this_thread::sleep_for(std::min(wait, std::chrono::milliseconds(5)));
+    std::vector<std::uint64_t> ack;
+    {
+      std::lock_guard lock(s_->mutex);
+      if (s_->down) {
+        up_ = false;
+        return unavailable("scripted: connection lost");
+      }
+      if (s_->acks) ack.swap(s_->unacked);
+    }
+    for (std::uint64_t token : ack)
+      on_ack(token);
+    return {};
+  }
+  bool connected() const override { return up_; }
+  Status send(std::string_view, std::string_view, std::string_view payload,
+              std::uint64_t token) override {
+    std::lock_guard lock(s_->mutex);
+    s_->sent.emplace_back(token, json::parse(payload)["frame"].get<std::int64_t>());
+    s_->unacked.push_back(token);
+    return {};
+  }
+  void disconnect() override {
+    std::lock_guard lock(s_->mutex);
+    up_ = false;
+    s_->unacked.clear();  // what was in flight is gone with the connection
+  }
+
+ private:
+  std::shared_ptr<State> s_;
+  bool up_ = false;  // the delivery thread's alone
+};
+
+struct ScriptedRun {
+  std::vector<std::int64_t> before, after;  // frames sent before the outage, and after it
+  DeliveryStats stats;
+};
+
+// `first` frames sent and never acknowledged, the connection lost, `more`
+// frames into a spool of `spool`, the broker back: what was sent again.
+ScriptedRun run_scripted(std::size_t spool, std::int64_t first, std::int64_t more) {
+  auto state = std::make_shared<ScriptedTransport::State>();
+  MessageOptions o;
+  o.topic = "out/{stream}";
+  o.spool = spool;
+  o.window = 64;
+  o.drain_timeout = 10s;
+  auto sink = message_sink("mqtt", std::make_unique<ScriptedTransport>(state), o);
+  ScriptedRun r;
+  EXPECT_TRUE(sink->prepare(FrameSpec::of(detections({}, 6, 0))).ok());
+  auto sent = [&] {
+    std::lock_guard lock(state->mutex);
+    return state->sent.size();
+  };
+  auto wait_until = [](auto done) {
+    for (auto end = std::chrono::steady_clock::now() + 10s;
+         !done() && std::chrono::steady_clock::now() < end;)
+      std::this_thread::sleep_for(2ms);
+    return done();
+  };
+  for (std::int64_t f = 0; f < first; ++f)
+    EXPECT_TRUE(sink->consume(detections({1, 2, 3, 4, 0.5f, 0}, 6, f), 0).ok());
+  EXPECT_TRUE(wait_until([&] { return sent() == static_cast<std::size_t>(first); }));
+  {
+    std::lock_guard lock(state->mutex);
+    state->down = true;
+  }
+  EXPECT_TRUE(wait_until([&] { return !sink->delivery()->connected; }));
+  for (std::int64_t f = first; f < first + more; ++f)
+    EXPECT_TRUE(sink->consume(detections({1, 2, 3, 4, 0.5f, 0}, 6, f), 0).ok());
+  const std::size_t before = sent();
+  {
+    std::lock_guard lock(state->mutex);
+    state->down = false;
+    state->acks = true;
+  }
+  EXPECT_TRUE(sink->finish().ok());
+  r.stats = *sink->delivery();
+  std::lock_guard lock(state->mutex);
+  for (std::size_t i = 0; i < state->sent.size(); ++i)
+    (i < before ? r.before : r.after).push_back(state->sent[i].second);
+  return r;
+}
+
+TEST(MessageSpool, AMessageSentAndNotAcknowledgedIsNeverDroppedOnlyThoseNeverSent) {
+  // Frames 0-2 reached the broker, maybe: their acknowledgements were lost
+  // with the connection. Past the spool of 5, the ones dropped are the oldest
+  // never sent (3-6), so `dropped` is exactly what the broker never got.
+  const ScriptedRun r = run_scripted(5, 3, 6);
+  EXPECT_EQ(r.before, (std::vector<std::int64_t>{0, 1, 2}));
+  EXPECT_EQ(r.after, (std::vector<std::int64_t>{0, 1, 2, 7, 8}));
+  EXPECT_EQ(r.stats.dropped, 4u);
+  EXPECT_EQ(r.stats.delivered, 5u);
+  EXPECT_EQ(r.stats.queued, 9u);
+  EXPECT_EQ(r.stats.resent, 3u);
+  EXPECT_EQ(r.stats.spooled, 0u);
+}
+
+TEST(MessageSpool, WhenTheWholeSpoolWasSentTheNewMessageIsTheOneDropped) {
+  const ScriptedRun r = run_scripted(3, 3, 2);
+  EXPECT_EQ(r.after, (std::vector<std::int64_t>{0, 1, 2}));
+  EXPECT_EQ(r.stats.dropped, 2u);
+  EXPECT_EQ(r.stats.delivered, 3u);
+  EXPECT_EQ(r.stats.queued, 5u);
 }
 
 class MqttBroker : public ::testing::Test {
