@@ -29,7 +29,7 @@ class MqttTransport final : public Transport {
   }
   ~MqttTransport() override { disconnect(); }
 
-  std::string endpoint() const override { return "mqtt " + host_ + ":" + std::to_string(port_); }
+  std::string endpoint() const override { return "mqtt " + host_port_text(host_, port_); }
 
   Status connect() override {
     disconnect();
@@ -67,7 +67,7 @@ class MqttTransport final : public Transport {
     if (m_ == nullptr) return unavailable("mqtt: not connected");
     const int rc = mosquitto_loop(m_, static_cast<int>(wait.count()), 1);
     if (connack_ > 0) {
-      return unavailable("mqtt: the broker at " + host_ + ":" + std::to_string(port_) +
+      return unavailable("mqtt: the broker at " + host_port_text(host_, port_) +
                          " refused the connection: " + mosquitto_connack_string(connack_));
     }
     if (rc != MOSQ_ERR_SUCCESS) return unavailable(error_text("connection", rc));
@@ -107,7 +107,7 @@ class MqttTransport final : public Transport {
   std::string error_text(const char* what, int rc) const {
     std::string e =
         rc == MOSQ_ERR_ERRNO ? std::string(std::strerror(errno)) : mosquitto_strerror(rc);
-    return "mqtt: " + std::string(what) + " to " + host_ + ":" + std::to_string(port_) + ": " + e;
+    return "mqtt: " + std::string(what) + " to " + host_port_text(host_, port_) + ": " + e;
   }
 
   MqttOptions options_;

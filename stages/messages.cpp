@@ -164,18 +164,42 @@ Result<std::pair<std::string, int>> parse_host_port(std::string_view text, int d
                             ")");
   };
   if (text.empty()) return bad("no host");
-  const auto colon = text.rfind(':');
-  std::string host(text.substr(0, colon));
+  std::string host;
+  std::string_view port_text;  // empty: the default port
+  bool has_port = false;
+  if (text.front() == '[') {  // [v6] or [v6]:port
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || (close + 1 < text.size() && text[close + 1] != ':')) {
+      return bad("an IPv6 address is written [ADDRESS]:PORT, e.g. [::1]:" +
+                 std::to_string(default_port));
+    }
+    host = std::string(text.substr(1, close - 1));
+    has_port = close + 1 < text.size();
+    if (has_port) port_text = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon != std::string_view::npos && text.find(':') != colon) {
+      return bad("write an IPv6 address in brackets, e.g. [::1]:" + std::to_string(default_port));
+    }
+    host = std::string(text.substr(0, colon));
+    has_port = colon != std::string_view::npos;
+    if (has_port) port_text = text.substr(colon + 1);
+  }
   int port = default_port;
-  if (colon != std::string_view::npos) {
-    const std::string_view p = text.substr(colon + 1);
-    auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-    if (ec != std::errc() || ptr != p.data() + p.size() || port < 1 || port > 65535) {
-      return bad("'" + std::string(p) + "' is not a port (1 to 65535)");
+  if (has_port) {
+    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port < 1 ||
+        port > 65535) {
+      return bad("'" + std::string(port_text) + "' is not a port (1 to 65535)");
     }
   }
   if (host.empty()) return bad("no host");
   return std::pair{host, port};
+}
+
+std::string host_port_text(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 Status check_message_options(std::string_view kind, const MessageOptions& o) {

@@ -69,7 +69,7 @@ struct MessageOptions {
 };
 
 struct MqttOptions {
-  std::string broker;     ///< HOST:PORT (port default 1883)
+  std::string broker;     ///< HOST:PORT (port default 1883), IPv6 as [ADDRESS]:PORT
   std::string client_id;  ///< empty: "neat-<pid>-<n>"
   std::string username, password;
   std::string ca_file;  ///< TLS with this CA certificate file (PEM)
@@ -78,7 +78,7 @@ struct MqttOptions {
 };
 
 struct KafkaOptions {
-  std::string brokers;             ///< HOST:PORT[,HOST:PORT...]
+  std::string brokers;             ///< HOST:PORT[,HOST:PORT...], IPv6 as [ADDRESS]:PORT
   std::string username, password;  ///< SASL PLAIN
   std::string ca_file;             ///< TLS (SASL_SSL with a username)
   MessageOptions messages;

@@ -45,8 +45,12 @@ std::shared_ptr<Sink> message_sink(std::string_view kind, std::unique_ptr<Transp
 /// Checks what every message sink needs (a topic, a spool of at least one message).
 Status check_message_options(std::string_view kind, const MessageOptions& o);
 
-/// "host:port" -> host and port (default_port when absent); errors name `what`.
+/// "host:port", "host", "[v6]:port" or "[v6]" -> host (without brackets) and
+/// port (default_port when absent); errors name `what` and the fix.
 Result<std::pair<std::string, int>> parse_host_port(std::string_view text, int default_port,
                                                     std::string_view what);
+
+/// host and port as an address is written: "127.0.0.1:1883", "[::1]:1883".
+std::string host_port_text(const std::string& host, int port);
 
 }  // namespace neat

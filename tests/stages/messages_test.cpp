@@ -110,6 +110,12 @@ TEST(Messages, BadOptionsAreTypedErrorsThatNameTheFix) {
   expect(mqtt_sink({.broker = "h", .messages = {.topic = "t", .spool = 0}}), "spool");
   expect(kafka_sink({.messages = {.topic = "t"}}), "needs brokers");
   expect(kafka_sink({.brokers = "a:9092,b:x", .messages = {.topic = "t"}}), "'x' is not a port");
+  expect(mqtt_sink({.broker = "::1:1883", .messages = {.topic = "t"}}), "in brackets");
+  expect(mqtt_sink({.broker = "[::1]1883", .messages = {.topic = "t"}}), "[ADDRESS]:PORT");
+  expect(mqtt_sink({.broker = "[::1", .messages = {.topic = "t"}}), "[ADDRESS]:PORT");
+  expect(mqtt_sink({.broker = "[]:1883", .messages = {.topic = "t"}}), "no host");
+  expect(mqtt_sink({.broker = "[::1]:0", .messages = {.topic = "t"}}), "'0' is not a port");
+  expect(kafka_sink({.brokers = "[::1]:9092,fe80::1", .messages = {.topic = "t"}}), "in brackets");
 
   auto p = declare_pipeline("default ! mqtt topic=x");
   ASSERT_FALSE(p.ok());
@@ -244,6 +250,30 @@ TEST(MessageSpool, WhenTheWholeSpoolWasSentTheNewMessageIsTheOneDropped) {
   EXPECT_EQ(r.stats.queued, 5u);
 }
 
+TEST(Messages, BrokerAddressesAreReadAsOperatorsWriteThem) {
+  struct Good {
+    const char* text;
+    const char* host;
+    int port;
+  };
+  for (const Good& g :
+       {Good{"broker.local", "broker.local", 1883}, Good{"10.0.0.2:8883", "10.0.0.2", 8883},
+        Good{"[::1]:1884", "::1", 1884}, Good{"[fd00::2]", "fd00::2", 1883}}) {
+    auto a = parse_host_port(g.text, 1883, "mqtt broker");
+    ASSERT_TRUE(a.ok()) << g.text << ": " << a.error().message();
+    EXPECT_EQ(a->first, g.host) << g.text;
+    EXPECT_EQ(a->second, g.port) << g.text;
+  }
+  EXPECT_EQ(host_port_text("::1", 1883), "[::1]:1883");
+  EXPECT_EQ(host_port_text("10.0.0.2", 1883), "10.0.0.2:1883");
+  auto sink = mqtt_sink({.broker = "[::1]:1884", .messages = {.topic = "t"}});
+  ASSERT_TRUE(sink.ok()) << sink.error().message();
+  EXPECT_NE((*sink)->describe().find("mqtt [::1]:1884"), std::string::npos) << (*sink)->describe();
+  EXPECT_TRUE(kafka_sink({.brokers = "[::1]:9092,[fd00::2]", .messages = {.topic = "t"}}).ok());
+  auto p = declare_pipeline("default ! mqtt broker=[::1]:1884 topic=t");
+  EXPECT_TRUE(p.ok()) << p.error().message();
+}
+
 class MqttBroker : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -375,6 +405,30 @@ OutageRun run_through_outage(MosquittoBroker& broker, std::int64_t frames, std::
   r.longest_gap = src->longest_gap();
   r.events = events->seen();
   return r;
+}
+
+TEST_F(MqttBroker, AnIpv6AddressInBracketsReachesTheBroker) {
+  if (!broker_.ipv6()) GTEST_SKIP() << "no IPv6 loopback (::1) on this machine";
+  Subscriber sub(broker_.port(), "v6/#");
+  ASSERT_TRUE(sub.wait_subscribed());
+  MqttOptions o;
+  o.broker = "[::1]:" + std::to_string(broker_.port());
+  o.messages.topic = "v6/{stream}";
+  auto sink = mqtt_sink(o);
+  ASSERT_TRUE(sink.ok()) << sink.error().message();
+  GraphBuilder b("v6");
+  b.add_source("cam", std::make_unique<DetectionSource>(20, 200));
+  b.add_sink("mqtt", *sink);
+  ASSERT_TRUE(b.connect("cam", "mqtt").ok());
+  auto g = b.build();
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  ASSERT_TRUE(g->run().ok());
+  EXPECT_EQ((*sink)->delivery()->delivered, 20u);
+  EXPECT_EQ((*sink)->delivery()->endpoint, "mqtt [::1]:" + std::to_string(broker_.port()));
+  ASSERT_TRUE(sub.wait_for([](const auto& m) { return frames_on(m, "v6/cam").size() >= 20; }, 10s));
+  std::vector<std::int64_t> all(20);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(frames_on(sub.messages(), "v6/cam"), all);
 }
 
 TEST_F(MqttBroker, ABrokerOutageInsideTheSpoolLosesNothingAndNeverHoldsTheVideo) {

@@ -47,6 +47,15 @@ inline bool port_open(int port) {
   return ok;
 }
 
+// Whether the loopback interface has ::1 (containers may run without IPv6).
+inline bool has_ipv6_loopback() {
+  std::ifstream in("/proc/net/if_inet6");
+  std::string address, rest;
+  while (in >> address && std::getline(in, rest))
+    if (address == "00000000000000000000000000000001") return true;
+  return false;
+}
+
 class MosquittoBroker {
  public:
   static constexpr const char* kBinary = "/usr/sbin/mosquitto";
@@ -60,7 +69,7 @@ class MosquittoBroker {
     std::filesystem::permissions(dir_, std::filesystem::perms::all);
     std::ofstream(dir_ / "mosquitto.conf")
         << "listener " << port_ << " 127.0.0.1\n"
-        << "allow_anonymous true\n"
+        << (ipv6_ ? "listener " + std::to_string(port_) + " ::1\n" : "") << "allow_anonymous true\n"
         << "persistence true\n"
         << "persistence_location " << dir_.string() << "/\n"
         << "max_queued_messages 100000\n"
@@ -72,6 +81,8 @@ class MosquittoBroker {
     std::filesystem::remove_all(dir_, ec);
   }
   int port() const { return port_; }
+  /// Also listening on [::1]:port (when the machine has it).
+  bool ipv6() const { return ipv6_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
   /// Starts it and waits (up to 10 s) until it takes connections.
@@ -99,6 +110,7 @@ class MosquittoBroker {
 
  private:
   int port_;
+  bool ipv6_ = has_ipv6_loopback();
   std::filesystem::path dir_;
   pid_t pid_ = -1;
 };
