@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "neat/kernels/model.hpp"
 #include "neat/stages/graph.hpp"
 #include "neat/stages/internal/graph_impl.hpp"
 #include "neat/telemetry/prometheus.hpp"
@@ -35,7 +36,8 @@ void delivery_families(std::string& out, const std::vector<GraphStats>& graphs) 
        &DeliveryStats::queued, "counter"},
       {"neat_messages_delivered_total", "Messages the broker acknowledged.",
        &DeliveryStats::delivered, "counter"},
-      {"neat_messages_dropped_total", "Messages dropped from a full spool (the oldest first).",
+      {"neat_messages_dropped_total",
+       "Messages dropped from a full spool, never sent (the oldest first).",
        &DeliveryStats::dropped, "counter"},
       {"neat_messages_resent_total", "Messages sent again after a reconnect.",
        &DeliveryStats::resent, "counter"},
@@ -110,6 +112,29 @@ void stream_families(std::string& out, const std::vector<GraphStats>& graphs) {
 }
 
 }  // namespace
+
+// libtorch's block cache (process-wide; there once a TorchScript model
+// installed it): what it holds and how often it served a forward.
+void torch_cache_families(std::string& out) {
+  const TorchBlockCacheStats c = torch_block_cache_stats();
+  if (!c.installed) return;
+  auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v < 0 ? 0 : v); };
+  family(out, "neat_torch_block_cache_held_bytes", "gauge",
+         "Freed libtorch CPU blocks held for the next forward.");
+  sample(out, "neat_torch_block_cache_held_bytes", {}, u(c.held_bytes));
+  family(out, "neat_torch_block_cache_limit_bytes", "gauge",
+         "The most free bytes the block cache holds (NEAT_TORCH_BLOCK_CACHE_MIB).");
+  sample(out, "neat_torch_block_cache_limit_bytes", {}, u(c.limit_bytes));
+  family(out, "neat_torch_block_cache_reused_total", "counter",
+         "Large libtorch allocations served from a held block.");
+  sample(out, "neat_torch_block_cache_reused_total", {}, u(c.reused));
+  family(out, "neat_torch_block_cache_from_system_total", "counter",
+         "Large libtorch allocations with no held block (from the system allocator).");
+  sample(out, "neat_torch_block_cache_from_system_total", {}, u(c.from_system));
+  family(out, "neat_torch_block_cache_released_total", "counter",
+         "Freed large blocks given back to the system (over the limit).");
+  sample(out, "neat_torch_block_cache_released_total", {}, u(c.released));
+}
 
 std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
   std::string out;
@@ -224,6 +249,7 @@ std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {
   }
   stream_families(out, graphs);
   delivery_families(out, graphs);
+  torch_cache_families(out);
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "neat/kernels/model.hpp"
 #include "neat/stages/elements.hpp"
+#include "neat/stages/graph.hpp"
 #include "neat/stages/inference.hpp"
 #include "neat/stages/pipeline.hpp"
 #include "neat/telemetry/event_sink.hpp"
@@ -457,6 +458,41 @@ TEST(TorchBlockCache, AWarmForwardTakesEveryLargeBlockFromTheCache) {
   EXPECT_EQ(uncached.held_bytes, 0);
   EXPECT_LT(faults * 4, uncached_faults)
       << "warm forwards faulted " << faults << " pages; uncached ones " << uncached_faults;
+}
+
+// A scrape shows the cache: the figures torch_block_cache_stats() returns.
+TEST(TorchBlockCache, AScrapeShowsWhatItHoldsAndHowOftenItServed) {
+  auto m = Model::load({.path = model_path("detector.pt")});
+  NEAT_ASSERT_OK(m);
+  auto x = NeatTensor::allocate(DType::F32, {1, 3, 640, 640});
+  NEAT_ASSERT_OK(x);
+  std::vector<NeatTensor> out;
+  for (int i = 0; i < 3; ++i) {
+    out.clear();
+    NEAT_ASSERT_OK((*m)->run(*x, out));
+  }
+  const std::string text = graph_prometheus_text({GraphStats{}});
+  const TorchBlockCacheStats s = torch_block_cache_stats();
+  auto value = [&](const std::string& name) -> std::int64_t {
+    const auto at = text.find("\n" + name + " ");
+    if (at == std::string::npos) return -1;
+    return std::stoll(text.substr(at + name.size() + 2));
+  };
+  EXPECT_NE(text.find("# TYPE neat_torch_block_cache_held_bytes gauge"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE neat_torch_block_cache_reused_total counter"), std::string::npos);
+  EXPECT_GT(s.held_bytes, 0);
+  EXPECT_EQ(value("neat_torch_block_cache_held_bytes"), s.held_bytes) << text;
+  EXPECT_EQ(value("neat_torch_block_cache_limit_bytes"), s.limit_bytes);
+  EXPECT_EQ(value("neat_torch_block_cache_reused_total"), s.reused);
+  EXPECT_EQ(value("neat_torch_block_cache_from_system_total"), s.from_system);
+  EXPECT_EQ(value("neat_torch_block_cache_released_total"), s.released);
+  // Valid for Prometheus's own linter (make test installs it).
+  if (std::system("command -v promtool > /dev/null 2>&1") == 0) {
+    const std::string path = ::testing::TempDir() + "torch_cache_scrape.txt";
+    std::ofstream(path) << text;
+    const std::string check = "promtool check metrics < " + path + " > " + path + ".out 2>&1";
+    EXPECT_EQ(std::system(check.c_str()), 0) << std::ifstream(path + ".out").rdbuf();
+  }
 }
 
 TEST(TorchBlockCache, TheLimitBoundsWhatItHoldsAndBadLimitsAreRefused) {
