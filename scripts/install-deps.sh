@@ -34,7 +34,7 @@ test_packages=(
   python3-dev python3-numpy python3-pybind11 python3-pytest
   libonnx-testdata
   prometheus
-  mosquitto mosquitto-clients
+  mosquitto mosquitto-clients openssl
   gir1.2-gst-rtsp-server-1.0 python3-gi
   clang-16 libclang-rt-16-dev
 )

@@ -45,6 +45,12 @@ class MqttTransport final : public Transport {
     mosquitto_publish_callback_set(m_, [](mosquitto*, void* self, int mid) {
       static_cast<MqttTransport*>(self)->published(mid);
     });
+    // What the client library says went wrong (OpenSSL's reason for a TLS
+    // error: "certificate verify failed"), for the next error's text.
+    mosquitto_log_callback_set(m_, [](mosquitto*, void* self, int level, const char* text) {
+      if ((level & MOSQ_LOG_ERR) != 0 && text != nullptr)
+        static_cast<MqttTransport*>(self)->logged_ = text;
+    });
     if (!options_.username.empty()) {
       mosquitto_username_pw_set(m_, options_.username.c_str(),
                                 options_.password.empty() ? nullptr : options_.password.c_str());
@@ -104,15 +110,23 @@ class MqttTransport final : public Transport {
     tokens_.erase(it);
     if (on_ack) on_ack(token);
   }
-  std::string error_text(const char* what, int rc) const {
+  std::string error_text(const char* what, int rc) {
     std::string e =
         rc == MOSQ_ERR_ERRNO ? std::string(std::strerror(errno)) : mosquitto_strerror(rc);
+    if (!logged_.empty()) e += " (" + logged_ + ")";
+    logged_.clear();
+    if (rc == MOSQ_ERR_TLS && !options_.ca_file.empty()) {
+      e += "; check that ca-file=" + options_.ca_file +
+           " is the CA that signed the broker's certificate, and that the certificate names " +
+           host_;
+    }
     return "mqtt: " + std::string(what) + " to " + host_port_text(host_, port_) + ": " + e;
   }
 
   MqttOptions options_;
   std::string host_;
   int port_;
+  std::string logged_;  // the client library's last error message (delivery thread)
   mosquitto* m_ = nullptr;
   bool connected_ = false;
   int connack_ = -1;

@@ -32,9 +32,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
+using testing::BrokerTls;
 using testing::detections;
 using testing::DetectionSource;
 using testing::frames_on;
+using testing::make_test_certificates;
 using testing::MosquittoBroker;
 using testing::Subscriber;
 using testing::temp_dir;
@@ -429,6 +431,102 @@ TEST_F(MqttBroker, AnIpv6AddressInBracketsReachesTheBroker) {
   std::vector<std::int64_t> all(20);
   std::iota(all.begin(), all.end(), 0);
   EXPECT_EQ(frames_on(sub.messages(), "v6/cam"), all);
+}
+
+// A broker that takes TLS with a password on one listener (the sink's) and
+// anonymous clients on another (the test's subscriber).
+class MqttTlsBroker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!MosquittoBroker::available()) GTEST_SKIP() << "mosquitto is not installed (make test)";
+    ASSERT_TRUE(make_test_certificates(certs_, "neat-test-ca"))
+        << "openssl could not make the test certificates (make test installs openssl)";
+    ASSERT_TRUE(make_test_certificates(other_, "another-ca"));
+    tls_ = {certs_, "camera-gateway", "s3cret"};
+    broker_ = std::make_unique<MosquittoBroker>(&tls_);
+    ASSERT_TRUE(broker_->tls_ready()) << "mosquitto_passwd failed";
+    ASSERT_TRUE(broker_->start()) << "mosquitto did not start";
+  }
+  void TearDown() override {
+    broker_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(certs_, ec);
+    std::filesystem::remove_all(other_, ec);
+  }
+  static std::filesystem::path dir(const std::string& name) {
+    const auto d = std::filesystem::path(temp_dir(name));
+    std::filesystem::create_directories(d);
+    std::filesystem::permissions(d, std::filesystem::perms::all);  // mosquitto's user reads it
+    return d;
+  }
+  // 20 frames through an mqtt sink with `o`'s credentials and CA: the run's status.
+  Status send(MqttOptions o, std::shared_ptr<Sink>& sink) {
+    o.broker = "127.0.0.1:" + std::to_string(broker_->tls_port());
+    o.messages.topic = "tls/{stream}";
+    o.messages.drain_timeout = 1500ms;
+    auto made = mqtt_sink(o);
+    if (!made.ok()) return made.error();
+    sink = *made;
+    GraphBuilder b("tls");
+    b.add_source("cam", std::make_unique<DetectionSource>(20, 200));
+    b.add_sink("mqtt", sink);
+    NEAT_RETURN_IF_ERROR(b.connect("cam", "mqtt"));
+    NEAT_ASSIGN_OR_RETURN(auto g, b.build());
+    auto report = g.run();
+    if (!report.ok()) return report.error();
+    return {};
+  }
+  std::filesystem::path certs_ = dir("tls-certs"), other_ = dir("tls-other");
+  BrokerTls tls_;
+  std::unique_ptr<MosquittoBroker> broker_;
+};
+
+TEST_F(MqttTlsBroker, OverTlsWithAPasswordEveryMessageArrives) {
+  Subscriber sub(broker_->port(), "tls/#");
+  ASSERT_TRUE(sub.wait_subscribed());
+  std::shared_ptr<Sink> sink;
+  const Status st = send(
+      {.username = "camera-gateway", .password = "s3cret", .ca_file = (certs_ / "ca.crt").string()},
+      sink);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(sink->delivery()->delivered, 20u);
+  ASSERT_TRUE(
+      sub.wait_for([](const auto& m) { return frames_on(m, "tls/cam").size() >= 20; }, 10s));
+  std::vector<std::int64_t> all(20);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(frames_on(sub.messages(), "tls/cam"), all);
+}
+
+TEST_F(MqttTlsBroker, AWrongPasswordFailsTheRunSayingTheBrokerRefused) {
+  std::shared_ptr<Sink> sink;
+  const Status st = send(
+      {.username = "camera-gateway", .password = "wrong", .ca_file = (certs_ / "ca.crt").string()},
+      sink);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("20 messages not delivered"), std::string::npos)
+      << st.error().message();
+  EXPECT_NE(st.error().message().find("refused the connection"), std::string::npos)
+      << st.error().message();
+  EXPECT_NE(sink->delivery()->last_error.find("not authori"), std::string::npos)
+      << sink->delivery()->last_error;
+  EXPECT_EQ(sink->delivery()->delivered, 0u);
+}
+
+TEST_F(MqttTlsBroker, ACertificateAnotherCaSignedIsNeverTrusted) {
+  std::shared_ptr<Sink> sink;
+  const Status st = send(
+      {.username = "camera-gateway", .password = "s3cret", .ca_file = (other_ / "ca.crt").string()},
+      sink);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("20 messages not delivered"), std::string::npos)
+      << st.error().message();
+  EXPECT_EQ(sink->delivery()->delivered, 0u);
+  // OpenSSL's reason, and what to check.
+  const std::string why = sink->delivery()->last_error;
+  EXPECT_NE(why.find("certificate verify failed"), std::string::npos) << why;
+  EXPECT_NE(why.find("ca-file=" + (other_ / "ca.crt").string() + " is the CA that signed"),
+            std::string::npos)
+      << why;
 }
 
 TEST_F(MqttBroker, ABrokerOutageInsideTheSpoolLosesNothingAndNeverHoldsTheVideo) {

@@ -56,24 +56,69 @@ inline bool has_ipv6_loopback() {
   return false;
 }
 
+// A test CA and a server certificate it signed for 127.0.0.1 (EC P-256, a
+// day), made with the openssl command in `dir`: ca.crt, server.crt,
+// server.key. False when openssl failed.
+inline bool make_test_certificates(const std::filesystem::path& dir, const std::string& ca_name) {
+  const std::string d = dir.string();
+  const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  const std::string steps[] = {
+      "openssl req -x509" + ec + " -keyout " + d + "/ca.key -out " + d +
+          "/ca.crt -days 1 -subj /CN=" + ca_name,
+      "openssl req" + ec + " -keyout " + d + "/server.key -out " + d +
+          "/server.csr -subj /CN=127.0.0.1",
+      "printf 'subjectAltName=IP:127.0.0.1\n' > " + d + "/san.ext",
+      "openssl x509 -req -in " + d + "/server.csr -CA " + d + "/ca.crt -CAkey " + d +
+          "/ca.key -CAcreateserial -out " + d + "/server.crt -days 1 -extfile " + d + "/san.ext",
+      "chmod 0644 " + d + "/server.key",  // mosquitto reads it as its own user
+  };
+  for (const std::string& step : steps)
+    if (std::system((step + " > /dev/null 2>&1").c_str()) != 0) return false;
+  return true;
+}
+
+// A second listener for MosquittoBroker: TLS with `dir`'s server.crt and
+// server.key, and only `user` with `password` (mosquitto_passwd).
+struct BrokerTls {
+  std::filesystem::path dir;
+  std::string user, password;
+};
+
 class MosquittoBroker {
  public:
   static constexpr const char* kBinary = "/usr/sbin/mosquitto";
   static bool available() { return std::filesystem::exists(kBinary); }
 
-  MosquittoBroker() : port_(free_tcp_port()) {
+  /// Anonymous on port(); with `tls`, also TLS and a password on tls_port().
+  explicit MosquittoBroker(const BrokerTls* tls = nullptr) : port_(free_tcp_port()) {
     dir_ = std::filesystem::temp_directory_path() /
            ("neat-mosquitto-" + std::to_string(getpid()) + "-" + std::to_string(port_));
     std::filesystem::create_directories(dir_);
     // Started as root, mosquitto drops to its own user: let it write here.
     std::filesystem::permissions(dir_, std::filesystem::perms::all);
-    std::ofstream(dir_ / "mosquitto.conf")
-        << "listener " << port_ << " 127.0.0.1\n"
-        << (ipv6_ ? "listener " + std::to_string(port_) + " ::1\n" : "") << "allow_anonymous true\n"
-        << "persistence true\n"
-        << "persistence_location " << dir_.string() << "/\n"
-        << "max_queued_messages 100000\n"
-        << "log_dest file " << (dir_ / "mosquitto.log").string() << "\n";
+    std::ofstream conf(dir_ / "mosquitto.conf");
+    if (tls != nullptr) {
+      tls_port_ = free_tcp_port();
+      const std::string passwd = (dir_ / "passwd").string();
+      std::ofstream(passwd).close();
+      tls_ready_ = std::system(("mosquitto_passwd -b " + passwd + " " + tls->user + " " +
+                                tls->password + " > /dev/null 2>&1 && chmod 0644 " + passwd)
+                                   .c_str()) == 0;
+      conf << "per_listener_settings true\n"
+           << "listener " << tls_port_ << " 127.0.0.1\n"
+           << "certfile " << (tls->dir / "server.crt").string() << "\n"
+           << "keyfile " << (tls->dir / "server.key").string() << "\n"
+           << "allow_anonymous false\n"
+           << "password_file " << passwd << "\n";
+    }
+    // (allow_anonymous after each listener: with per_listener_settings it is
+    // the listener's own.)
+    conf << "listener " << port_ << " 127.0.0.1\nallow_anonymous true\n"
+         << (ipv6_ ? "listener " + std::to_string(port_) + " ::1\nallow_anonymous true\n" : "")
+         << "persistence true\n"
+         << "persistence_location " << dir_.string() << "/\n"
+         << "max_queued_messages 100000\n"
+         << "log_dest file " << (dir_ / "mosquitto.log").string() << "\n";
   }
   ~MosquittoBroker() {
     stop();
@@ -81,6 +126,9 @@ class MosquittoBroker {
     std::filesystem::remove_all(dir_, ec);
   }
   int port() const { return port_; }
+  /// The TLS listener's port (0: none) and whether its password file was made.
+  int tls_port() const { return tls_port_; }
+  bool tls_ready() const { return tls_ready_; }
   /// Also listening on [::1]:port (when the machine has it).
   bool ipv6() const { return ipv6_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -94,7 +142,7 @@ class MosquittoBroker {
       _exit(127);
     }
     for (int i = 0; i < 200; ++i) {
-      if (port_open(port_)) return true;
+      if (port_open(port_) && (tls_port_ == 0 || port_open(tls_port_))) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
@@ -110,6 +158,8 @@ class MosquittoBroker {
 
  private:
   int port_;
+  int tls_port_ = 0;
+  bool tls_ready_ = false;
   bool ipv6_ = has_ipv6_loopback();
   std::filesystem::path dir_;
   pid_t pid_ = -1;
