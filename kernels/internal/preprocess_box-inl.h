@@ -303,6 +303,45 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
 // `avail`: the bytes of the row from `row` on (whole vectors read no further).
 // XPickRowG has g and raw fixed, so that its loop has no branch but its own
 // (a run-time g and raw cost half of the picks' time: 720p -> 320 nearest).
+#if HWY_TARGET != HWY_SCALAR
+// The elements of outputs [0, lanes) picked k apart from p, G bytes each (an
+// element of 8, 16 or 32 bits, or the first way of three), one per 32-bit
+// lane: the output's byte is byte `channel` of its lane.
+template <int G>
+HWY_INLINE hn::Vec<DBox32> PickLoad(const std::uint8_t* p) {
+  const DBox32 d32;
+  const hn::Rebind<std::uint8_t, DBox32> d8q;    // one byte per 32-bit lane
+  const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
+  if constexpr (G == 1) {
+    return hn::PromoteTo(d32, hn::LoadU(d8q, p));
+  } else if constexpr (G == 2) {
+    return hn::PromoteTo(d32, hn::LoadU(d16h, reinterpret_cast<const std::uint16_t*>(p)));
+  } else if constexpr (G == 4) {
+    return hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(p));
+  } else if constexpr (G == 3) {
+    hn::Vec<decltype(d8q)> a, b, c;
+    hn::LoadInterleaved3(d8q, p, a, b, c);
+    return hn::PromoteTo(d32, a);
+  } else if constexpr (G == 6) {
+    hn::Vec<decltype(d16h)> a, b, c;
+    hn::LoadInterleaved3(d16h, reinterpret_cast<const std::uint16_t*>(p), a, b, c);
+    return hn::PromoteTo(d32, a);
+  } else {  // 12
+    hn::Vec<DBox32> a, b, c;
+    hn::LoadInterleaved3(d32, reinterpret_cast<const std::uint32_t*>(p), a, b, c);
+    return a;
+  }
+}
+
+// Byte `channel` of each lane of PickLoad's elements, as a whole level.
+template <int G>
+HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
+  const auto level = hn::ShiftRightSame(v, shift);
+  if constexpr (G == 1 || G == 3) return level;  // bytes promoted
+  return hn::And(level, hn::Set(DBox32(), 0xFFu));
+}
+#endif
+
 template <int C, int G, bool kRaw>
 void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
                const int (&channel)[C], float* const (&out)[C], std::int32_t offset) {
@@ -311,37 +350,15 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
   const DBox32 d32;
   const DF df;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
-  const auto byte = hn::Set(d32, 0xFFu);
   const VF one = hn::Set(df, 32767.f), off = hn::Set(df, static_cast<float>(offset));
   int shift[C];
   for (int c = 0; c < C; ++c)
     shift[c] = 8 * channel[c];
-  const hn::Rebind<std::uint8_t, DBox32> d8q;    // one byte per 32-bit lane
-  const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
   // Outputs [o, o + lanes) from their elements at p.
   auto vector = [&](const std::uint8_t* p) {
-    hn::Vec<DBox32> v;
-    if constexpr (G == 1) {
-      v = hn::PromoteTo(d32, hn::LoadU(d8q, p));
-    } else if constexpr (G == 2) {
-      v = hn::PromoteTo(d32, hn::LoadU(d16h, reinterpret_cast<const std::uint16_t*>(p)));
-    } else if constexpr (G == 4) {
-      v = hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(p));
-    } else if constexpr (G == 3) {
-      hn::Vec<decltype(d8q)> a, b, c;
-      hn::LoadInterleaved3(d8q, p, a, b, c);
-      v = hn::PromoteTo(d32, a);
-    } else if constexpr (G == 6) {
-      hn::Vec<decltype(d16h)> a, b, c;
-      hn::LoadInterleaved3(d16h, reinterpret_cast<const std::uint16_t*>(p), a, b, c);
-      v = hn::PromoteTo(d32, a);
-    } else {  // 12
-      hn::Vec<DBox32> b, c;
-      hn::LoadInterleaved3(d32, reinterpret_cast<const std::uint32_t*>(p), v, b, c);
-    }
+    const hn::Vec<DBox32> v = PickLoad<G>(p);
     for (int c = 0; c < C; ++c) {
-      auto level = hn::ShiftRightSame(v, shift[c]);
-      if constexpr (G != 1 && G != 3) level = hn::And(level, byte);  // 1, 3: bytes promoted
+      const auto level = PickChannel<G>(v, shift[c]);
       if constexpr (kRaw) {
         hn::StoreU(hn::BitCast(df, level), df, out[c] + o);
       } else {

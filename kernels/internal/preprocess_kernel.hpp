@@ -162,7 +162,8 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// the bars' lines are likely still cached from the last call on a pooled
   /// tensor and plain stores to them measured faster (1080p -> 640
   /// letterboxed on two threads: 0.133 -> 0.092 ms; from 4K, or into 1280,
-  /// 5-20% slower).
+  /// 5-20% slower). The fused nearest rows (preprocess_simd.cpp) follow it
+  /// for their pixels too: their stores are most of their time.
   bool stream_bars = false;
 };
 
