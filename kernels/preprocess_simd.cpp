@@ -412,6 +412,66 @@ struct PatternPicksOf {
 };
 #endif
 
+// Picks by the blocks path's byte-shuffle tables: each 16-byte block of a
+// vector from its own base (HorizontalBlocks' loads, which stay in the row).
+template <int C>
+struct BlockPicks {
+  const std::uint8_t* row;
+  const std::int32_t* base;        // ResampleAxis::block_base
+  const std::uint8_t* shuffle[C];  // ResampleAxis::shuffle of each channel
+  bool Whole(std::int64_t, std::int64_t) const { return true; }
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
+    const DB db;
+    const std::int64_t b = o / 4;
+    const auto bytes = LoadBlocks(db, row, base + b);
+    for (int c = 0; c < C; ++c)
+      out[c] =
+          hn::BitCast(DI(), hn::TableLookupBytesOr0(bytes, hn::LoadU(db, shuffle[c] + b * 16)));
+  }
+  void Rest(std::int64_t o, std::int64_t, float* const (&out)[C]) const {
+    hn::Vec<DI> v[C];
+    At(o, v);
+    for (int c = 0; c < C; ++c)
+      hn::Store(hn::BitCast(DF(), v[c]), DF(), out[c]);
+  }
+};
+
+#if HWY_TARGET == HWY_AVX3_DL
+// Picks by the VBMI permute tables: each vector from 1, 2 or 4 windows of 128
+// bytes (HorizontalPermutesW's loads), one vpermt2b per window and channel.
+template <int C>
+struct WindowPicks {
+  const std::uint8_t* row;
+  const std::int32_t* window_base;  // 4 per vector
+  const std::uint8_t* table[C];     // ResampleAxis::permute of each channel
+  int windows;
+  __mmask64 part[4];  // window w's outputs: byte 0 of their 32-bit lanes
+  bool Whole(std::int64_t, std::int64_t) const { return true; }
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
+    const std::int64_t v = o / 16;
+    __m512i idx[C], acc[C];
+    for (int c = 0; c < C; ++c) {
+      idx[c] = _mm512_loadu_si512(table[c] + v * 64);
+      acc[c] = _mm512_setzero_si512();
+    }
+    for (int w = 0; w < windows; ++w) {
+      const std::uint8_t* p = row + window_base[4 * v + w];
+      const __m512i lo = _mm512_loadu_si512(p), hi = _mm512_loadu_si512(p + 64);
+      for (int c = 0; c < C; ++c)
+        acc[c] = _mm512_or_si512(acc[c], _mm512_maskz_permutex2var_epi8(part[w], lo, idx[c], hi));
+    }
+    for (int c = 0; c < C; ++c)
+      out[c] = hn::Vec<DI>{acc[c]};
+  }
+  void Rest(std::int64_t o, std::int64_t, float* const (&out)[C]) const {
+    hn::Vec<DI> v[C];
+    At(o, v);
+    for (int c = 0; c < C; ++c)
+      hn::Store(hn::BitCast(DF(), v[c]), DF(), out[c]);
+  }
+};
+#endif
+
 // Chroma from one plane of UV pairs (two channels of one picker) or from two
 // planes (a picker each).
 template <class P>
@@ -528,26 +588,47 @@ void NearestRowT(const PreprocessJob& job, const L luma, const Ch chroma, std::i
   if (x < box_w) NearestRest(job, luma, chroma, out_r, x);
 }
 
-// A plane's picks for output row r: k apart (G > 0) or the axis's pattern (G == 0).
-template <int G, int C>
+// How a plane's picks are taken (FusedNearest): G > 0 bytes per output k
+// apart, or one of these.
+constexpr int kPattern = 0, kBlocks = -2, kWindows = -3;
+
+// A plane's picks at its row 0 (NearestRows moves them down): mode M.
+template <int M, int C>
 auto PlanePicks(const ResampleAxis& ax, const std::uint8_t* row, int step,
                 const int (&channel)[C]) {
-  if constexpr (G > 0) {
+  if constexpr (M > 0) {
     const std::int64_t x0 = ax.first[0] * step;
-    KApartPicks<G, C> p{row + x0, ax.source * step - x0, {}};
+    KApartPicks<M, C> p{row + x0, ax.source * step - x0, {}};
     for (int c = 0; c < C; ++c)
       p.channel[c] = channel[c];
     return p;
+  } else if constexpr (M == kBlocks) {
+    BlockPicks<C> p{row, ax.block_base.data(), {}};
+    for (int c = 0; c < C; ++c)
+      p.shuffle[c] = ax.shuffle[channel[c]].data();
+    return p;
   } else {
 #if HWY_TARGET == HWY_AVX3_DL
-    return PatternPicksOf<C>(row, ax.source * step, ax.pick_span, _mm512_loadu_si512(ax.pick_base),
-                             channel);
+    if constexpr (M == kWindows) {
+      WindowPicks<C> p{row, ax.window_base.data(), {}, ax.windows, {}};
+      for (int c = 0; c < C; ++c)
+        p.table[c] = ax.permute[channel[c]].data();
+      const int bits = 64 / ax.windows;
+      for (int w = 0; w < ax.windows; ++w) {
+        const std::uint64_t span = bits == 64 ? ~0ull : ((1ull << bits) - 1) << (bits * w);
+        p.part[w] = static_cast<__mmask64>(0x1111111111111111ull & span);
+      }
+      return p;
+    } else {
+      return PatternPicksOf<C>(row, ax.source * step, ax.pick_span,
+                               _mm512_loadu_si512(ax.pick_base), channel);
+    }
 #endif
   }
 }
 
-// Content rows [begin, end) (output rows): luma's picks LG, chroma's CG (0:
-// the axis's pattern). The picks' columns are set once; each row moves them
+// Content rows [begin, end) (output rows): luma's picks in mode LG, chroma's
+// in mode CG (PlanePicks). The picks' columns are set once; each row moves them
 // to its source rows.
 template <int LG, int CG, bool kPlanar>
 void NearestRows(const PreprocessJob& job, std::int64_t begin, std::int64_t end) {
@@ -608,55 +689,72 @@ NearestRowsFn FusedNearest(const PreprocessJob& job) {
   return nullptr;
 #else
   if (!job.nearest || job.box_k != 0) return nullptr;
-  // A plane's picks: G bytes per output k apart, 0 for the axis's pattern
-  // (VBMI), -1 for none.
+  // A plane's picks as HorizontalBlocks would take them: G bytes per output
+  // k apart, the axis's pattern or its tables (16-byte blocks; VBMI windows);
+  // -1: none of these (gathers).
   auto mode = [](int k, int step, const ResampleAxis& ax) {
-    if (k != 0) {
 #if HWY_TARGET == HWY_AVX3_DL
-      if (k * step == 3 && ax.pick_span != 0) return 0;  // a permute beats three-way loads
-#endif
-      return k * step;
-    }
-#if HWY_TARGET == HWY_AVX3_DL
-    if (ax.pick_span != 0) return 0;
+    if (k != 0) return k * step == 3 && ax.pick_span != 0 ? kPattern : k * step;
+    if (ax.pick_span != 0) return kPattern;
+    if (ax.windows > 0 && (!ax.blocks || ax.gather)) return kWindows;
 #else
-    (void)ax;
+    if (k != 0) return k * step;
 #endif
+    if (ax.picks && ax.blocks && !ax.gather && ax.passes == 1) return kBlocks;
     return -1;
   };
   const bool planar = !job.interleaved_uv;
   const int l = mode(job.luma_x_pick, 1, *job.luma_x);
   const int c = mode(job.chroma_x_pick, planar ? 1 : 2, *job.chroma_x);
+  constexpr auto key = [](int luma, int chroma, bool plane) {
+    return (plane ? 1000 : 0) + (luma + 4) * 32 + (chroma + 4);
+  };
   // The pairs real ratios make: luma k apart with chroma k / 2 apart (UV
-  // pairs: k bytes), or patterns.
-  switch ((planar ? 1000 : 0) + (l + 1) * 32 + (c + 1)) {
-    case (2 + 1) * 32 + (2 + 1):
+  // pairs: k bytes), patterns, tables.
+  switch (key(l, c, planar)) {
+    case key(2, 2, false):
       return NearestRows<2, 2, false>;
-    case (4 + 1) * 32 + (4 + 1):
+    case key(4, 4, false):
       return NearestRows<4, 4, false>;
-    case (6 + 1) * 32 + (6 + 1):
+    case key(6, 6, false):
       return NearestRows<6, 6, false>;
-    case (12 + 1) * 32 + (12 + 1):
+    case key(12, 12, false):
       return NearestRows<12, 12, false>;
-    case 1000 + (2 + 1) * 32 + (1 + 1):
+    case key(2, 1, true):
       return NearestRows<2, 1, true>;
-    case 1000 + (4 + 1) * 32 + (2 + 1):
+    case key(4, 2, true):
       return NearestRows<4, 2, true>;
-    case 1000 + (6 + 1) * 32 + (3 + 1):
+    case key(6, 3, true):
       return NearestRows<6, 3, true>;
-    case 1000 + (12 + 1) * 32 + (6 + 1):
+    case key(12, 6, true):
       return NearestRows<12, 6, true>;
+    case key(kBlocks, kBlocks, false):
+      return NearestRows<kBlocks, kBlocks, false>;
+    case key(kBlocks, kBlocks, true):
+      return NearestRows<kBlocks, kBlocks, true>;
 #if HWY_TARGET == HWY_AVX3_DL
-    case (0 + 1) * 32 + (0 + 1):
-      return NearestRows<0, 0, false>;
-    case 1000 + (0 + 1) * 32 + (0 + 1):
-      return NearestRows<0, 0, true>;
-    case (1 + 1) * 32 + (0 + 1):
-      return NearestRows<1, 0, false>;
-    case 1000 + (1 + 1) * 32 + (0 + 1):
-      return NearestRows<1, 0, true>;
-    case 1000 + (6 + 1) * 32 + (0 + 1):  // I420 chroma 3 apart as a pattern
-      return NearestRows<6, 0, true>;
+    case key(kPattern, kPattern, false):
+      return NearestRows<kPattern, kPattern, false>;
+    case key(kPattern, kPattern, true):
+      return NearestRows<kPattern, kPattern, true>;
+    case key(1, kPattern, false):
+      return NearestRows<1, kPattern, false>;
+    case key(1, kPattern, true):
+      return NearestRows<1, kPattern, true>;
+    case key(6, kPattern, true):  // I420 chroma 3 apart as a pattern
+      return NearestRows<6, kPattern, true>;
+    case key(kWindows, kWindows, false):
+      return NearestRows<kWindows, kWindows, false>;
+    case key(kWindows, kWindows, true):
+      return NearestRows<kWindows, kWindows, true>;
+    case key(kWindows, kBlocks, false):
+      return NearestRows<kWindows, kBlocks, false>;
+    case key(kWindows, kBlocks, true):
+      return NearestRows<kWindows, kBlocks, true>;
+    case key(kBlocks, kWindows, false):
+      return NearestRows<kBlocks, kWindows, false>;
+    case key(kBlocks, kWindows, true):
+      return NearestRows<kBlocks, kWindows, true>;
 #endif
     default:
       return nullptr;
