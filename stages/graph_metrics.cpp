@@ -1,4 +1,5 @@
 // The graphs' live metrics in the Prometheus text format (graph.hpp).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -118,22 +119,28 @@ void stream_families(std::string& out, const std::vector<GraphStats>& graphs) {
 void torch_cache_families(std::string& out) {
   const TorchBlockCacheStats c = torch_block_cache_stats();
   if (!c.installed) return;
-  auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v < 0 ? 0 : v); };
-  family(out, "neat_torch_block_cache_held_bytes", "gauge",
-         "Freed libtorch CPU blocks held for the next forward.");
-  sample(out, "neat_torch_block_cache_held_bytes", {}, u(c.held_bytes));
-  family(out, "neat_torch_block_cache_limit_bytes", "gauge",
-         "The most free bytes the block cache holds (NEAT_TORCH_BLOCK_CACHE_MIB).");
-  sample(out, "neat_torch_block_cache_limit_bytes", {}, u(c.limit_bytes));
-  family(out, "neat_torch_block_cache_reused_total", "counter",
-         "Large libtorch allocations served from a held block.");
-  sample(out, "neat_torch_block_cache_reused_total", {}, u(c.reused));
-  family(out, "neat_torch_block_cache_from_system_total", "counter",
-         "Large libtorch allocations with no held block (from the system allocator).");
-  sample(out, "neat_torch_block_cache_from_system_total", {}, u(c.from_system));
-  family(out, "neat_torch_block_cache_released_total", "counter",
-         "Freed large blocks given back to the system (over the limit).");
-  sample(out, "neat_torch_block_cache_released_total", {}, u(c.released));
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::int64_t value;
+  };
+  const Family families[] = {
+      {"neat_torch_block_cache_held_bytes", "gauge",
+       "Freed libtorch CPU blocks held for the next forward.", c.held_bytes},
+      {"neat_torch_block_cache_limit_bytes", "gauge",
+       "The most free bytes the block cache holds (NEAT_TORCH_BLOCK_CACHE_MIB).", c.limit_bytes},
+      {"neat_torch_block_cache_reused_total", "counter",
+       "Large libtorch allocations served from a held block.", c.reused},
+      {"neat_torch_block_cache_from_system_total", "counter",
+       "Large libtorch allocations with no held block (from the system allocator).", c.from_system},
+      {"neat_torch_block_cache_released_total", "counter",
+       "Freed large blocks given back to the system (over the limit).", c.released},
+  };
+  for (const Family& f : families) {
+    family(out, f.name, f.type, f.help);
+    sample(out, f.name, {}, static_cast<std::uint64_t>(std::max<std::int64_t>(f.value, 0)));
+  }
 }
 
 std::string graph_prometheus_text(const std::vector<GraphStats>& graphs) {

@@ -1,0 +1,410 @@
+// The preprocess engine's nearest in one pass (see the comment below).
+// A fragment of kernels/preprocess_simd.cpp (not a header of its own): it is
+// included there once per SIMD target, inside neat::detail::HWY_NAMESPACE,
+// after what it uses (ToRgb, StoreOut, RowAligned, the pick loads of
+// preprocess_box-inl.h and the tables of preprocess_blocks-inl.h). The guard
+// toggles with each target, as Highway's own -inl.h files do.
+#if defined(NEAT_KERNELS_INTERNAL_PREPROCESS_NEAREST_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NEAT_KERNELS_INTERNAL_PREPROCESS_NEAREST_INL_H_
+#undef NEAT_KERNELS_INTERNAL_PREPROCESS_NEAREST_INL_H_
+#else
+#define NEAT_KERNELS_INTERNAL_PREPROCESS_NEAREST_INL_H_
+#endif
+
+// ---- nearest, picked and converted in one pass ---------------------------------
+// Nearest where every plane's picks need no tables (samples k apart, or a
+// periodic pattern one VBMI permute takes): each vector of outputs takes its
+// samples from the source rows into registers and converts them there, with
+// no resampled row in between and no row cache (a nearest row is read once
+// going down). 720p -> 320 letterboxed: 0.027 -> 0.018 ms alone.
+
+#if HWY_TARGET != HWY_SCALAR
+// Picks k apart, G bytes per output (XPickRowG's loads): C channels, channel
+// c byte channel[c] of each element.
+template <int G, int C>
+struct KApartPicks {
+  const std::uint8_t* row;
+  std::int64_t avail;  // bytes from row on
+  int channel[C];
+  // Whether outputs [o, o + lanes) load within the row.
+  bool Whole(std::int64_t o, std::int64_t lanes) const { return (o + lanes) * G <= avail; }
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
+    const auto v = PickLoad<G>(row + o * G);
+    for (int c = 0; c < C; ++c)
+      out[c] = hn::BitCast(DI(), PickChannel<G>(v, 8 * channel[c]));
+  }
+  // Outputs [o, o + n) (n at most a vector) as whole levels into out[c].
+  void Rest(std::int64_t o, std::int64_t n, float* const (&out)[C]) const {
+    XPickRowG<C, G, true>(row + o * G, avail - o * G, n, channel, out, 0);
+  }
+};
+
+// A picker whose every vector loads within its rows (masked loads, or the
+// tables' own bounds): the tail is a whole vector stored.
+template <class P, int C>
+struct AlwaysWhole {
+  bool Whole(std::int64_t, std::int64_t) const { return true; }
+  void Rest(std::int64_t o, std::int64_t, float* const (&out)[C]) const {
+    hn::Vec<DI> v[C];
+    static_cast<const P*>(this)->At(o, v);
+    for (int c = 0; c < C; ++c)
+      hn::Store(hn::BitCast(DF(), v[c]), DF(), out[c]);
+  }
+};
+
+#if HWY_TARGET == HWY_AVX3_DL
+// Picks in a periodic pattern of at most 64 bytes per vector (PermutePicks):
+// masked loads, so every vector is whole.
+template <int C>
+struct PatternPicksOf : AlwaysWhole<PatternPicksOf<C>, C> {
+  const std::uint8_t* row;
+  std::int64_t avail, span;
+  __m512i idx[C];
+  PatternPicksOf(const std::uint8_t* r, std::int64_t a, std::int64_t s, __m512i base,
+                 const int (&channel)[C])
+      : row(r), avail(a), span(s) {
+    for (int c = 0; c < C; ++c)
+      idx[c] = _mm512_add_epi32(base, _mm512_set1_epi32(channel[c]));
+  }
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
+    const std::int64_t v = o / 16;
+    const std::int64_t left = std::min(avail - v * span, span);
+    const auto mask =
+        left <= 0 ? __mmask64{0} : static_cast<__mmask64>(left >= 64 ? ~0ull : (1ull << left) - 1);
+    const __m512i bytes = _mm512_maskz_loadu_epi8(mask, row + v * span);
+    for (int c = 0; c < C; ++c)
+      out[c] = hn::Vec<DI>{_mm512_maskz_permutexvar_epi8(0x1111111111111111ull, idx[c], bytes)};
+  }
+};
+#endif
+
+// Picks by the blocks path's byte-shuffle tables: each 16-byte block of a
+// vector from its own base (HorizontalBlocks' loads, which stay in the row).
+template <int C>
+struct BlockPicks : AlwaysWhole<BlockPicks<C>, C> {
+  const std::uint8_t* row;
+  const std::int32_t* base;        // ResampleAxis::block_base
+  const std::uint8_t* shuffle[C];  // ResampleAxis::shuffle of each channel
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
+    const DB db;
+    const std::int64_t b = o / 4;
+    const auto bytes = LoadBlocks(db, row, base + b);
+    for (int c = 0; c < C; ++c)
+      out[c] =
+          hn::BitCast(DI(), hn::TableLookupBytesOr0(bytes, hn::LoadU(db, shuffle[c] + b * 16)));
+  }
+};
+
+#if HWY_TARGET == HWY_AVX3_DL
+// Picks by the VBMI permute tables: each vector from 1, 2 or 4 windows of 128
+// bytes (HorizontalPermutesW's loads), one vpermt2b per window and channel.
+template <int C>
+struct WindowPicks : AlwaysWhole<WindowPicks<C>, C> {
+  const std::uint8_t* row;
+  const std::int32_t* window_base;  // 4 per vector
+  const std::uint8_t* table[C];     // ResampleAxis::permute of each channel
+  int windows;
+  __mmask64 part[4];  // window w's outputs: byte 0 of their 32-bit lanes
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
+    const std::int64_t v = o / 16;
+    __m512i idx[C], acc[C];
+    for (int c = 0; c < C; ++c) {
+      idx[c] = _mm512_loadu_si512(table[c] + v * 64);
+      acc[c] = _mm512_setzero_si512();
+    }
+    for (int w = 0; w < windows; ++w) {
+      const std::uint8_t* p = row + window_base[4 * v + w];
+      const __m512i lo = _mm512_loadu_si512(p), hi = _mm512_loadu_si512(p + 64);
+      for (int c = 0; c < C; ++c)
+        acc[c] = _mm512_or_si512(acc[c], _mm512_maskz_permutex2var_epi8(part[w], lo, idx[c], hi));
+    }
+    for (int c = 0; c < C; ++c)
+      out[c] = hn::Vec<DI>{acc[c]};
+  }
+};
+#endif
+
+// Chroma from one plane of UV pairs (two channels of one picker) or from two
+// planes (a picker each).
+template <class P>
+struct PairChroma {
+  P uv;
+  bool Whole(std::int64_t o, std::int64_t lanes) const { return uv.Whole(o, lanes); }
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI>& u, hn::Vec<DI>& v) const {
+    hn::Vec<DI> t[2];
+    uv.At(o, t);
+    u = t[0];
+    v = t[1];
+  }
+  void Rest(std::int64_t o, std::int64_t n, float* u, float* v) const { uv.Rest(o, n, {u, v}); }
+};
+template <class P>
+struct PlanarChroma {
+  P u, v;
+  bool Whole(std::int64_t o, std::int64_t lanes) const {
+    return u.Whole(o, lanes) && v.Whole(o, lanes);
+  }
+  HWY_INLINE void At(std::int64_t o, hn::Vec<DI>& cu, hn::Vec<DI>& cv) const {
+    hn::Vec<DI> a[1], b[1];
+    u.At(o, a);
+    v.At(o, b);
+    cu = a[0];
+    cv = b[0];
+  }
+  void Rest(std::int64_t o, std::int64_t n, float* cu, float* cv) const {
+    u.Rest(o, n, {cu});
+    v.Rest(o, n, {cv});
+  }
+};
+
+// Whole levels -> the normalized output of one vector.
+struct NearestOut {
+  explicit NearestOut(const PreprocessJob& job) : to_rgb(job) {
+    const DF df;
+    const int ri = job.r_plane, bi = job.b_plane;
+    ra = hn::Set(df, job.a[ri]);
+    rb = hn::Set(df, job.b[ri]);
+    ga = hn::Set(df, job.a[1]);
+    gb = hn::Set(df, job.b[1]);
+    ba = hn::Set(df, job.a[bi]);
+    bb = hn::Set(df, job.b[bi]);
+  }
+  HWY_INLINE void operator()(hn::Vec<DI> y, hn::Vec<DI> u, hn::Vec<DI> v, VF& r, VF& g,
+                             VF& b) const {
+    const DF df;
+    VF r8, g8, b8;
+    to_rgb(hn::BitCast(df, y), hn::BitCast(df, u), hn::BitCast(df, v), r8, g8, b8);
+    r = hn::MulAdd(r8, ra, rb);
+    g = hn::MulAdd(g8, ga, gb);
+    b = hn::MulAdd(b8, ba, bb);
+  }
+  ToRgb<Conv::Nearest> to_rgb;
+  VF ra, rb, ga, gb, ba, bb;
+};
+
+// Outputs [x, box_w) of row out_r, whose loads would pass a row's end or
+// that end mid-vector: picked into rows on the stack first, stored by count.
+template <class L, class Ch>
+HWY_NOINLINE void NearestRest(const PreprocessJob& job, const L& luma, const Ch& chroma,
+                              std::int64_t out_r, std::int64_t x) {
+  const DF df;
+  const DI di;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const NearestOut convert(job);
+  const std::int64_t start = out_r * job.out_w + job.box_x;
+  for (; x < job.box_w; x += lanes) {
+    const std::int64_t n = std::min(lanes, job.box_w - x);
+    HWY_ALIGN float ys[hn::MaxLanes(df)], us[hn::MaxLanes(df)], vs[hn::MaxLanes(df)];
+    luma.Rest(x, n, {ys});
+    chroma.Rest(x, n, us, vs);
+    VF r, g, b;
+    convert(hn::BitCast(di, hn::Load(df, ys)), hn::BitCast(di, hn::Load(df, us)),
+            hn::BitCast(di, hn::Load(df, vs)), r, g, b);
+    StoreOut(job, r, job.planes[job.r_plane], start + x, n);
+    StoreOut(job, g, job.planes[1], start + x, n);
+    StoreOut(job, b, job.planes[job.b_plane], start + x, n);
+  }
+}
+
+// The pickers by value: their fields stay in registers across the stores.
+template <Store kStore, class L, class Ch>
+void NearestRowT(const PreprocessJob& job, const L luma, const Ch chroma, std::int64_t out_r) {
+  const DF df;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  const NearestOut convert(job);
+  const std::int64_t start = out_r * job.out_w + job.box_x, box_w = job.box_w;
+  float* const pr = reinterpret_cast<float*>(job.planes[job.r_plane]) + start;
+  float* const pg = reinterpret_cast<float*>(job.planes[1]) + start;
+  float* const pb = reinterpret_cast<float*>(job.planes[job.b_plane]) + start;
+  std::int64_t x = 0;
+  for (; x + lanes <= box_w && luma.Whole(x, lanes) && chroma.Whole(x, lanes); x += lanes) {
+    hn::Vec<DI> y[1], u, v;
+    luma.At(x, y);
+    chroma.At(x, u, v);
+    VF r, g, b;
+    convert(y[0], u, v, r, g, b);
+    if constexpr (kStore == Store::F32Stream) {
+      hn::Stream(r, df, pr + x);
+      hn::Stream(g, df, pg + x);
+      hn::Stream(b, df, pb + x);
+    } else if constexpr (kStore == Store::F32) {
+      hn::StoreU(r, df, pr + x);
+      hn::StoreU(g, df, pg + x);
+      hn::StoreU(b, df, pb + x);
+    } else {
+      StoreOut(job, r, job.planes[job.r_plane], start + x, lanes);
+      StoreOut(job, g, job.planes[1], start + x, lanes);
+      StoreOut(job, b, job.planes[job.b_plane], start + x, lanes);
+    }
+  }
+  if (x < box_w) NearestRest(job, luma, chroma, out_r, x);
+}
+
+// How a plane's picks are taken (FusedNearest): G > 0 bytes per output k
+// apart, or one of these.
+constexpr int kPattern = 0, kBlocks = -2, kWindows = -3;
+
+// A plane's picks at its row 0 (NearestRows moves them down): mode M.
+template <int M, int C>
+auto PlanePicks(const ResampleAxis& ax, const std::uint8_t* row, int step,
+                const int (&channel)[C]) {
+  if constexpr (M > 0) {
+    const std::int64_t x0 = ax.first[0] * step;
+    KApartPicks<M, C> p{row + x0, ax.source * step - x0, {}};
+    for (int c = 0; c < C; ++c)
+      p.channel[c] = channel[c];
+    return p;
+  } else if constexpr (M == kBlocks) {
+    BlockPicks<C> p{{}, row, ax.block_base.data(), {}};
+    for (int c = 0; c < C; ++c)
+      p.shuffle[c] = ax.shuffle[channel[c]].data();
+    return p;
+  } else {
+#if HWY_TARGET == HWY_AVX3_DL
+    if constexpr (M == kWindows) {
+      WindowPicks<C> p{{}, row, ax.window_base.data(), {}, ax.windows, {}};
+      for (int c = 0; c < C; ++c)
+        p.table[c] = ax.permute[channel[c]].data();
+      const int bits = 64 / ax.windows;
+      for (int w = 0; w < ax.windows; ++w) {
+        const std::uint64_t span = bits == 64 ? ~0ull : ((1ull << bits) - 1) << (bits * w);
+        p.part[w] = static_cast<__mmask64>(0x1111111111111111ull & span);
+      }
+      return p;
+    } else {
+      return PatternPicksOf<C>(row, ax.source * step, ax.pick_span,
+                               _mm512_loadu_si512(ax.pick_base), channel);
+    }
+#endif
+  }
+}
+
+// Content rows [begin, end) (output rows): luma's picks in mode LG, chroma's
+// in mode CG (PlanePicks). The picks' columns are set once; each row moves them
+// to its source rows.
+template <int LG, int CG, bool kPlanar>
+void NearestRows(const PreprocessJob& job, std::int64_t begin, std::int64_t end) {
+  const auto luma0 = PlanePicks<LG, 1>(*job.luma_x, job.y, 1, {0});
+  const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
+  auto chroma0 = [&] {
+    if constexpr (kPlanar) {
+      using P = decltype(PlanePicks<CG, 1>(*job.chroma_x, job.u, 1, {0}));
+      return PlanarChroma<P>{PlanePicks<CG, 1>(*job.chroma_x, job.u, 1, {0}),
+                             PlanePicks<CG, 1>(*job.chroma_x, job.v, 1, {0})};
+    } else {
+      using P = decltype(PlanePicks<CG, 2>(*job.chroma_x, job.u, 2, {0, 1}));
+      return PairChroma<P>{PlanePicks<CG, 2>(*job.chroma_x, std::min(job.u, job.v), 2, {u, 1 - u})};
+    }
+  }();
+  for (std::int64_t out_r = begin; out_r < end; ++out_r) {
+    const auto r = static_cast<std::size_t>(out_r - job.box_y);
+    auto luma = luma0;
+    luma.row += job.luma_y->first[r] * job.y_stride;
+    auto chroma = chroma0;
+    const std::int64_t cr = job.chroma_y->first[r];
+    if constexpr (kPlanar) {
+      chroma.u.row += cr * job.u_stride;
+      chroma.v.row += cr * job.v_stride;
+    } else {
+      chroma.uv.row += cr * job.u_stride;
+    }
+    if (job.out_dtype != DType::F32) {
+      NearestRowT<Store::Any>(job, luma, chroma, out_r);
+      continue;
+    }
+    // Streamed only where the bars are (frame and tensor larger than a third
+    // of the last-level cache): this row's stores are most of its time, and
+    // through the cache they cost less (1080p -> 640: 0.131 -> 0.119 ms).
+    if (job.stream_bars && RowAligned(job, out_r)) {
+      NearestRowT<Store::F32Stream>(job, luma, chroma, out_r);
+    } else {
+      NearestRowT<Store::F32>(job, luma, chroma, out_r);
+    }
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+using NearestRowsFn = void (*)(const PreprocessJob&, std::int64_t, std::int64_t);
+
+// The fused nearest rows for the job, or nullptr where a plane's picks need
+// tables (the blocks path then).
+NearestRowsFn FusedNearest(const PreprocessJob& job) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)job;
+  return nullptr;
+#else
+  if (!job.nearest || job.box_k != 0) return nullptr;
+  // A plane's picks as HorizontalBlocks would take them: G bytes per output
+  // k apart, the axis's pattern or its tables (16-byte blocks; VBMI windows);
+  // -1: none of these (gathers).
+  auto mode = [](int k, int step, const ResampleAxis& ax) {
+#if HWY_TARGET == HWY_AVX3_DL
+    if (k != 0) return k * step == 3 && ax.pick_span != 0 ? kPattern : k * step;
+    if (ax.pick_span != 0) return kPattern;
+    if (ax.windows > 0 && (!ax.blocks || ax.gather)) return kWindows;
+#else
+    if (k != 0) return k * step;
+#endif
+    if (ax.picks && ax.blocks && !ax.gather && ax.passes == 1) return kBlocks;
+    return -1;
+  };
+  const bool planar = !job.interleaved_uv;
+  const int l = mode(job.luma_x_pick, 1, *job.luma_x);
+  const int c = mode(job.chroma_x_pick, planar ? 1 : 2, *job.chroma_x);
+  constexpr auto key = [](int luma, int chroma, bool plane) {
+    return (plane ? 1000 : 0) + (luma + 4) * 32 + (chroma + 4);
+  };
+  // The pairs real ratios make: luma k apart with chroma k / 2 apart (UV
+  // pairs: k bytes), patterns, tables.
+  switch (key(l, c, planar)) {
+    case key(2, 2, false):
+      return NearestRows<2, 2, false>;
+    case key(4, 4, false):
+      return NearestRows<4, 4, false>;
+    case key(6, 6, false):
+      return NearestRows<6, 6, false>;
+    case key(12, 12, false):
+      return NearestRows<12, 12, false>;
+    case key(2, 1, true):
+      return NearestRows<2, 1, true>;
+    case key(4, 2, true):
+      return NearestRows<4, 2, true>;
+    case key(6, 3, true):
+      return NearestRows<6, 3, true>;
+    case key(12, 6, true):
+      return NearestRows<12, 6, true>;
+    case key(kBlocks, kBlocks, false):
+      return NearestRows<kBlocks, kBlocks, false>;
+    case key(kBlocks, kBlocks, true):
+      return NearestRows<kBlocks, kBlocks, true>;
+#if HWY_TARGET == HWY_AVX3_DL
+    case key(kPattern, kPattern, false):
+      return NearestRows<kPattern, kPattern, false>;
+    case key(kPattern, kPattern, true):
+      return NearestRows<kPattern, kPattern, true>;
+    case key(1, kPattern, false):
+      return NearestRows<1, kPattern, false>;
+    case key(1, kPattern, true):
+      return NearestRows<1, kPattern, true>;
+    case key(6, kPattern, true):  // I420 chroma 3 apart as a pattern
+      return NearestRows<6, kPattern, true>;
+    case key(kWindows, kWindows, false):
+      return NearestRows<kWindows, kWindows, false>;
+    case key(kWindows, kWindows, true):
+      return NearestRows<kWindows, kWindows, true>;
+    case key(kWindows, kBlocks, false):
+      return NearestRows<kWindows, kBlocks, false>;
+    case key(kWindows, kBlocks, true):
+      return NearestRows<kWindows, kBlocks, true>;
+    case key(kBlocks, kWindows, false):
+      return NearestRows<kBlocks, kWindows, false>;
+    case key(kBlocks, kWindows, true):
+      return NearestRows<kBlocks, kWindows, true>;
+#endif
+    default:
+      return nullptr;
+  }
+#endif
+}
+
+#endif  // NEAT_KERNELS_INTERNAL_PREPROCESS_NEAREST_INL_H_
