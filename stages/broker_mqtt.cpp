@@ -64,6 +64,7 @@ class MqttTransport final : public Transport {
       }
     }
     connack_ = -1;
+    logged_.clear();  // what an earlier connection logged is not this one's reason
     const int rc = mosquitto_connect_async(m_, host_.c_str(), port_, options_.keepalive_seconds);
     if (rc != MOSQ_ERR_SUCCESS) return unavailable(error_text("connect", rc));
     return {};

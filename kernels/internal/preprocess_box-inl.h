@@ -293,16 +293,6 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
 }
 #endif
 
-// Nearest at an integer ratio across: out[c][o] = row[(o * k) * step +
-// channel[c]] as a whole level (the blocks path's nearest rows hold 32-bit
-// integers), outputs [0, count). g = k * step bytes per output: 1, 2, 4
-// (elements of 8, 16, 32 bits) or 3, 6, 12 (elements of g / 3 bytes, three
-// ways interleaved, the first way kept); the output's byte of its element.
-// Not raw (bilinear at an odd ratio, whose outputs fall on samples): as the
-// blocks path's bilinear rows, level x 32767 + offset, in float.
-// `avail`: the bytes of the row from `row` on (whole vectors read no further).
-// XPickRowG has g and raw fixed, so that its loop has no branch but its own
-// (a run-time g and raw cost half of the picks' time: 720p -> 320 nearest).
 #if HWY_TARGET != HWY_SCALAR
 // The elements of outputs [0, lanes) picked k apart from p, G bytes each (an
 // element of 8, 16 or 32 bits, or the first way of three), one per 32-bit
@@ -342,6 +332,16 @@ HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
 }
 #endif
 
+// Nearest at an integer ratio across: out[c][o] = row[(o * k) * step +
+// channel[c]] as a whole level (the blocks path's nearest rows hold 32-bit
+// integers), outputs [0, count). g = k * step bytes per output: 1, 2, 4
+// (elements of 8, 16, 32 bits) or 3, 6, 12 (elements of g / 3 bytes, three
+// ways interleaved, the first way kept); the output's byte of its element.
+// Not raw (bilinear at an odd ratio, whose outputs fall on samples): as the
+// blocks path's bilinear rows, level x 32767 + offset, in float.
+// `avail`: the bytes of the row from `row` on (whole vectors read no further).
+// XPickRowG has g and raw fixed, so that its loop has no branch but its own
+// (a run-time g and raw cost half of the picks' time: 720p -> 320 nearest).
 template <int C, int G, bool kRaw>
 void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
                const int (&channel)[C], float* const (&out)[C], std::int32_t offset) {
