@@ -214,10 +214,15 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
       j.chroma_x_box = cx.box;
     }
   }
-  // Bilinear at an even ratio down (4x and up) weighs two rows by half each:
-  // they are summed first too (where the sums take the word permutes).
+  // Bilinear at an even ratio down (luma from 4x, chroma from 2x: a 4x
+  // frame) weighs two rows by half each: they are summed first too, where
+  // the sums take the word permutes (720p -> 320 letterboxed, chroma summed
+  // too: 0.049 -> 0.046 ms; 4K -> 320: 3%).
   if (m == detail::Sampling::Bilinear && j.box_k == 0 && halves(*j.luma_y)) {
     j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);
+  }
+  if (m == detail::Sampling::Bilinear && j.box_k == 0 && halves(*j.chroma_y)) {
+    j.chroma_sum_x = csx.get(box.width, s.width, 1, m, s.interleaved_uv ? 4 : 2);
   }
   if (m == detail::Sampling::Area) {  // rows of full weight are summed first (4 taps and more)
     if (j.luma_y->taps >= 4) j.luma_sum_x = lsx.get(box.width, s.width, 0, m, 2);

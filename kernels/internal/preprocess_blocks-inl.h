@@ -453,11 +453,12 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
 }
 
 // Chroma row r's taps (U; V follows U in each slot, `width` floats on): its
-// rows of full weight summed first when `sums` allows, else row by row.
+// rows of full weight summed first when `sums` allows and there are at least
+// min_rows of them, else row by row.
 template <class Fill, class Sum>
 void ChromaTaps(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale,
-                std::int64_t width, bool sums, Fill&& fill, Sum&& sum) {
-  if (!(sums && SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum))) {
+                std::int64_t width, bool sums, int min_rows, Fill&& fill, Sum&& sum) {
+  if (!(sums && SumsRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill, sum, min_rows))) {
     BlocksRow(*job.chroma_y, r, s.chroma_rows, scale, s.u_taps, fill);
   }
   s.v_taps.n = s.u_taps.n;  // its taps only (a whole RowTaps is 776 bytes)
@@ -492,7 +493,7 @@ void ChromaRowXBox(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     taps.row[taps.n] = row;
     taps.w[taps.n++] = weight;
   };
-  ChromaTaps(job, s, r, scale, width, job.chroma_sum_x != nullptr, fill, sum);
+  ChromaTaps(job, s, r, scale, width, job.chroma_sum_x != nullptr, 3, fill, sum);
 }
 
 void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
@@ -560,7 +561,11 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
     }
     AddSums(taps, low, high, weight);
   };
-  ChromaTaps(job, s, r, scale, width, Usable(job.chroma_sum_x), fill, sum);
+  // As luma's: two rows summed as words (bilinear's halves) beat two rows
+  // resampled.
+  const bool sums = Usable(job.chroma_sum_x);
+  ChromaTaps(job, s, r, scale, width, sums, sums && SumsAsWords(*job.chroma_sum_x) ? 2 : 3, fill,
+             sum);
 }
 
 bool UseBlocks(const PreprocessJob& job) {
