@@ -466,6 +466,11 @@ void build_permutes(ResampleAxis& a, int step) {
         a.permute[ch][at] = static_cast<std::uint8_t>(byte + ch);
     }
   }
+  for (int ch = 0; ch < 4; ++ch) {  // the same samples as 16-bit lanes
+    a.permute_words[ch].resize(a.permute[ch].size() / 2);
+    for (std::size_t k = 0; k < a.permute_words[ch].size(); ++k)
+      a.permute_words[ch][k] = static_cast<std::uint16_t>(a.permute[ch][2 * k] >> 1);
+  }
 }
 
 // The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps

@@ -131,8 +131,7 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
   // The tap pairs of vector v, pass p, channel c, from the loaded windows.
   const __m512i low_byte = _mm512_set1_epi16(0x00FF);
   auto gather_words = [&](const __m512i* lo, const __m512i* hi, std::int64_t at, int c) {
-    const __m512i table = _mm512_loadu_si512(ax.permute[channel[c]].data() + at * 64);
-    const __m512i idx = _mm512_srli_epi16(_mm512_and_si512(table, low_byte), 1);
+    const __m512i idx = _mm512_loadu_si512(ax.permute_words[channel[c]].data() + at * 32);
     __m512i words = _mm512_maskz_permutex2var_epi16(part16[0], lo[0], idx, hi[0]);
     for (int w = 1; w < windows; ++w)
       words = _mm512_or_si512(words, _mm512_maskz_permutex2var_epi16(part16[w], lo[w], idx, hi[w]));

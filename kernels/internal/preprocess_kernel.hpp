@@ -86,6 +86,9 @@ struct ResampleAxis {
   int windows = 0;
   std::vector<std::int32_t> window_base;  ///< 4 per vector
   std::vector<std::uint8_t> permute[4];
+  /// permute as word indices (each lane's byte halved): the word permutes
+  /// of 16-bit samples and of UV pairs.
+  std::vector<std::uint16_t> permute_words[4];
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
 };
