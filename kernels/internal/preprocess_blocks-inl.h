@@ -128,10 +128,21 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
     const int bits16 = 32 / windows;
     part16[w] = static_cast<__mmask32>(bits16 == 32 ? ~0u : ((1u << bits16) - 1) << (bits16 * w));
   }
+  // The tables in locals: the stores (which may alias anything) would make
+  // the compiler load them again per vector.
+  const std::uint16_t* word_table[C];
+  const std::uint8_t* byte_table[C];
+  for (int c = 0; c < C; ++c) {
+    word_table[c] = ax.permute_words[channel[c]].data();
+    byte_table[c] = ax.permute[channel[c]].data();
+  }
+  const std::int32_t* const window_base = ax.window_base.data();
+  const std::int16_t* const weights = ax.pair_weight.data();
+  const std::int64_t count = ax.count, block_count = ax.block_count;
   // The tap pairs of vector v, pass p, channel c, from the loaded windows.
   const __m512i low_byte = _mm512_set1_epi16(0x00FF);
   auto gather_words = [&](const __m512i* lo, const __m512i* hi, std::int64_t at, int c) {
-    const __m512i idx = _mm512_loadu_si512(ax.permute_words[channel[c]].data() + at * 32);
+    const __m512i idx = _mm512_loadu_si512(word_table[c] + at * 32);
     __m512i words = _mm512_maskz_permutex2var_epi16(part16[0], lo[0], idx, hi[0]);
     for (int w = 1; w < windows; ++w)
       words = _mm512_or_si512(words, _mm512_maskz_permutex2var_epi16(part16[w], lo[w], idx, hi[w]));
@@ -141,7 +152,7 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
     if constexpr (kWords) {
       return gather_words(lo, hi, at, c);
     } else {
-      const __m512i table = _mm512_loadu_si512(ax.permute[channel[c]].data() + at * 64);
+      const __m512i table = _mm512_loadu_si512(byte_table[c] + at * 64);
       __m512i bytes = _mm512_maskz_permutex2var_epi8(part[0], lo[0], table, hi[0]);
       for (int w = 1; w < windows; ++w) {
         bytes =
@@ -160,12 +171,13 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
     offset_f[c] = hn::Set(df, static_cast<float>(offset[c]));
   // Where accumulator c goes: channel c; with UV words, accumulator 0 holds
   // the low bytes (whichever channel they are), so that no lane is chosen per
-  // vector.
+  // vector. (Picks take their channels as they are.)
   float* dst[C];
   std::int32_t dst_offset[C];
-  const int low_channel = uv_words && channel[0] != 0 ? 1 : 0;
+  const bool by_byte = uv_words && !pick;
+  const int low_channel = by_byte && channel[0] != 0 ? 1 : 0;
   for (int c = 0; c < C; ++c) {
-    const int from = uv_words ? (c == 0 ? low_channel : 1 - low_channel) : c;
+    const int from = by_byte ? (c == 0 ? low_channel : 1 - low_channel) : c;
     dst[c] = out[from];
     dst_offset[c] = offset[from];
   }
@@ -178,10 +190,10 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
     constexpr bool kUv = decltype(uv_c)::value;
     constexpr bool kOnePass = decltype(one_pass_c)::value;
     const int passes = kOnePass ? 1 : ax.passes;
-    for (std::int64_t v = 0; v * 16 < ax.count; ++v) {
+    for (std::int64_t v = 0; v * 16 < count; ++v) {
       __m512i lo[4], hi[4];
       for (int w = 0; w < windows; ++w) {
-        const std::uint8_t* p = row + ax.window_base[static_cast<std::size_t>(4 * v + w)];
+        const std::uint8_t* p = row + window_base[4 * v + w];
         lo[w] = _mm512_loadu_si512(p);
         hi[w] = _mm512_loadu_si512(p + 64);
       }
@@ -189,9 +201,9 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
         for (int c = 0; c < C; ++c) {
           const hn::Vec<DI> level{gather(lo, hi, v, c)};
           if (raw) {
-            hn::StoreU(hn::BitCast(df, level), df, out[c] + 16 * v);
+            hn::StoreU(hn::BitCast(df, level), df, dst[c] + 16 * v);
           } else {
-            hn::StoreU(hn::MulAdd(hn::ConvertTo(df, level), one, offset_f[c]), df, out[c] + 16 * v);
+            hn::StoreU(hn::MulAdd(hn::ConvertTo(df, level), one, offset_f[c]), df, dst[c] + 16 * v);
           }
         }
         continue;
@@ -200,7 +212,7 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
       for (int c = 0; c < C; ++c)
         acc[c] = hn::Set(di, dst_offset[c]);
       for (int p = 0; p < passes; ++p) {
-        const auto w8 = hn::LoadU(dw, ax.pair_weight.data() + (p * ax.block_count + 4 * v) * 8);
+        const auto w8 = hn::LoadU(dw, weights + (p * block_count + 4 * v) * 8);
         if constexpr (kUv) {  // both bytes of each UV pair in one word permute
           const __m512i words = gather_words(lo, hi, p * vectors + v, 0);
           acc[0] =
@@ -300,39 +312,51 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   for (int c = 0; c < C; ++c)
     offset_f[c] = static_cast<float>(offset[c]);
   auto run = [&](auto gather, auto one_pass, auto pick) {
+    // Everything the loop reads but its stores, in locals: the stores (which
+    // may alias anything) would make the compiler load them again per vector.
     const std::uint8_t* shuffle[C];
-    for (int c = 0; c < C; ++c)
+    float* dst[C];
+    hn::Vec<DI> start[C];
+    VF start_f[C];
+    for (int c = 0; c < C; ++c) {
       shuffle[c] = ax.shuffle[channel[c]].data();
+      dst[c] = out[c];
+      start[c] = hn::Set(di, offset[c]);
+      start_f[c] = hn::Set(df, offset_f[c]);
+    }
+    const std::int16_t* const weights = ax.pair_weight.data();
+    const std::int32_t* const block_base = ax.block_base.data();
+    const std::int32_t* const lane_base = ax.lane_base.data();
+    const std::int64_t count = ax.count, block_count = ax.block_count;
     const int passes = one_pass ? 1 : ax.passes;
-    for (std::int64_t o = 0, b = 0; o < ax.count; o += lanes, b += per_vector) {
+    for (std::int64_t o = 0, b = 0; o < count; o += lanes, b += per_vector) {
       hn::Vec<DB> bytes;
       if constexpr (gather) {
         bytes = hn::BitCast(db, hn::GatherOffset(di, reinterpret_cast<const std::int32_t*>(row),
-                                                 hn::LoadU(di, ax.lane_base.data() + o)));
+                                                 hn::LoadU(di, lane_base + o)));
       } else {
-        bytes = LoadBlocks(db, row, ax.block_base.data() + b);
+        bytes = LoadBlocks(db, row, block_base + b);
       }
       if constexpr (pick) {
         for (int c = 0; c < C; ++c) {
           const auto idx = hn::LoadU(db, shuffle[c] + b * 16);
           const auto level = hn::BitCast(di, hn::TableLookupBytesOr0(bytes, idx));
           if (raw) {
-            hn::StoreU(hn::BitCast(df, level), df, out[c] + o);
+            hn::StoreU(hn::BitCast(df, level), df, dst[c] + o);
           } else {
-            hn::StoreU(hn::MulAdd(hn::ConvertTo(df, level), one, hn::Set(df, offset_f[c])), df,
-                       out[c] + o);
+            hn::StoreU(hn::MulAdd(hn::ConvertTo(df, level), one, start_f[c]), df, dst[c] + o);
           }
         }
         continue;
       }
       hn::Vec<DI> acc0[C], acc1[C];
       for (int c = 0; c < C; ++c) {
-        acc0[c] = hn::Set(di, offset[c]);
+        acc0[c] = start[c];
         acc1[c] = hn::Zero(di);
       }
       for (int p = 0; p < passes; ++p) {
-        const auto at = static_cast<std::size_t>(p * ax.block_count + b);
-        const auto w = hn::LoadU(dw, ax.pair_weight.data() + at * 8);
+        const auto at = static_cast<std::size_t>(p * block_count + b);
+        const auto w = hn::LoadU(dw, weights + at * 8);
         for (int c = 0; c < C; ++c) {
           const auto idx = hn::LoadU(db, shuffle[c] + at * 16);
           const auto pairs = hn::BitCast(dw, hn::TableLookupBytesOr0(bytes, idx));
@@ -344,7 +368,7 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
         }
       }
       for (int c = 0; c < C; ++c)
-        StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), raw, out[c] + o);
+        StoreSums(hn::RearrangeToOddPlusEven(acc0[c], acc1[c]), raw, dst[c] + o);
     }
   };
   using Yes = std::true_type;
