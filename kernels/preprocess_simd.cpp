@@ -160,29 +160,32 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
   }
 }
 
-// A RowTaps with the tap count known at compile time (0: any), its first
-// two rows and weights held in registers across a row.
+// A RowTaps with the tap count known at compile time (0: any), its rows and
+// weights held in registers across a row (in memory, a RowTaps would be read
+// again per vector: the stores may alias it).
 template <int N>
 struct FixedTaps {
-  explicit FixedTaps(const RowTaps& t) : all(t), r0(t.row[0]), r1(t.row[N == 2 ? 1 : 0]) {
+  explicit FixedTaps(const RowTaps& t) : all(t) {
     const DF df;
-    w0 = hn::Set(df, t.w[0]);
-    w1 = hn::Set(df, t.w[N == 2 ? 1 : 0]);
+    for (int i = 0; i < (N == 0 ? 1 : N); ++i) {
+      r[i] = t.row[i];
+      w[i] = hn::Set(df, t.w[i]);
+    }
   }
   HWY_INLINE VF At(std::int64_t x) const {
     const DF df;
-    if constexpr (N == 1) {
-      return hn::Mul(hn::LoadU(df, r0 + x), w0);
-    } else if constexpr (N == 2) {
-      return hn::MulAdd(hn::LoadU(df, r1 + x), w1, hn::Mul(hn::LoadU(df, r0 + x), w0));
-    } else {
+    if constexpr (N == 0) {
       return TapsAt(all, x);
+    } else {
+      VF acc = hn::Mul(hn::LoadU(df, r[0] + x), w[0]);
+      for (int i = 1; i < N; ++i)
+        acc = hn::MulAdd(hn::LoadU(df, r[i] + x), w[i], acc);
+      return acc;
     }
   }
   const RowTaps& all;
-  const float* r0;
-  const float* r1;
-  VF w0, w1;
+  const float* r[N == 0 ? 1 : N];
+  VF w[N == 0 ? 1 : N];
 };
 
 // How FinishRow stores whole vectors: F32 plain or streamed (the row's
@@ -288,8 +291,8 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
     const std::int64_t count = std::min(lanes, box_w - x);
     VF r8, g8, b8;
     if constexpr (kConv == Conv::Nearest) {  // one tap of weight 1: the row as it is
-      to_rgb(hn::LoadU(df, yt.r0 + x), hn::LoadU(df, ut.r0 + x), hn::LoadU(df, vt.r0 + x), r8, g8,
-             b8);
+      to_rgb(hn::LoadU(df, yt.r[0] + x), hn::LoadU(df, ut.r[0] + x), hn::LoadU(df, vt.r[0] + x), r8,
+             g8, b8);
     } else {
       to_rgb(yt.At(x), ut.At(x), vt.At(x), r8, g8, b8);
     }
@@ -341,19 +344,23 @@ void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
 void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                std::int64_t out_r) {
   if (job.nearest) return FinishRowS<1, 1, Conv::Nearest>(job, luma, cu, cv, out_r);
-  const int ln = luma.n <= 2 ? luma.n : 0, cn = cu.n <= 2 ? cu.n : 0;
-  switch (ln * 3 + cn) {
-    case 4:
-      return FinishRowS<1, 1, Conv::Folded>(job, luma, cu, cv, out_r);
-    case 5:
-      return FinishRowS<1, 2, Conv::Folded>(job, luma, cu, cv, out_r);
-    case 7:
-      return FinishRowS<2, 1, Conv::Folded>(job, luma, cu, cv, out_r);
-    case 8:
-      return FinishRowS<2, 2, Conv::Folded>(job, luma, cu, cv, out_r);
-    default:
-      return FinishRowS<0, 0, Conv::Folded>(job, luma, cu, cv, out_r);
-  }
+  // Tap counts compiled: luma 1-4, chroma 1-3 (bilinear 1-2; area's summed
+  // rows and partial rows 2-4; 4K -> 416 area: 3 and 3); others any.
+  const int ln = luma.n <= 4 ? luma.n : 0, cn = cu.n <= 3 ? cu.n : 0;
+  using Fn =
+      void (*)(const PreprocessJob&, const RowTaps&, const RowTaps&, const RowTaps&, std::int64_t);
+  static constexpr Fn kByTaps[5][4] = {
+      {FinishRowS<0, 0, Conv::Folded>, FinishRowS<0, 0, Conv::Folded>,
+       FinishRowS<0, 0, Conv::Folded>, FinishRowS<0, 0, Conv::Folded>},
+      {FinishRowS<0, 0, Conv::Folded>, FinishRowS<1, 1, Conv::Folded>,
+       FinishRowS<1, 2, Conv::Folded>, FinishRowS<1, 3, Conv::Folded>},
+      {FinishRowS<0, 0, Conv::Folded>, FinishRowS<2, 1, Conv::Folded>,
+       FinishRowS<2, 2, Conv::Folded>, FinishRowS<2, 3, Conv::Folded>},
+      {FinishRowS<0, 0, Conv::Folded>, FinishRowS<3, 1, Conv::Folded>,
+       FinishRowS<3, 2, Conv::Folded>, FinishRowS<3, 3, Conv::Folded>},
+      {FinishRowS<0, 0, Conv::Folded>, FinishRowS<4, 1, Conv::Folded>,
+       FinishRowS<4, 2, Conv::Folded>, FinishRowS<4, 3, Conv::Folded>}};
+  kByTaps[ln][cn](job, luma, cu, cv, out_r);
 }
 
 // Nearest picked and converted in one pass (FusedNearest).
