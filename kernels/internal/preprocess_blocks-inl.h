@@ -200,13 +200,7 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
 template <int C>
 bool TakesBlocks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 #if HWY_TARGET == HWY_AVX3_DL
-  if (ax.pick_span != 0) {
-    bool same = true;
-    for (int c = 1; c < C; ++c)
-      same = same && offset[c] == offset[0];
-    if (same) return false;  // PatternPicks
-  }
-  return !(ax.windows > 0 && (!ax.blocks || ax.gather));
+  return !HasPatternPicks<C>(ax, offset) && !TakesPermutes(ax);
 #else
   (void)ax;
   (void)offset;
@@ -226,7 +220,7 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   // Picks in a pattern: one permute per vector, its indices in a register
   // (1080p -> 640: 0.197 -> 0.179 ms alone; within noise in the table).
   if (PatternPicks<C>(ax, row, channel, out, offset, raw)) return;
-  if (ax.windows > 0 && (!ax.blocks || ax.gather)) {
+  if (TakesPermutes(ax)) {
     HorizontalPermutes<C>(ax, row, channel, out, offset, raw);
     return;
   }

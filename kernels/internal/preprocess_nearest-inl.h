@@ -343,7 +343,7 @@ NearestRowsFn FusedNearest(const PreprocessJob& job) {
 #if HWY_TARGET == HWY_AVX3_DL
     if (k != 0) return k * step == 3 && ax.pick_span != 0 ? kPattern : k * step;
     if (ax.pick_span != 0) return kPattern;
-    if (ax.windows > 0 && (!ax.blocks || ax.gather)) return kWindows;
+    if (TakesPermutes(ax)) return kWindows;
 #else
     if (k != 0) return k * step;
 #endif

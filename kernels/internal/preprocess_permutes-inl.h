@@ -187,15 +187,29 @@ void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const i
   }
 }
 
-// Picks in a periodic pattern whose vector of outputs reads at most 64
-// bytes (ResampleAxis::pick_span): one permute per vector and channel
-// (PermutePicks). False, doing nothing, when the axis has none.
+// Whether a row takes PatternPicks: picks in a periodic pattern whose vector
+// of outputs reads at most 64 bytes (ResampleAxis::pick_span), every channel
+// with the same offset.
 template <int C>
-bool PatternPicks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                  float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+bool HasPatternPicks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
   if (ax.pick_span == 0) return false;
   for (int c = 1; c < C; ++c)
     if (offset[c] != offset[0]) return false;
+  return true;
+}
+
+// Whether a row takes the permutes out of windows rather than the 16-byte
+// blocks (which measured faster where both apply) or a gather (slower).
+bool TakesPermutes(const ResampleAxis& ax) {
+  return ax.windows > 0 && (!ax.blocks || ax.gather);
+}
+
+// The pattern's picks: one permute per vector and channel (PermutePicks).
+// False, doing nothing, when the row does not take them.
+template <int C>
+bool PatternPicks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                  float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+  if (!HasPatternPicks<C>(ax, offset)) return false;
   PermutePicks<C>(row, ax.source * ax.step, ax.pick_span, _mm512_loadu_si512(ax.pick_base), channel,
                   ax.count, out, raw, offset[0]);
   return true;
@@ -212,7 +226,7 @@ void HorizontalPermutesWords(const ResampleAxis& ax, const std::uint8_t* row,
 // Whether a row of sums takes HorizontalPermutesWords (where HorizontalBlocks
 // would take the byte permutes).
 bool SumsAsWords(const ResampleAxis& sx) {
-  return sx.windows > 0 && (!sx.blocks || sx.gather);
+  return TakesPermutes(sx);
 }
 #endif  // HWY_TARGET == HWY_AVX3_DL
 
