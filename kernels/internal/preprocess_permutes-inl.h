@@ -1,8 +1,9 @@
 // The VBMI byte and word permutes of the blocks path (AVX3_DL only).
 // A fragment of kernels/preprocess_simd.cpp (not a header of its own): it is
 // included by preprocess_blocks-inl.h, once per SIMD target, inside
-// neat::detail::HWY_NAMESPACE, after the types it uses (DB, DW, StoreSums,
-// kOne). The guard toggles with each target, as Highway's own -inl.h files do.
+// neat::detail::HWY_NAMESPACE, after what it uses (DF, DI, DW, VF, kOne,
+// StoreSums; PermutePicks from preprocess_box-inl.h). The guard toggles with
+// each target, as Highway's own -inl.h files do.
 #if defined(NEAT_KERNELS_INTERNAL_PREPROCESS_PERMUTES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NEAT_KERNELS_INTERNAL_PREPROCESS_PERMUTES_INL_H_
 #undef NEAT_KERNELS_INTERNAL_PREPROCESS_PERMUTES_INL_H_
