@@ -334,6 +334,31 @@ bool SumsRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float scal
   return true;
 }
 
+// Area's fixed-point vertical pass (ResampleAxis::row_sums) of output row r of a plane,
+// resampled once by the word permutes (sx: its sums axis) into `out` (C
+// channels: U and V of the interleaved plane; sum(plan) sums the rows),
+// as the one tap of `taps` (weight `scale` per level of the mean). False,
+// doing nothing, where the plan does not apply.
+template <int C, class Sum>
+bool WeighedRow(const ResampleAxis& ay, const ResampleAxis& sx, std::int64_t r, Scratch& s,
+                std::int32_t offset, float scale, const int (&channel)[C], float* const (&out)[C],
+                RowTaps& taps, Sum&& sum) {
+  if (!SumsAsWords(sx) || ay.row_sums.empty()) return false;
+  const RowSumPlan& v = ay.row_sums[static_cast<std::size_t>(r)];
+  if (v.n_full + v.n_part == 0) return false;
+  const auto start = static_cast<std::int32_t>(std::lround(static_cast<double>(offset) * v.units));
+  std::int32_t starts[C];
+  for (int c = 0; c < C; ++c)
+    starts[c] = start;
+  sum(v);
+  HorizontalPermutesWords<C>(sx, reinterpret_cast<const std::uint8_t*>(s.sums.data()), channel, out,
+                             starts);
+  taps.n = 1;
+  taps.row[0] = out[0];
+  taps.w[0] = scale / v.units;
+  return true;
+}
+
 // Adds a resampled row of sums to `taps`: its low bytes' row and its high
 // bytes' row (weighed 256 times more).
 void AddSums(RowTaps& taps, const float* low, const float* high, float weight) {
@@ -376,6 +401,13 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   };
   if (Usable(job.luma_sum_x)) {
     const ResampleAxis& sx = *job.luma_sum_x;
+    if (job.weigh_rows &&
+        WeighedRow<1>(*job.luma_y, sx, r, s, offset, scale, {0}, {s.luma_sums.data()}, s.luma_taps,
+                      [&](const RowSumPlan& v) {
+                        VerticalSumRow(job.y, job.y_stride, v, ax.source, s.sums.data());
+                      })) {
+      return;
+    }
     auto sum = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
       SumRows(job.y, job.y_stride, rows, n, ax.source, s.sums.data());
       float* low = s.luma_sums.data();
@@ -454,6 +486,40 @@ void ChromaRowXBox(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   ChromaTaps(job, s, r, scale, width, job.chroma_sum_x != nullptr, 3, fill, sum);
 }
 
+// Chroma row r by area's fixed-point vertical pass (WeighedRow): U, then V
+// `width` floats on, as ChromaTaps leaves them.
+bool ChromaWeighedRow(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
+  const ResampleAxis& ay = *job.chroma_y;
+  const ResampleAxis& sx = *job.chroma_sum_x;
+  const std::int64_t width = job.chroma_x->stride, bytes = job.chroma_x->source;
+  const std::int32_t offset = -128 * kOne;
+  float* const low = s.chroma_sums.data();
+  bool done = false;
+  if (job.interleaved_uv) {
+    const std::uint8_t* uv = std::min(job.u, job.v);
+    const int u = job.u < job.v ? 0 : 1;  // U is the low byte of each pair (NV12)
+    done = WeighedRow<2>(ay, sx, r, s, offset, scale, {2 * u, 2 - 2 * u}, {low, low + width},
+                         s.u_taps, [&](const RowSumPlan& v) {
+                           VerticalSumRow(uv, job.u_stride, v, 2 * bytes, s.sums.data());
+                         });
+  } else {  // the same plan for both planes
+    done = WeighedRow<1>(ay, sx, r, s, offset, scale, {0}, {low}, s.u_taps,
+                         [&](const RowSumPlan& v) {
+                           VerticalSumRow(job.u, job.u_stride, v, bytes, s.sums.data());
+                         }) &&
+           WeighedRow<1>(ay, sx, r, s, offset, scale, {0}, {low + width}, s.v_taps,
+                         [&](const RowSumPlan& v) {
+                           VerticalSumRow(job.v, job.v_stride, v, bytes, s.sums.data());
+                         });
+  }
+  if (!done) return false;
+  s.v_taps.n = 1;
+  s.v_taps.row[0] = low + width;
+  s.v_taps.w[0] = s.u_taps.w[0];
+  s.chroma_row = r;
+  return true;
+}
+
 void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   if (job.chroma_x_box != 0) return ChromaRowXBox(job, s, r, scale);
   const ResampleAxis& ax = *job.chroma_x;
@@ -527,6 +593,7 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
     ChromaTaps(job, s, r, scale, width, sums, min_rows, fill, sum);
     return;
   }
+  if (sums && job.weigh_rows && ChromaWeighedRow(job, s, r, scale)) return;
   auto fill2 = [&](std::int64_t src0, float* h0, std::int64_t src1, float* h1) {
     if (job.interleaved_uv) {
       const std::uint8_t* uv = std::min(job.u, job.v);

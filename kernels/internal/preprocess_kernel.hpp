@@ -21,6 +21,21 @@
 
 namespace neat::detail {
 
+/// Area's fixed-point vertical pass (preprocess_box-inl.h) for one output
+/// row: the source rows [full_first, full_first + n_full) of full weight
+/// summed exactly, times 2^f; each partial row part[i] (at the row's edges)
+/// times b[i] / 256, rounded: a sum in units of 2^-f level below 2^15, where
+/// `units` of it make one level of the weighted mean. No rows: no plan (the
+/// rows are taken as they come).
+struct RowSumPlan {
+  std::int32_t full_first = 0;
+  std::int16_t n_full = 0, n_part = 0;
+  std::int32_t part[2] = {};
+  std::int16_t b[2] = {};
+  int f = 0;
+  float units = 0.f;
+};
+
 /// One axis of a separable resampling: output sample o is
 /// sum over t < taps of weight[t * stride + o] * source[first[o] + t].
 /// Tables are padded to `stride` (a multiple of every vector width) with
@@ -91,6 +106,9 @@ struct ResampleAxis {
   std::vector<std::uint16_t> permute_words[4];
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
+  /// Area: each output row's plan for the fixed-point vertical pass
+  /// (plan_row_sums); empty for the other samplings.
+  std::vector<RowSumPlan> row_sums;
 };
 
 /// Nearest: OpenCV's INTER_NEAREST source index floor(o * grid / count), one
@@ -108,6 +126,9 @@ enum class Sampling : std::uint8_t { Bilinear, Area, Nearest };
 /// (1, or 2 for an interleaved UV plane), for the blocks path's tables.
 void build_axis(ResampleAxis& axis, std::int64_t count, std::int64_t grid, int shift,
                 Sampling sampling, int step = 1);
+
+/// Fills axis.row_sums from its taps (build_axis does, for area).
+void plan_row_sums(ResampleAxis& axis);
 
 /// Whether the tables-free rows (BoxSums16, XBoxRows, XPickRow) have
 /// vectors for g = k x step bytes or sums per output (k samples a step apart).
@@ -127,6 +148,10 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// interleaved, 2 when planar); nullptr when not used.
   const ResampleAxis* luma_sum_x = nullptr;
   const ResampleAxis* chroma_sum_x = nullptr;
+  /// Area: where the sums take the word permutes (VBMI), each output row's
+  /// partial rows are weighed into its sum too (the fixed-point vertical
+  /// pass, preprocess_box-inl.h), and the row is resampled once.
+  bool weigh_rows = false;
   /// 2, 3, 4, 6 or 12 when every output is the plain mean of a box_k x box_k block of
   /// luma and of the box_k/2 x box_k/2 chroma under it (the exact-box path);
   /// 0 otherwise.

@@ -227,8 +227,11 @@ TEST(PreprocessAccuracy, EveryRatioAndFormatMatchesTheExactReference) {
         const Errors e = level_errors(*ours, reference(frame, p), p);
         EXPECT_LE(e.max, 0.02) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
                                << to_string(f) << " " << to_string(m);
-        EXPECT_LE(e.mean, c.mean) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
-                                  << to_string(f) << " " << to_string(m);
+        // Area's fixed-point vertical pass (VBMI targets) rounds each partial
+        // row to 2^-f level: up to 0.0033 levels on the mean of noise.
+        const double mean = m == Interpolation::Area ? std::max(c.mean, 0.004) : c.mean;
+        EXPECT_LE(e.mean, mean) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
+                                << to_string(f) << " " << to_string(m);
       }
     }
   }
@@ -384,6 +387,60 @@ TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
         EXPECT_LE(e.max, 0.02) << b.sw << "x" << b.sh << " -> " << b.ow << "x" << b.oh << " "
                                << to_string(f) << " " << to_string(b.m) << ", threads " << threads;
         EXPECT_LE(e.mean, 0.002);
+      }
+    }
+  }
+}
+
+// A frame whose rows alternate between extremes (luma 0 and 255, chroma 16
+// and 240, each row flat across): the worst case for area's fixed-point
+// vertical pass (preprocess_box-inl.h), whose error sits in the partial rows'
+// weights and their rounding. Ratios that are not whole down (2.6x to 9.2x),
+// where each output row takes rows of full weight and two partial ones.
+NeatTensor striped_frame(PixelFormat f, std::int64_t w, std::int64_t h) {
+  auto t = NeatTensor::allocate_image(f, w, h, {.zero_fill = false});
+  EXPECT_TRUE(t.ok());
+  auto wr = std::move(*t).make_writable();
+  EXPECT_TRUE(wr.ok());
+  {
+    auto m = wr->map(MapMode::Write);
+    for (int i = 0; i < wr->plane_count(); ++i) {
+      const PlaneLayout& l = wr->plane_layout(i);
+      auto* base = reinterpret_cast<std::uint8_t*>(*m->mutable_plane_data(l.role));
+      for (std::int64_t r = 0; r < l.rows; ++r) {
+        const std::uint8_t level = i == 0 ? (r % 2 ? 255 : 0) : ((r / 2) % 2 ? 240 : 16);
+        std::memset(base + r * l.row_stride, level, static_cast<std::size_t>(l.cols * l.samples));
+      }
+    }
+  }
+  return *std::move(wr);
+}
+
+TEST(PreprocessAccuracy, AreaFixedPointVerticalPassStaysWithinItsBound) {
+  const Case cases[] = {
+      {1920, 1080, 416, 416},  // 4.6x across, 2.6x down
+      {1920, 1080, 608, 608},  // 3.2x, 1.8x (three taps, summed from 1.6 rows on)
+      {3840, 2160, 416, 416},  // 9.2x, 5.2x
+      {3840, 2160, 608, 608},  // 6.3x, 3.6x
+      {1280, 720, 416, 234},   // 3.1x both
+      {1926, 1086, 321, 161},  // 6x across (no tables), 6.75x down
+  };
+  for (const Case& c : cases) {
+    for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
+      for (int stripes = 0; stripes < 2; ++stripes) {
+        const NeatTensor frame =
+            stripes ? striped_frame(f, c.sw, c.sh) : frame_of(f, c.sw, c.sh, 41);
+        PreprocessParams p = imagenet(c.ow, c.oh);
+        p.interpolation = Interpolation::Area;
+        auto ours = preprocess(frame, p);
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        const Errors e = level_errors(*ours, reference(frame, p), p);
+        // Measured: at most 0.034 levels (random, 4K -> 416; 0.022 before the
+        // pass), mean 0.006 (stripes, 4K -> 416): the contract allows 1 and 0.25.
+        EXPECT_LE(e.max, 0.05) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
+                               << to_string(f) << (stripes ? " stripes" : " random");
+        EXPECT_LE(e.mean, 0.008) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
+                                 << to_string(f) << (stripes ? " stripes" : " random");
       }
     }
   }
