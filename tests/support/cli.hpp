@@ -37,6 +37,25 @@ inline CliRun run(const std::string& args) {
   return r;
 }
 
+// Whether process `pid` is the CLI (not the shell that execs it) and has a
+// SIGINT handler installed (its SigCgt mask in /proc), or has already ended.
+inline bool catches_sigint(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::ifstream comm(proc + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  if (name != std::filesystem::path(NEAT_CLI_PATH).filename().string().substr(0, 15)) return false;
+  std::ifstream status(proc + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("State:", 0) == 0 && line.find('Z') != std::string::npos) return true;
+    if (line.rfind("SigCgt:", 0) == 0) {
+      const unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+      return (mask >> (SIGINT - 1)) & 1u;
+    }
+  }
+  return false;
+}
+
 // Starts `neat ARGS` (output to a file), waits until the output shows
 // `ready` (up to 60 s: CI machines are slow), then `after`, sends `sig`, waits.
 inline CliRun run_and_signal(const std::string& args, const std::string& ready, int sig,
@@ -51,6 +70,11 @@ inline CliRun run_and_signal(const std::string& args, const std::string& ready, 
   }
   if (pid_out) *pid_out = pid;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // First until the program catches SIGINT (`run` and `explain` install their
+  // handlers first thing): a signal before that kills it outright, which a
+  // slow start (the sanitizer build on a busy machine) made a flaky failure.
+  while (std::chrono::steady_clock::now() < deadline && !catches_sigint(pid))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   while (std::chrono::steady_clock::now() < deadline) {
     std::ifstream in(out);
     std::stringstream sofar;
