@@ -34,7 +34,9 @@ std::vector<std::pair<std::int64_t, double>> taps(std::int64_t o, std::int64_t c
   std::vector<std::pair<std::int64_t, double>> t;
   if (m == Interpolation::Area && r > 1.0) {
     const double lo = static_cast<double>(o) * r, hi = lo + r;
-    for (std::int64_t i = 0; i < source; ++i) {
+    const auto first = static_cast<std::int64_t>(std::floor(lo));
+    const auto end = std::min(source, static_cast<std::int64_t>(std::ceil(hi)) + 1);
+    for (std::int64_t i = std::max<std::int64_t>(first - 1, 0); i < end; ++i) {
       const double ov = std::min(hi, i + 1.0) - std::max(lo, static_cast<double>(i));
       if (ov > 0) t.emplace_back(i, ov / r);
     }
@@ -53,25 +55,31 @@ struct Plane {
   std::vector<double> v;
   double at(std::int64_t x, std::int64_t y) const { return v[static_cast<std::size_t>(y * w + x)]; }
 };
+// Rows first, then columns; each output's taps are listed once (the
+// sanitizer builds run this reference unoptimised, on frames up to 4K).
 Plane resample(const Plane& in, std::int64_t w, std::int64_t h, Interpolation m) {
+  std::vector<std::vector<std::pair<std::int64_t, double>>> across;
+  across.reserve(static_cast<std::size_t>(w));
+  for (std::int64_t x = 0; x < w; ++x)
+    across.push_back(taps(x, w, in.w, m));
   Plane mid{w, in.h, std::vector<double>(static_cast<std::size_t>(w * in.h))};
-  for (std::int64_t x = 0; x < w; ++x) {
-    const auto t = taps(x, w, in.w, m);
-    for (std::int64_t y = 0; y < in.h; ++y) {
+  for (std::int64_t y = 0; y < in.h; ++y) {
+    const double* row = in.v.data() + y * in.w;
+    double* to = mid.v.data() + y * w;
+    for (std::int64_t x = 0; x < w; ++x) {
       double s = 0;
-      for (auto [i, wt] : t)
-        s += wt * in.at(i, y);
-      mid.v[static_cast<std::size_t>(y * w + x)] = s;
+      for (auto [i, wt] : across[static_cast<std::size_t>(x)])
+        s += wt * row[i];
+      to[x] = s;
     }
   }
   Plane out{w, h, std::vector<double>(static_cast<std::size_t>(w * h))};
   for (std::int64_t y = 0; y < h; ++y) {
-    const auto t = taps(y, h, in.h, m);
-    for (std::int64_t x = 0; x < w; ++x) {
-      double s = 0;
-      for (auto [i, wt] : t)
-        s += wt * mid.at(x, i);
-      out.v[static_cast<std::size_t>(y * w + x)] = s;
+    double* to = out.v.data() + y * w;
+    for (auto [i, wt] : taps(y, h, in.h, m)) {
+      const double* row = mid.v.data() + i * w;
+      for (std::int64_t x = 0; x < w; ++x)
+        to[x] += wt * row[x];
     }
   }
   return out;
@@ -82,6 +90,8 @@ std::array<Plane, 3> planes_of(const NeatTensor& f) {
   const std::int64_t w = f.image().width, h = f.image().height;
   const std::int64_t cw = (w + 1) / 2, ch = (h + 1) / 2;
   std::array<Plane, 3> p{Plane{w, h, {}}, Plane{cw, ch, {}}, Plane{cw, ch, {}}};
+  for (Plane& q : p)
+    q.v.reserve(static_cast<std::size_t>(q.w * q.h));
   auto m = f.map();
   EXPECT_TRUE(m.ok());
   const auto* y = reinterpret_cast<const std::uint8_t*>(*m->plane_data(PlaneRole::Y));
@@ -120,10 +130,10 @@ std::vector<double> reference(const NeatTensor& f, const PreprocessParams& p) {
   const auto in = planes_of(f);
   // Chroma upsampled by replication to the frame's size, then resampled like luma.
   auto full = [&](const Plane& c) {
-    Plane up{sw, sh, {}};
+    Plane up{sw, sh, std::vector<double>(static_cast<std::size_t>(sw * sh))};
     for (std::int64_t r = 0; r < sh; ++r)
       for (std::int64_t x = 0; x < sw; ++x)
-        up.v.push_back(c.at(x / 2, r / 2));
+        up.v[static_cast<std::size_t>(r * sw + x)] = c.at(x / 2, r / 2);
     return resample(up, box.width, box.height, p.interpolation);
   };
   const Plane y = resample(in[0], box.width, box.height, p.interpolation);
