@@ -27,14 +27,20 @@
 //               line holds a sample an output reads at these ratios). When
 //               half the fastest recipe's time is below it, 2x that recipe
 //               is out of reach on this machine.
+#include <hwy/targets.h>
 #include <libyuv/convert_argb.h>
+#include <libyuv/cpu_id.h>
 #include <libyuv/scale.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <opencv2/core.hpp>
@@ -378,6 +384,63 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
   return r;
 }
 
+// The machine the table ran on: CPU model and family (the same code ranks
+// differently against the recipes on different cores: docs/benchmarks.md),
+// and the caches as the library sizes its streaming stores by them.
+std::string host_summary() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU", family, number;
+  auto value = [](const std::string& l) {
+    const auto colon = l.find(':');
+    return colon == std::string::npos ? std::string()
+                                      : l.substr(l.find_first_not_of(" \t", colon + 1));
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0)
+      model = value(line);
+    else if (line.rfind("cpu family", 0) == 0)
+      family = value(line);
+    else if (line.rfind("model", 0) == 0 && line.find("name") == std::string::npos)
+      number = value(line);
+    if (line.empty()) break;  // the first processor's block
+  }
+  char text[256];
+  std::snprintf(text, sizeof text, "%s (family %s, model %s), L2 %ld KiB, L3 %ld KiB as reported",
+                model.c_str(), family.c_str(), number.c_str(),
+                sysconf(_SC_LEVEL2_CACHE_SIZE) / 1024, sysconf(_SC_LEVEL3_CACHE_SIZE) / 1024);
+  return text;
+}
+
+// --simd avx2: every way runs its AVX2 code. OpenCV reads its switch
+// (OPENCV_CPU_DISABLE) when it loads, so the program starts itself again
+// with it set; libyuv and Highway (ours) take theirs in the process.
+bool limit_to_avx2(char** argv) {
+  static constexpr char kOpenCv[] = "AVX512-SKX,AVX512F";
+  const char* set = std::getenv("OPENCV_CPU_DISABLE");
+  if (set == nullptr || std::string(set) != kOpenCv) {
+    setenv("OPENCV_CPU_DISABLE", kOpenCv, 1);
+    execv("/proc/self/exe", argv);
+    std::fprintf(stderr, "--simd avx2: could not restart with OPENCV_CPU_DISABLE=%s: %s\n", kOpenCv,
+                 std::strerror(errno));
+    return false;
+  }
+  if (cv::checkHardwareSupport(CV_CPU_AVX512_SKX)) {
+    std::fprintf(stderr, "--simd avx2: OpenCV still dispatches AVX-512\n");
+    return false;
+  }
+  libyuv::MaskCpuFlags(~(libyuv::kCpuHasAVX512BW | libyuv::kCpuHasAVX512VL |
+                         libyuv::kCpuHasAVX512VNNI | libyuv::kCpuHasAVX512VBMI |
+                         libyuv::kCpuHasAVX512VBMI2 | libyuv::kCpuHasAVX512VBITALG |
+                         libyuv::kCpuHasAVX512VPOPCNTDQ));
+  hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
+  if (std::string(neat::preprocess_simd_target()) != "AVX2") {
+    std::fprintf(stderr, "--simd avx2: this CPU runs the engine on %s, not AVX2\n",
+                 neat::preprocess_simd_target());
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -400,7 +463,13 @@ int main(int argc, char** argv) {
   app.add_option("--interp", interps, "bilinear, area, nearest");
   app.add_option("--threads", threads, "1, 2");
   app.add_option("--seconds", seconds, "measuring time per row")->check(CLI::Range(0.001, 3600.0));
+  std::string simd = "native";
+  app.add_option("--simd", simd,
+                 "native (the best this CPU runs) or avx2: ours, OpenCV and libyuv all without "
+                 "AVX-512, for the many machines that have none")
+      ->check(CLI::IsMember({"native", "avx2"}));
   CLI11_PARSE(app, argc, argv);
+  if (simd == "avx2" && !limit_to_avx2(argv)) return 2;
   // Every list item is checked before the first row is measured.
   auto whole = [](const std::string& item, const char* option, int lo, int hi) {
     int v = 0;
@@ -434,8 +503,9 @@ int main(int argc, char** argv) {
   std::printf(
       "engine: %s; speed-up = fastest recipe / ours; vs floor = ours / read+write once; "
       "reachable = the fastest recipe / the bound (the needed rows read once, the tensor written "
-      "once): the most any implementation could be faster than that recipe\n\n",
-      neat::preprocess_simd_target());
+      "once): the most any implementation could be faster than that recipe\n\nhost: %s%s\n\n",
+      neat::preprocess_simd_target(), host_summary().c_str(),
+      simd == "avx2" ? "; --simd avx2: OpenCV and libyuv without AVX-512 too" : "");
   std::printf(
       "| source | format | output | mode | interp | threads | ours ms | fastest recipe "
       "| its ms | speed-up | vs floor | reachable | allocs/call |\n");

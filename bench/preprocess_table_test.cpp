@@ -1,6 +1,7 @@
 // neat_preprocess_table's arguments: every list item is checked before the
 // first row is measured (a bad one exits 2 with what was wrong), and a row
-// prints every column, the bound's "reachable" among them.
+// prints every column, the bound's "reachable" among them; the header names
+// the host's CPU.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,6 +26,7 @@ TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
       {"--sources 8k --sizes 16", "unknown source '8k' (720p, 1080p, 4k)"},
       {"--formats p010 --sizes 16", "unknown format 'p010' (nv12, i420)"},
       {"--seconds 0", "--seconds"},
+      {"--simd avx512", "--simd: avx512 not in {native,avx2}"},
       {"--sources 720p --sizes 16 --modes letterbox",
        "720p letterbox into 16: the content is 16x9; the recipes' 4:2:0 steps need an even"},
   };
@@ -42,6 +44,9 @@ TEST(PreprocessTable, ARowPrintsEveryColumn) {
           "--seconds 0.001");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("| reachable |"), std::string::npos) << r.out;
+  // Which machine: the same code ranks differently on different cores.
+  EXPECT_NE(r.out.find("host: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(family "), std::string::npos) << r.out;
   const auto at = r.out.find("| 720p | i420 | 32 | letterbox | area | 1 |");
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string row = r.out.substr(at, r.out.find('\n', at) - at);
@@ -50,6 +55,21 @@ TEST(PreprocessTable, ARowPrintsEveryColumn) {
     bars += c == '|';
   EXPECT_EQ(bars, 14) << row;  // 13 columns
   EXPECT_EQ(row.substr(row.size() - 5), "| 0 |") << "allocations per call once warm: " << row;
+}
+
+// --simd avx2: ours, OpenCV and libyuv all on their AVX2 code (OpenCV's
+// switch is read when it loads: the program starts itself again with it).
+TEST(PreprocessTable, Avx2RunsEveryWayWithoutAvx512) {
+  const CliRun r =
+      run("--simd avx2 --sources 720p --formats nv12 --sizes 32 --modes square --interp bilinear "
+          "--threads 1 --seconds 0.001");
+  if (r.status != 0) {  // a CPU without AVX2 says so
+    EXPECT_NE(r.out.find("not AVX2"), std::string::npos) << r.out;
+    return;
+  }
+  EXPECT_NE(r.out.find("engine: AVX2;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("OpenCV and libyuv without AVX-512 too"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 720p | nv12 | 32 | square | bilinear | 1 |"), std::string::npos) << r.out;
 }
 
 }  // namespace
