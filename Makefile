@@ -125,7 +125,8 @@ bench-report: build-tests
 # The preprocess against the strongest OpenCV and libyuv recipes at every
 # detector input (sources x formats x sizes x stretch/letterbox x
 # interpolations x threads): the table of docs/benchmarks.md. ARGS narrows it,
-# e.g. ARGS='--sources 1080p --threads 1'.
+# e.g. ARGS='--sources 1080p --threads 1'; ARGS='--simd avx2' runs ours, OpenCV
+# and libyuv without AVX-512 (what machines without it run).
 bench-preprocess: build-tests
 	./$(BUILD)/bench/neat_preprocess_table $(ARGS)
 
