@@ -616,6 +616,14 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
       a.weight[static_cast<std::size_t>(t * a.stride + o)] = static_cast<float>(w[t]);
   }
   a.taps = used;
+  a.by_output_taps = used <= 8 ? 8 : used <= 16 ? 16 : 0;
+  a.by_output.assign(static_cast<std::size_t>(a.stride * a.by_output_taps), 0.f);
+  for (std::int64_t o = 0; a.by_output_taps > 0 && o < count; ++o) {
+    for (int t = 0; t < used; ++t) {
+      a.by_output[static_cast<std::size_t>(o * a.by_output_taps + t)] =
+          a.weight[static_cast<std::size_t>(t * a.stride + o)];
+    }
+  }
   if (area) {
     plan_row_sums(a);
   } else {

@@ -202,6 +202,36 @@ void HorizontalGather(const ResampleAxis& ax, const float* row, float* out) {
     }
     return;
   }
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+  // Eight outputs at a time: each output's taps as one or two vectors of
+  // samples from its first, times its weights (0 past its taps; the row's
+  // slack is zeros), the eight products summed across by a tree of
+  // horizontal adds. A gather takes about a cycle per lane on these CPUs;
+  // 1080p -> 416 area on AVX2 spent 40% of its time in them (this: 16% less
+  // time, 4K -> 416 25-35%). Two taps (bilinear) gather as fast.
+  if (ax.by_output_taps > 0 && ax.taps > 2) {
+    const std::int32_t* const first = ax.first.data();
+    const float* const weights = ax.by_output.data();
+    const bool two = ax.by_output_taps == 16;
+    for (std::int64_t o = 0; o < ax.count; o += 8) {  // tables and `out` are padded
+      __m256 p[8];
+      for (int i = 0; i < 8; ++i) {
+        const float* x = row + first[o + i];
+        const float* w = weights + (o + i) * ax.by_output_taps;
+        p[i] = _mm256_mul_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(w));
+        if (two) p[i] = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), _mm256_loadu_ps(w + 8), p[i]);
+      }
+      // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7]:
+      // after two levels q0 holds outputs 0-3's sums of lanes 0-3 in its lanes
+      // 0-3 and of lanes 4-7 in its lanes 4-7; q1 the same for outputs 4-7.
+      const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(p[0], p[1]), _mm256_hadd_ps(p[2], p[3]));
+      const __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(p[4], p[5]), _mm256_hadd_ps(p[6], p[7]));
+      _mm256_storeu_ps(out + o, _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20),
+                                              _mm256_permute2f128_ps(q0, q1, 0x31)));
+    }
+    return;
+  }
+#endif
   for (std::int64_t o = 0; o < ax.count; o += lanes) {  // tables and `out` are padded
     const auto first = hn::LoadU(di, ax.first.data() + o);
     VF acc = hn::Zero(df);

@@ -48,6 +48,12 @@ struct ResampleAxis {
   int taps = 0;
   std::vector<std::int32_t> first;
   std::vector<float> weight;
+  /// The same weights output-major, each output's in a row of by_output_taps
+  /// (8 or 16; 0 and empty beyond 16 taps): where the float path's samples
+  /// lie too far apart for lane permutes, AVX2 loads each output's taps as
+  /// one or two vectors from `first` instead of gathering them tap by tap.
+  int by_output_taps = 0;
+  std::vector<float> by_output;
   /// A periodic pattern (0: none): outputs come in groups of group_out
   /// (1 or 2) that read group_in (1..4) source samples each, group g reading
   /// [g * group_in, (g + 1) * group_in), output phase p weighting sample q

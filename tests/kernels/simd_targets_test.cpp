@@ -88,6 +88,12 @@ const PreprocessCase kPreprocess[] = {
      DType::F16},  // exact 3x box for luma, chroma 1.5x by its tables, tails
     {PixelFormat::NV12, 1923, 1081, 211, 117, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 9.1x area: rows of sums as 16-bit samples (VBMI), UV interleaved
+    // The float path's horizontal pass without VBMI: each output's taps
+    // loaded as one vector (up to 8 taps) or two (16), past 16 gathered.
+    {PixelFormat::I420, 1923, 1081, 417, 233, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 4.6x: 6 luma taps, 4 chroma
+    {PixelFormat::NV21, 3843, 2161, 181, 101, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 21x luma (23 taps: gathers), 10.6x chroma (12 taps: two vectors)
     // Area with only the horizontal axis an exact box: rows summed across
     // without tables, every element width, tails.
     {PixelFormat::NV21, 1926, 1081, 321, 173, Interpolation::Area, ResizeMode::Stretch,
