@@ -23,9 +23,9 @@
 //
 // Every interpolation runs a SIMD engine written once with Highway and
 // dispatched at run time (preprocess_simd_target() says which instruction
-// set); at 1080p -> 640x640 it is 2.1-2.3x the fastest OpenCV or libyuv
-// recipe on one thread (docs/benchmarks.md has every detector input). No
-// allocation once warm.
+// set); at 1080p -> 640x640 it is 2.3-3x the fastest OpenCV or libyuv
+// recipe on one thread, by host (docs/benchmarks.md has every detector
+// input, with and without AVX-512). No allocation once warm.
 //
 // An explicit `convert` (reason normalize, operation "preprocess") through
 // the gate. Threading: rows are split over ConversionOptions::threads.
