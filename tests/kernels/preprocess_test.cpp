@@ -56,7 +56,7 @@ struct Plane {
   double at(std::int64_t x, std::int64_t y) const { return v[static_cast<std::size_t>(y * w + x)]; }
 };
 // Rows first, then columns; each output's taps are listed once (the
-// sanitizer builds run this reference unoptimised, on frames up to 4K).
+// ASan build runs this reference at -O1, on frames up to 4K).
 Plane resample(const Plane& in, std::int64_t w, std::int64_t h, Interpolation m) {
   std::vector<std::vector<std::pair<std::int64_t, double>>> across;
   across.reserve(static_cast<std::size_t>(w));
