@@ -491,6 +491,8 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   const int kOne = sampling == Sampling::Nearest ? 1 : 32767;
   a.blocks = a.gather = false;
   a.windows = 0;
+  a.q_taps = 0;
+  a.by_output_q.clear();
   a.step = step;
   a.passes = (a.taps + 1) / 2;
   a.block_count = a.stride / 4;
@@ -516,6 +518,12 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   for (int ch = 0; ch < 4; ++ch)
     a.shuffle[ch].assign(ch < step ? n * 16 : 0, 0x80);
   a.pair_weight.assign(n * 8, 0);
+  a.q_taps = sampling == Sampling::Nearest ? 0
+             : a.taps <= 4                 ? 4
+             : a.taps <= 8                 ? 8
+             : a.taps <= 16                ? 16
+                                           : 0;
+  a.by_output_q.assign(static_cast<std::size_t>(a.stride * a.q_taps), 0);
   for (std::int64_t o = 0; o < a.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
     std::int64_t lo = 0, hi = 0;
@@ -537,6 +545,8 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
       if (q[t] > q[largest]) largest = t;
     }
     q[largest] += kOne - sum;
+    for (int t = 0; t < a.q_taps && t < a.taps; ++t)
+      a.by_output_q[static_cast<std::size_t>(o * a.q_taps + t)] = static_cast<std::int16_t>(q[t]);
     for (int t = 0; t < a.taps; ++t) {
       if (weight(o, t) == 0.f) continue;
       const auto at = static_cast<std::size_t>((t / 2) * a.block_count + b);

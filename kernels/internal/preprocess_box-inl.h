@@ -45,7 +45,8 @@ void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t*
 // ---- area's fixed-point vertical pass ----------------------------------------
 // An output row of area at a ratio that is not whole reads its source rows of
 // full weight and, at its two edges, rows of partial weight. Where the sums
-// take the word permutes (VBMI), the whole vertical pass runs first, in 16-bit
+// are taken as 16-bit samples (the word permutes of VBMI; on AVX2, output by
+// output), the whole vertical pass runs first, in 16-bit
 // fixed point, and the row is resampled once: the full rows summed exactly,
 // each partial row's samples times its weight (in 2^-(f + 8) of a full row's)
 // rounded to 2^-f level, the sum kept in units of 2^-f level, f as large as

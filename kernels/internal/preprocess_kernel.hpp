@@ -112,6 +112,14 @@ struct ResampleAxis {
   std::vector<std::uint16_t> permute_words[4];
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
+  /// The pair weights output by output, each output's taps in order in a row
+  /// of q_taps (4, 8 or 16; 0 and empty beyond 16 taps, and for nearest): on
+  /// AVX2 (and AVX-512 without VBMI), rows whose taps fit neither the blocks
+  /// nor a gather, and rows of 16-bit sums, load each output's samples as one
+  /// vector from `first` and weigh them in one multiply-add
+  /// (preprocess_by_output-inl.h).
+  int q_taps = 0;
+  std::vector<std::int16_t> by_output_q;
   /// Area: each output row's plan for the fixed-point vertical pass
   /// (plan_row_sums); empty for the other samplings.
   std::vector<RowSumPlan> row_sums;
@@ -154,7 +162,8 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// interleaved, 2 when planar); nullptr when not used.
   const ResampleAxis* luma_sum_x = nullptr;
   const ResampleAxis* chroma_sum_x = nullptr;
-  /// Area: where the sums take the word permutes (VBMI), each output row's
+  /// Area: where the sums are taken as 16-bit samples (SumsAsWords: the word
+  /// permutes of VBMI, or output by output on AVX2), each output row's
   /// partial rows are weighed into its sum too (the fixed-point vertical
   /// pass, preprocess_box-inl.h), and the row is resampled once.
   bool weigh_rows = false;

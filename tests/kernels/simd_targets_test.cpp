@@ -94,6 +94,21 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 4.6x: 6 luma taps, 4 chroma
     {PixelFormat::NV21, 3843, 2161, 181, 101, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 21x luma (23 taps: gathers), 10.6x chroma (12 taps: two vectors)
+    // Without VBMI, rows whose taps fit neither the blocks nor a gather,
+    // output by output: bytes, or rows of sums (words); samples side by side,
+    // or UV pairs (both from one load); 4, 8 or 16 taps; tails.
+    {PixelFormat::NV12, 1920, 1080, 416, 416, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // luma sums 4.6x (8 taps), UV bytes 2.3x (4), chroma rows not summed
+    {PixelFormat::I420, 1922, 1081, 301, 700, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // luma bytes 6.4x (8), planar chroma bytes 3.2x (8), rows not summed
+    {PixelFormat::NV21, 3843, 723, 299, 601, Interpolation::Area, ResizeMode::Stretch,
+     DType::F16},  // luma bytes 12.9x (16), UV bytes 6.4x (8)
+    {PixelFormat::NV12, 3843, 723, 270, 601, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // luma bytes 14.2x (16), UV bytes 7.1x (16)
+    {PixelFormat::NV12, 3843, 2161, 417, 417, Interpolation::Area, ResizeMode::Letterbox,
+     DType::F32},  // luma sums 9.2x (16), UV sums 4.6x (8)
+    {PixelFormat::NV21, 3843, 2161, 270, 152, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // luma sums 14.2x (16), UV sums 7.1x (16)
     // Area with only the horizontal axis an exact box: rows summed across
     // without tables, every element width, tails.
     {PixelFormat::NV21, 1926, 1081, 321, 173, Interpolation::Area, ResizeMode::Stretch,

@@ -1,0 +1,226 @@
+// The blocks path's horizontal pass output by output, for AVX2 and AVX-512
+// without VBMI (see the comment below).
+// A fragment of kernels/preprocess_simd.cpp (not a header of its own): it is
+// included by preprocess_blocks-inl.h, once per SIMD target, inside
+// neat::detail::HWY_NAMESPACE, after what it uses (DF, DI, kOne). The guard
+// toggles with each target, as Highway's own -inl.h files do.
+#if defined(NEAT_KERNELS_INTERNAL_PREPROCESS_BY_OUTPUT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NEAT_KERNELS_INTERNAL_PREPROCESS_BY_OUTPUT_INL_H_
+#undef NEAT_KERNELS_INTERNAL_PREPROCESS_BY_OUTPUT_INL_H_
+#else
+#define NEAT_KERNELS_INTERNAL_PREPROCESS_BY_OUTPUT_INL_H_
+#endif
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+// Where a row's taps fit neither the 16-byte blocks nor a gather (area at
+// large ratios: 1080p -> 416 reads 4.6 luma samples per output), and for
+// rows of 16-bit sums (area's rows summed first, the fixed-point vertical
+// pass), without the VBMI permutes: each output's samples are loaded as one
+// vector from its first (8, 16 or 32 elements: bytes widened to 16-bit
+// lanes, or the sums as they are), weighed with its own rounded weights
+// (ResampleAxis::by_output_q, in 1/32767, 0 past its taps) in one 16-bit
+// multiply-add, and a tree of horizontal adds sums eight outputs. The same
+// integer sums as the blocks' (the same weights), and a row of sums
+// resampled once where each of its rows was resampled on its own before:
+// the vertical pass of area runs first, in integers, as libyuv's box rows do.
+
+// 8 elements at p as 16-bit lanes (128 bits).
+template <bool kWords>
+HWY_INLINE __m128i Elements8(const std::uint8_t* p) {
+  if constexpr (kWords) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+// 16 elements at p as 16-bit lanes (256 bits).
+template <bool kWords>
+HWY_INLINE __m256i Elements16(const std::uint8_t* p) {
+  if constexpr (kWords) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+// 8 weights as 16-bit lanes each followed by a 0 (samples two elements apart).
+HWY_INLINE __m256i Spread8(const std::int16_t* q) {
+  return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+}
+
+// 4 weights as 16-bit lanes each followed by a 0, in 128 bits.
+HWY_INLINE __m128i Spread4(const std::int16_t* q) {
+  return _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
+}
+
+// kWords: 16-bit samples (rows of sums), else bytes; kE: elements between a
+// channel's samples (1; 2 for UV pairs); kT: ResampleAxis::q_taps. Outputs
+// [0, ax.count) (whole vectors of 8, the tables padded with zero weights)
+// of channels at element ch[c] of each sample, from a row of `avail`
+// elements: outputs whose vectors would read past it are summed one by one.
+// kShared: two channels side by side (UV pairs), taken from one load, the
+// second's weights moved up a lane.
+template <int C, bool kWords, int kE, int kT, bool kShared>
+void ByOutputRow(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t avail,
+                 const int (&ch)[C], float* const (&out)[C], const std::int32_t (&offset)[C],
+                 bool raw) {
+  constexpr int kSize = kWords ? 2 : 1;  // bytes per element
+  // Elements one output's loads read: 8 (its weights past its taps 0), 16 or 32.
+  constexpr int kSpan = kE * kT < 8 ? 8 : kE * kT;
+  const std::int32_t* const first = ax.first.data();
+  const std::int16_t* const q = ax.by_output_q.data();
+  int reach = kSpan;
+  for (int c = 0; c < C; ++c)
+    reach = std::max(reach, ch[c] + kSpan);
+  std::int64_t end = ax.count;
+  while (end > 0 && first[end - 1] * kE + reach > avail)
+    --end;
+  end -= end % 8;
+  __m256i add[C];
+  for (int c = 0; c < C; ++c)
+    add[c] = _mm256_set1_epi32(offset[c]);
+  const int lo = kShared ? std::min(ch[0], ch[C - 1]) : 0;
+  auto at = [&](std::int64_t o, int c) {
+    return row + (first[o] * kE + (kShared ? lo : ch[c])) * kSize;
+  };
+  auto moved = [&](__m256i w, int c) {
+    return kShared && ch[c] != lo ? _mm256_slli_epi32(w, 16) : w;
+  };
+  // Output o's products, lanes to be summed across: 8 32-bit lanes.
+  auto products = [&](std::int64_t o, int c, const __m256i* w) {
+    if constexpr (kE == 1) {  // 16 elements
+      return _mm256_madd_epi16(Elements16<kWords>(at(o, c)), w[0]);
+    } else {  // 2 x kT elements, every other one the channel's
+      __m256i p = _mm256_madd_epi16(Elements16<kWords>(at(o, c)), moved(w[0], c));
+      if constexpr (kT == 16) {
+        p = _mm256_add_epi32(
+            p, _mm256_madd_epi16(Elements16<kWords>(at(o, c) + 16 * kSize), moved(w[1], c)));
+      }
+      return p;
+    }
+  };
+  auto weights = [&](std::int64_t o, __m256i* w) {
+    if constexpr (kE == 1) {
+      w[0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + o * 16));
+    } else {
+      w[0] = Spread8(q + o * kT);
+      if constexpr (kT == 16) w[1] = Spread8(q + o * kT + 8);
+    }
+  };
+  auto store = [&](__m256i sums, int c, std::int64_t o) {
+    sums = _mm256_add_epi32(sums, add[c]);
+    _mm256_storeu_ps(out[c] + o, raw ? _mm256_castsi256_ps(sums) : _mm256_cvtepi32_ps(sums));
+  };
+  std::int64_t o = 0;
+  for (; o < end; o += 8) {
+    if constexpr (kSpan == 8) {
+      // 8 elements per output: outputs i and i + 4 share a vector, and two
+      // levels of horizontal adds leave outputs 0-3 in the low half, 4-7 in
+      // the high.
+      auto half = [&](std::int64_t k) {
+        const std::int16_t* p = q + k * kT;
+        if constexpr (kE == 2) {
+          return Spread4(p);
+        } else if constexpr (kT == 4) {
+          return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+        } else {
+          return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        }
+      };
+      __m256i w[4];
+      for (int i = 0; i < 4; ++i)
+        w[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(half(o + i)), half(o + i + 4), 1);
+      __m256i sums[C];
+      for (int c = 0; c < C; ++c) {
+        __m256i p[4];
+        for (int i = 0; i < 4; ++i) {
+          __m256i v;
+          if constexpr (kWords) {
+            v = _mm256_inserti128_si256(_mm256_castsi128_si256(Elements8<true>(at(o + i, c))),
+                                        Elements8<true>(at(o + i + 4, c)), 1);
+          } else {
+            v = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(o + i, c))),
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(o + i + 4, c)))));
+          }
+          p[i] = _mm256_madd_epi16(v, moved(w[i], c));
+        }
+        sums[c] = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+      }
+      for (int c = 0; c < C; ++c)  // after the loads: the stores could alias the row
+        store(sums[c], c, o);
+    } else {
+      // A vector per output: hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | the
+      // same of lanes 4-7]; after two levels h[0] holds outputs 0-3's sums of
+      // lanes 0-3 in its low half and of lanes 4-7 in its high half, h[1]
+      // outputs 4-7's.
+      __m256i pair[C][4];
+      for (int i = 0; i < 8; i += 2) {
+        __m256i w0[2], w1[2];
+        weights(o + i, w0);
+        weights(o + i + 1, w1);
+        for (int c = 0; c < C; ++c)
+          pair[c][i / 2] = _mm256_hadd_epi32(products(o + i, c, w0), products(o + i + 1, c, w1));
+      }
+      for (int c = 0; c < C; ++c) {
+        const __m256i h0 = _mm256_hadd_epi32(pair[c][0], pair[c][1]);
+        const __m256i h1 = _mm256_hadd_epi32(pair[c][2], pair[c][3]);
+        store(_mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
+                               _mm256_permute2x128_si256(h0, h1, 0x31)),
+              c, o);
+      }
+    }
+  }
+  // The last outputs (and the padding to a whole vector), one at a time:
+  // only taps of non-zero weight, which lie within the row.
+  const std::int64_t padded = (ax.count + 7) / 8 * 8;
+  for (; o < padded; ++o) {
+    for (int c = 0; c < C; ++c) {
+      std::int32_t acc = offset[c];
+      for (int t = 0; o < ax.count && t < kT; ++t) {
+        const std::int16_t wt = q[o * kT + t];
+        if (wt == 0) continue;
+        const std::uint8_t* p = row + ((first[o] + t) * kE + ch[c]) * kSize;
+        std::int32_t level = p[0];
+        if constexpr (kWords) {
+          std::uint16_t word;
+          std::memcpy(&word, p, sizeof word);
+          level = word;
+        }
+        acc += wt * level;
+      }
+      if (raw) {
+        std::memcpy(out[c] + o, &acc, sizeof acc);
+      } else {
+        out[c][o] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+// Outputs [0, ax.count) of one row by output (ax.q_taps > 0): of bytes
+// (channel: the byte of each ax.step-byte sample), or of 16-bit sums
+// (kWords; channel: the low byte's, of ax.step-byte samples of one or two
+// sums), as HorizontalBlocks stores them.
+template <int C, bool kWords>
+void HorizontalByOutput(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
+                        float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+  const int e = kWords ? ax.step / 2 : ax.step;
+  int ch[C];
+  for (int c = 0; c < C; ++c)
+    ch[c] = kWords ? channel[c] / 2 : channel[c];
+  const std::int64_t avail = ax.source * e;
+  auto with = [&](auto e_c, auto shared_c) {
+    constexpr int kE = decltype(e_c)::value;
+    constexpr bool kShared = decltype(shared_c)::value;
+    switch (ax.q_taps) {
+      case 4:
+        return ByOutputRow<C, kWords, kE, 4, kShared>(ax, row, avail, ch, out, offset, raw);
+      case 8:
+        return ByOutputRow<C, kWords, kE, 8, kShared>(ax, row, avail, ch, out, offset, raw);
+      default:
+        return ByOutputRow<C, kWords, kE, 16, kShared>(ax, row, avail, ch, out, offset, raw);
+    }
+  };
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  if (e == 1) return with(One(), std::false_type());
+  if (C == 2 && std::abs(ch[0] - ch[C - 1]) == 1) return with(Two(), std::true_type());
+  with(Two(), std::false_type());
+}
+#endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+
+#endif  // NEAT_KERNELS_INTERNAL_PREPROCESS_BY_OUTPUT_INL_H_
