@@ -13,10 +13,12 @@
 // ---- rows of 16-bit sums (also the blocks path's area sums) -------------------
 
 // out[x] = the sum over i < n of row rows[i] of the plane at x, x < bytes.
-// Two rows at a time along the whole row, into `out` (in L1): each source
-// row is read front to back, as the hardware prefetchers follow best (the
-// rows all at once, a vector of each in turn, ran about 2x the time of
-// reading the frame once at 4K).
+// Four rows at a time along the whole row (then two), into `out` (in L1):
+// each source row is read front to back, as the hardware prefetchers follow
+// best (the rows all at once, a vector of each in turn, ran about 2x the
+// time of reading the frame once at 4K). Four rather than two streams at a
+// time, and half the passes over `out`: 4K -> 416 area 5-10% less time, 4K
+// -> 320 letterboxed (12 rows) 12-17% (in-process A/B, session 10).
 void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows, int n,
              std::int64_t bytes, std::uint16_t* out) {
   const hn::ScalableTag<std::uint16_t> d16;
@@ -24,6 +26,20 @@ void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t*
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d16));
   const std::int64_t whole = bytes - bytes % lanes;
   int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const std::uint8_t* a = plane + rows[i] * stride;
+    const std::uint8_t* b = plane + rows[i + 1] * stride;
+    const std::uint8_t* c = plane + rows[i + 2] * stride;
+    const std::uint8_t* d = plane + rows[i + 3] * stride;
+    for (std::int64_t x = 0; x < whole; x += lanes) {
+      auto acc = hn::Add(hn::Add(hn::PromoteTo(d16, hn::LoadU(d8, a + x)),
+                                 hn::PromoteTo(d16, hn::LoadU(d8, b + x))),
+                         hn::Add(hn::PromoteTo(d16, hn::LoadU(d8, c + x)),
+                                 hn::PromoteTo(d16, hn::LoadU(d8, d + x))));
+      if (i > 0) acc = hn::Add(acc, hn::LoadU(d16, out + x));
+      hn::StoreU(acc, d16, out + x);
+    }
+  }
   for (; i < n; i += 2) {
     const std::uint8_t* a = plane + rows[i] * stride;
     const std::uint8_t* b = i + 1 < n ? plane + rows[i + 1] * stride : nullptr;
