@@ -29,6 +29,7 @@ pytestmark = pytest.mark.skipif(
 SERVER = pathlib.Path(__file__).with_name("rtsp_server.py")
 STALL = 1.0  # stall-timeout, seconds
 BACKOFF_MAX = 1.0  # the longest wait between restart attempts here, seconds
+FPS = 15  # each camera's frame rate (rtsp_server.py)
 
 
 def free_port():
@@ -131,9 +132,11 @@ def test_a_lost_camera_is_reported_and_returns_while_the_others_keep_their_rate(
     assert lost_after <= STALL + 1.0, lost_after
     assert back_after <= BACKOFF_MAX + 2.0, back_after
     # The others kept their rate while b was away: frames in the 3 s before
-    # the loss against the 3 s of it.
+    # the loss against the 3 s of it. The 3 s before may hold more than the
+    # camera's rate (frames queued at the start arriving late: 49 seen at 15
+    # fps), so the rate they are held to is at most the camera's.
     for name in "ac":
-        normal = got.count(name, before - 3.0, before)
+        normal = min(got.count(name, before - 3.0, before), 3 * FPS)
         outage = got.count(name, during - 3.0, during)
         assert outage >= 0.95 * normal - 1, (name, normal, outage)
     # b's frame numbers go on across the restart; the accounting balances.
