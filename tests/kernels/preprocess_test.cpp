@@ -488,6 +488,30 @@ TEST(PreprocessAccuracy, AreaFixedPointVerticalPassStaysWithinItsBound) {
   }
 }
 
+// The fixed-point vertical pass sums an output row's last one to four full
+// rows, shifts and adds both partial rows in one pass, and the rows before
+// through the row sums: every count of full rows from 0 to 10 between two
+// partial rows (1.5x to 10.5x down; 4.6x across, so the sums are taken as
+// 16-bit samples on AVX2 too).
+TEST(PreprocessAccuracy, AreaFixedPointSumsEveryCountOfFullRows) {
+  for (int half = 3; half <= 21; half += 2) {
+    const std::int64_t sh = 12 * half;  // 24 output rows at half / 2 down
+    for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
+      const NeatTensor frame = frame_of(f, 1920, sh, 43);
+      PreprocessParams p = imagenet(416, 24);
+      p.interpolation = Interpolation::Area;
+      const auto want = reference(frame, p);
+      on_each_engine([&](const char* engine) {
+        auto ours = preprocess(frame, p);
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        const Errors e = level_errors(*ours, want, p);
+        EXPECT_LE(e.max, 0.05) << "1920x" << sh << " " << to_string(f) << " " << engine;
+        EXPECT_LE(e.mean, 0.008) << "1920x" << sh << " " << to_string(f) << " " << engine;
+      });
+    }
+  }
+}
+
 // The frame with each plane in memory of exactly its bytes (rows unpadded,
 // nothing after the last): a read past a plane is a read past its memory.
 NeatTensor exact_planes(const NeatTensor& f) {
