@@ -207,7 +207,8 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     if (cx.pick != 0 && detail::fits_without_tables(cx.pick * step)) j.chroma_x_pick = cx.pick;
   } else if (m == detail::Sampling::Area) {
     // Only the horizontal axis an exact box (4K -> 320 square: 12 samples
-    // across, 6.75 rows down): rows summed across without tables.
+    // across, 6.75 rows down): rows summed across without tables (from 1.6
+    // rows down, after the fixed-point vertical pass: XBoxWeighedRows).
     const int step = s.interleaved_uv ? 2 : 1;
     if (box_k >= 2 && detail::fits_without_tables(box_k)) j.luma_x_box = box_k;
     if (cx.box >= 1 && box_k >= 2 && detail::fits_without_tables(cx.box * step)) {

@@ -362,6 +362,14 @@ bool SumsRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float scal
   return true;
 }
 
+// Output row r's plan for area's fixed-point vertical pass; null where it
+// does not apply (see plan_row_sums).
+const RowSumPlan* WeighedPlan(const ResampleAxis& ay, std::int64_t r) {
+  if (ay.row_sums.empty()) return nullptr;
+  const RowSumPlan& v = ay.row_sums[static_cast<std::size_t>(r)];
+  return v.n_full + v.n_part == 0 ? nullptr : &v;
+}
+
 // Area's fixed-point vertical pass (ResampleAxis::row_sums) of output row r of a plane,
 // resampled once by the word permutes or output by output (sx: its sums axis) into `out` (C
 // channels: U and V of the interleaved plane; sum(plan) sums the rows),
@@ -371,9 +379,9 @@ template <int C, class Sum>
 bool WeighedRow(const ResampleAxis& ay, const ResampleAxis& sx, std::int64_t r, Scratch& s,
                 std::int32_t offset, float scale, const int (&channel)[C], float* const (&out)[C],
                 RowTaps& taps, Sum&& sum) {
-  if (!SumsAsWords(sx) || ay.row_sums.empty()) return false;
-  const RowSumPlan& v = ay.row_sums[static_cast<std::size_t>(r)];
-  if (v.n_full + v.n_part == 0) return false;
+  const RowSumPlan* plan = SumsAsWords(sx) ? WeighedPlan(ay, r) : nullptr;
+  if (plan == nullptr) return false;
+  const RowSumPlan& v = *plan;
   const auto start = static_cast<std::int32_t>(std::lround(static_cast<double>(offset) * v.units));
   std::int32_t starts[C];
   for (int c = 0; c < C; ++c)
@@ -412,6 +420,22 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
       taps.row[taps.n] = row;
       taps.w[taps.n++] = weight;
     };
+    // From 1.6 rows down, all of the row's source rows by the fixed-point
+    // vertical pass, then summed across once: in place of the full rows
+    // summed and each partial row summed across on its own (4K -> 320 square
+    // 0.71-0.87 of the time, 1080p -> 320 0.68-0.71, 4K -> 640 0.72-0.81;
+    // in-process A/B, session 11, native and AVX2).
+    if (job.luma_sum_x != nullptr && job.weigh_rows) {
+      if (const RowSumPlan* v = WeighedPlan(*job.luma_y, r); v != nullptr) {
+        float* row = s.luma_sums.data();
+        XBoxWeighedRows<1>(job.y, job.y_stride, *v, x0, k, 1, ax.count, {0}, {row},
+                           job.yuv->y_offset, s.sums.data());
+        s.luma_taps.n = 1;
+        s.luma_taps.row[0] = row;
+        s.luma_taps.w[0] = scale / v->units;
+        return;
+      }
+    }
     if (job.luma_sum_x != nullptr &&
         SumsRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill, sum)) {
       return;
@@ -511,6 +535,26 @@ void ChromaRowXBox(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     taps.row[taps.n] = row;
     taps.w[taps.n++] = weight;
   };
+  const RowSumPlan* v =
+      job.chroma_sum_x != nullptr && job.weigh_rows ? WeighedPlan(*job.chroma_y, r) : nullptr;
+  if (v != nullptr) {  // U, then V: one tap each
+    float* out = s.chroma_sums.data();
+    if (job.interleaved_uv) {
+      XBoxWeighedRows<2>(std::min(job.u, job.v), job.u_stride, *v, 2 * x0, k, 2, ax.count,
+                         {u, 1 - u}, {out, out + width}, 128, s.sums.data());
+    } else {
+      XBoxWeighedRows<1>(job.u, job.u_stride, *v, x0, k, 1, ax.count, {0}, {out}, 128,
+                         s.sums.data());
+      XBoxWeighedRows<1>(job.v, job.v_stride, *v, x0, k, 1, ax.count, {0}, {out + width}, 128,
+                         s.sums.data());
+    }
+    s.u_taps.n = s.v_taps.n = 1;
+    s.u_taps.row[0] = out;
+    s.v_taps.row[0] = out + width;
+    s.u_taps.w[0] = s.v_taps.w[0] = scale / v->units;
+    s.chroma_row = r;
+    return;
+  }
   ChromaTaps(job, s, r, scale, width, job.chroma_sum_x != nullptr, 3, fill, sum);
 }
 

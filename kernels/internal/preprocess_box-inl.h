@@ -266,6 +266,10 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
                           std::int64_t count, float bias, float* out, float scale = 1.f) {
   BoxSums16From(0, sums, k, step, channel, count, bias, scale, out);
 }
+HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int channel,
+                            std::int64_t count, float bias, float scale, float* out) {
+  BoxSums16From(0, sums, k, step, channel, count, bias, scale, out);
+}
 #else
 // The three ways of 3 x Lanes(d) elements at p, added.
 template <class D>
@@ -338,6 +342,70 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
     for (; o + lanes <= count; o += lanes) {
       const auto lo = quad(Sum3(d64, sums + 12 * o)),
                  hi = quad(Sum3(d64, sums + 12 * o + 6 * lanes));
+      StoreScaled(hn::ConcatEven(d32, hi, lo), vbias, vscale, out + o);
+    }
+  }
+  BoxSums16From(o, sums, k, step, channel, count, bias, scale, out);
+}
+
+// As BoxSums16, for sums of up to 16 bits each (area's fixed-point vertical
+// pass keeps them below 2^15, not below 12 x 12 x 255): each 32-bit lane's
+// two sums are taken apart (added, or the channel's picked) before any add,
+// so that no part carries into the next.
+HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int channel,
+                            std::int64_t count, float bias, float scale, float* out) {
+  const DBox32 d32;
+  const hn::Rebind<std::uint16_t, DBox32> d16h;
+  const hn::Repartition<std::uint64_t, DBox32> d64;
+  const VF vbias = hn::Set(DF(), bias), vscale = hn::Set(DF(), scale);
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
+  const auto low16 = hn::Set(d32, 0xFFFFu);
+  const int g = k * step;
+  auto pair = [&](hn::Vec<DBox32> v) {
+    return step == 1 ? hn::Add(hn::And(v, low16), hn::ShiftRight<16>(v))
+           : channel ? hn::ShiftRight<16>(v)
+                     : hn::And(v, low16);
+  };
+  // Elements of four sums (g = 4) or three ways of them (g = 12): each 32-bit
+  // lane's pair, then the two lanes of each 64-bit element (in its even lane).
+  auto quads = [&](const std::uint16_t* p) {
+    hn::Vec<DBox32> w;
+    if (g == 4) {
+      w = pair(hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(p)));
+    } else {
+      hn::Vec<decltype(d64)> a, b, c;
+      hn::LoadInterleaved3(d64, reinterpret_cast<const std::uint64_t*>(p), a, b, c);
+      w = hn::Add(hn::Add(pair(hn::BitCast(d32, a)), pair(hn::BitCast(d32, b))),
+                  pair(hn::BitCast(d32, c)));
+    }
+    const auto t = hn::BitCast(d64, w);
+    return hn::BitCast(d32, hn::Add(t, hn::ShiftRight<32>(t)));
+  };
+  std::int64_t o = 0;
+  if (g == 1) {
+    for (; o + lanes <= count; o += lanes)
+      StoreScaled(hn::PromoteTo(d32, hn::LoadU(d16h, sums + o)), vbias, vscale, out + o);
+  } else if (g == 2) {
+    for (; o + lanes <= count; o += lanes)
+      StoreScaled(pair(hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(sums + 2 * o))), vbias,
+                  vscale, out + o);
+  } else if (g == 3) {
+    for (; o + lanes <= count; o += lanes) {
+      hn::Vec<decltype(d16h)> a, b, c;
+      hn::LoadInterleaved3(d16h, sums + 3 * o, a, b, c);
+      StoreScaled(
+          hn::Add(hn::Add(hn::PromoteTo(d32, a), hn::PromoteTo(d32, b)), hn::PromoteTo(d32, c)),
+          vbias, vscale, out + o);
+    }
+  } else if (g == 6) {
+    for (; o + lanes <= count; o += lanes) {
+      hn::Vec<DBox32> a, b, c;
+      hn::LoadInterleaved3(d32, reinterpret_cast<const std::uint32_t*>(sums + 6 * o), a, b, c);
+      StoreScaled(hn::Add(hn::Add(pair(a), pair(b)), pair(c)), vbias, vscale, out + o);
+    }
+  } else if (g == 4 || g == 12) {
+    for (; o + lanes <= count; o += lanes) {
+      const auto lo = quads(sums + g * o), hi = quads(sums + g * o + g * lanes / 2);
       StoreScaled(hn::ConcatEven(d32, hi, lo), vbias, vscale, out + o);
     }
   }
@@ -530,6 +598,23 @@ void XBoxRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t
   const float scale = 32767.f / static_cast<float>(k);
   for (int c = 0; c < C; ++c)
     BoxSums16(sums, k, step, channel[c], count, bias, out[c], scale);
+}
+
+// The same rows by area's fixed-point vertical pass (plan v: all of the
+// output row's source rows, full and partial, summed in one pass,
+// VerticalSumRow), in units of v.units rows: in place of resampling each
+// partial row on its own and weighing three rows in the final pass (4K ->
+// 320 square, 12 across and 6.75 down). out[c] then holds (the weighed mean
+// - offset) x 32767 x v.units.
+template <int C>
+void XBoxWeighedRows(const std::uint8_t* plane, std::int64_t stride, const RowSumPlan& v,
+                     std::int64_t x0, int k, int step, std::int64_t count, const int (&channel)[C],
+                     float* const (&out)[C], int offset, std::uint16_t* sums) {
+  VerticalSumRow(plane + x0, stride, v, k * step * count, sums);
+  const auto bias = static_cast<float>(k * offset) * v.units;
+  const float scale = 32767.f / static_cast<float>(k);
+  for (int c = 0; c < C; ++c)
+    BoxSumsWide(sums, k, step, channel[c], count, bias, scale, out[c]);
 }
 
 // Luma's sums of k x k samples from (lx, ly) into s.luma, chroma's of

@@ -363,6 +363,7 @@ TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
     std::int64_t sw, sh, ow, oh;
     Interpolation m;
     ResizeMode mode;
+    bool weighed = false;  // rows by area's fixed-point vertical pass
   };
   const Box boxes[] = {
       {1280, 720, 320, 320, Interpolation::Area, ResizeMode::Letterbox},      // 4x
@@ -377,12 +378,15 @@ TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
       {1536, 864, 128, 128, Interpolation::Area, ResizeMode::Letterbox},      // 12x
       {1920, 1080, 640, 640, Interpolation::Area, ResizeMode::Letterbox},     // 3x, chroma 1.5x
       {171, 93, 57, 31, Interpolation::Area, ResizeMode::Stretch},            // 3x, tails
-      // Only across: rows summed without tables, the vertical taps weighed.
-      {1926, 1081, 321, 173, Interpolation::Area, ResizeMode::Stretch},  // 6 across, 6.25 down
-      {1282, 723, 641, 211, Interpolation::Area, ResizeMode::Stretch},   // 2 across, 3.4 down
-      {1924, 1083, 481, 300, Interpolation::Area, ResizeMode::Stretch},  // 4 across, 3.6 down
-      {1932, 1083, 161, 100, Interpolation::Area, ResizeMode::Stretch},  // 12 across, 10.8 down
+      // Only across: rows summed without tables, the vertical taps weighed
+      // (from 1.6 rows down, by the fixed-point vertical pass).
+      {1926, 1081, 321, 173, Interpolation::Area, ResizeMode::Stretch, true},  // 6, 6.25 down
+      {1282, 723, 641, 211, Interpolation::Area, ResizeMode::Stretch, true},   // 2, 3.4 down
+      {1924, 1083, 481, 300, Interpolation::Area, ResizeMode::Stretch, true},  // 4, 3.6 down
+      {1932, 1083, 161, 100, Interpolation::Area, ResizeMode::Stretch, true},  // 12, 10.8 down
       {1923, 1081, 641, 601, Interpolation::Area, ResizeMode::Stretch},  // 3 across (chroma 1.5)
+      {1923, 1081, 641, 401, Interpolation::Area, ResizeMode::Stretch, true},  // 3, 2.7 down
+      {1282, 723, 641, 601, Interpolation::Area, ResizeMode::Stretch},  // 2, 1.2 down: row by row
   };
   for (const Box& b : boxes) {
     for (PixelFormat f :
@@ -396,9 +400,12 @@ TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
         auto ours = preprocess(frame, p, {.threads = threads});
         ASSERT_TRUE(ours.ok()) << ours.error().message();
         const Errors e = level_errors(*ours, want, p);
-        EXPECT_LE(e.max, 0.02) << b.sw << "x" << b.sh << " -> " << b.ow << "x" << b.oh << " "
-                               << to_string(f) << " " << to_string(b.m) << ", threads " << threads;
-        EXPECT_LE(e.mean, 0.002);
+        // The fixed-point pass: the bounds of AreaFixedPointVerticalPass...
+        // below (measured 0.024 and 0.0035 here).
+        EXPECT_LE(e.max, b.weighed ? 0.05 : 0.02)
+            << b.sw << "x" << b.sh << " -> " << b.ow << "x" << b.oh << " " << to_string(f) << " "
+            << to_string(b.m) << ", threads " << threads;
+        EXPECT_LE(e.mean, b.weighed ? 0.008 : 0.002);
       }
     }
   }

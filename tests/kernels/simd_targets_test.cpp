@@ -110,7 +110,8 @@ const PreprocessCase kPreprocess[] = {
     {PixelFormat::NV21, 3843, 2161, 270, 152, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // luma sums 14.2x (16), UV sums 7.1x (16)
     // Area with only the horizontal axis an exact box: rows summed across
-    // without tables, every element width, tails.
+    // without tables, every element width, tails; from 1.6 rows down, the
+    // rows by the fixed-point vertical pass and added across in 32 bits.
     {PixelFormat::NV21, 1926, 1081, 321, 173, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 6 across (UV pairs in threes), 6.25 down
     {PixelFormat::YV12, 1282, 723, 641, 211, Interpolation::Area, ResizeMode::Stretch,
@@ -119,6 +120,10 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 4 across (UV pairs in twos), 3.6 down
     {PixelFormat::I420, 1932, 1083, 161, 100, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 12 across (chroma 6), 10.8 down
+    {PixelFormat::NV12, 1282, 723, 641, 211, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 2 across (UV pairs, one each), 3.4 down
+    {PixelFormat::I420, 1923, 1081, 641, 401, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 3 across (chroma 1.5 by its tables), 2.7 down
     // Nearest at integer ratios across: picks without tables, tails.
     {PixelFormat::NV12, 1926, 1083, 321, 200, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 6 (UV pairs 3 apart)
