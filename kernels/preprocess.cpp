@@ -150,6 +150,17 @@ bool halves(const detail::ResampleAxis& a) {
   return true;
 }
 
+// k when every output of the axis weighs two adjacent samples by half each,
+// k after the previous output's (bilinear at an even integer ratio); else 0.
+int exact_pair(const detail::ResampleAxis& a) {
+  if (a.count < 2 || !halves(a)) return 0;
+  const int k = a.first[1] - a.first[0];
+  if (k < 2) return 0;
+  for (std::int64_t o = 0; o < a.count; ++o)
+    if (a.first[static_cast<std::size_t>(o)] != a.first[0] + k * o) return 0;
+  return k;
+}
+
 struct AxisCache {
   detail::ResampleAxis axis;
   std::int64_t count = -1, grid = -1;
@@ -157,12 +168,14 @@ struct AxisCache {
   detail::Sampling sampling = detail::Sampling::Bilinear;
   int box = 0;   // exact_box(axis)
   int pick = 0;  // exact_pick(axis): nearest and bilinear
+  int pair = 0;  // exact_pair(axis): bilinear
   const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m,
                                   int st = 1) {
     if (c != count || g != grid || sh != shift || m != sampling || st != step) {
       detail::build_axis(axis, c, g, sh, m, st);
       box = m == detail::Sampling::Nearest ? 0 : exact_box(axis);
       pick = m == detail::Sampling::Area ? 0 : exact_pick(axis);
+      pair = m == detail::Sampling::Bilinear ? exact_pair(axis) : 0;
       count = c;
       grid = g;
       shift = sh;
@@ -213,6 +226,20 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     if (box_k >= 2 && detail::fits_without_tables(box_k)) j.luma_x_box = box_k;
     if (cx.box >= 1 && box_k >= 2 && detail::fits_without_tables(cx.box * step)) {
       j.chroma_x_box = cx.box;
+    }
+  }
+  // Bilinear at an even ratio across (720p -> 320: luma 4x, chroma 2x; 4K ->
+  // 320: 12x and 6x): each output's two samples picked k apart and halved,
+  // no tables.
+  if (m == detail::Sampling::Bilinear && j.box_k == 0) {
+    const int step = s.interleaved_uv ? 2 : 1;
+    if (j.luma_x_pick == 0 && lx.pair != 0 && detail::fits_without_tables(lx.pair)) {
+      j.luma_x_pick = lx.pair;
+      j.luma_x_pair = true;
+    }
+    if (j.chroma_x_pick == 0 && cx.pair != 0 && detail::fits_without_tables(cx.pair * step)) {
+      j.chroma_x_pick = cx.pair;
+      j.chroma_x_pair = true;
     }
   }
   // Bilinear at an even ratio down (luma from 4x, chroma from 2x: a 4x

@@ -404,6 +404,24 @@ void AddSums(RowTaps& taps, const float* low, const float* high, float weight) {
   taps.w[taps.n++] = 256.f * weight;
 }
 
+// Whether an axis's picks (k apart, step bytes per sample; pair: bilinear's
+// two samples) take XPickRow on this target: single picks always; pairs
+// where they measured ahead of the tables' blocks (in-process A/B, session
+// 11). VBMI's blocks (one byte permute) beat pairs from three-way loads:
+// 1080p -> 320 1.02-1.09 of the time, 4K -> 320 1.06-1.13; pairs of 2 or 4
+// bytes per output beat them: 720p -> 320 0.84-0.94, 720p -> 640 0.89-0.94.
+// On AVX2 the other way round: 1080p -> 320 0.73, 4K -> 320 0.68-0.72, 4K ->
+// 640 0.74-0.91; 720p -> 320 1.09-1.14.
+HWY_INLINE bool TakesPicks(int k, int step, bool pair) {
+  if (k == 0) return false;
+  if (!pair) return true;
+#if HWY_TARGET == HWY_AVX3_DL
+  return k * step <= 4;
+#else
+  return k * step >= 6;
+#endif
+}
+
 void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.luma_x;
   const std::int32_t offset = job.nearest ? 0 : -job.yuv->y_offset * kOne;
@@ -443,10 +461,12 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
     return;
   }
+  const bool picks = TakesPicks(job.luma_x_pick, 1, job.luma_x_pair);
   auto fill = [&](std::int64_t src, float* h) {
-    if (job.luma_x_pick != 0) {  // picks k apart (nearest; bilinear at odd ratios): no tables
+    // Picks k apart (nearest; bilinear at odd ratios, pairs at even ones): no tables.
+    if (picks) {
       XPickRow<1>(job.y + src * job.y_stride + ax.first[0], ax.source - ax.first[0],
-                  job.luma_x_pick, 1, ax.count, {0}, {h}, job.nearest, offset);
+                  job.luma_x_pick, 1, ax.count, {0}, {h}, job.nearest, offset, job.luma_x_pair);
       return;
     }
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
@@ -482,7 +502,7 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
       return;
     }
   }
-  if (job.luma_x_pick != 0) {
+  if (picks) {
     BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
     return;
   }
@@ -599,17 +619,18 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   const std::int32_t offset = job.nearest ? 0 : -128 * kOne;
   const bool raw = job.nearest;
   const int u = job.u < job.v ? 0 : 1;  // interleaved: U is the low byte of each pair (NV12)
+  const bool picks = TakesPicks(job.chroma_x_pick, job.interleaved_uv ? 2 : 1, job.chroma_x_pair);
   auto fill = [&](std::int64_t src, float* h) {
-    if (const int k = job.chroma_x_pick; k != 0) {  // picks k apart: no tables
+    if (const int k = job.chroma_x_pick; picks) {  // picks k apart: no tables
       const std::int64_t x0 = ax.first[0];
       if (job.interleaved_uv) {
         XPickRow<2>(std::min(job.u, job.v) + src * job.u_stride + 2 * x0, 2 * (ax.source - x0), k,
-                    2, ax.count, {u, 1 - u}, {h, h + width}, raw, offset);
+                    2, ax.count, {u, 1 - u}, {h, h + width}, raw, offset, job.chroma_x_pair);
       } else {
         XPickRow<1>(job.u + src * job.u_stride + x0, ax.source - x0, k, 1, ax.count, {0}, {h}, raw,
-                    offset);
+                    offset, job.chroma_x_pair);
         XPickRow<1>(job.v + src * job.v_stride + x0, ax.source - x0, k, 1, ax.count, {0},
-                    {h + width}, raw, offset);
+                    {h + width}, raw, offset, job.chroma_x_pair);
       }
       return;
     }
@@ -661,7 +682,7 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   // resampled.
   const bool sums = Usable(job.chroma_sum_x, *job.chroma_x);
   const int min_rows = sums && SumsAsWords(*job.chroma_sum_x) ? 2 : 3;
-  if (job.chroma_x_pick != 0) {
+  if (picks) {
     ChromaTaps(job, s, r, scale, width, sums, min_rows, fill, sum);
     return;
   }

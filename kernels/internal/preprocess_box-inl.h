@@ -499,23 +499,33 @@ HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
 // `avail`: the bytes of the row from `row` on (whole vectors read no further).
 // XPickRowG has g and raw fixed, so that its loop has no branch but its own
 // (a run-time g and raw cost half of the picks' time: 720p -> 320 nearest).
-template <int C, int G, bool kRaw>
+// kPair (bilinear at an even ratio): each output is the mean of its byte and
+// the byte `step` after it (in the same element: k / 2 - 1 samples from the
+// output's first), level x 32767 + offset as the picks'; the sum of the two
+// x 16383.5 (exact in float, as the picks': no rounding either way).
+template <int C, int G, bool kRaw, bool kPair = false>
 void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
-               const int (&channel)[C], float* const (&out)[C], std::int32_t offset) {
+               const int (&channel)[C], float* const (&out)[C], std::int32_t offset, int step = 0) {
   std::int64_t o = 0;
+  const float unit = kPair ? 16383.5f : 32767.f;
 #if HWY_TARGET != HWY_SCALAR
   const DBox32 d32;
   const DF df;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
-  const VF one = hn::Set(df, 32767.f), off = hn::Set(df, static_cast<float>(offset));
-  int shift[C];
-  for (int c = 0; c < C; ++c)
+  const VF one = hn::Set(df, unit), off = hn::Set(df, static_cast<float>(offset));
+  int shift[C], shift2[C];
+  for (int c = 0; c < C; ++c) {
     shift[c] = 8 * channel[c];
+    shift2[c] = 8 * (channel[c] + step);
+  }
   // Outputs [o, o + lanes) from their elements at p.
   auto vector = [&](const std::uint8_t* p) {
     const hn::Vec<DBox32> v = PickLoad<G>(p);
     for (int c = 0; c < C; ++c) {
-      const auto level = PickChannel<G>(v, shift[c]);
+      auto level = PickChannel<G>(v, shift[c]);
+      if constexpr (kPair) {
+        level = hn::Add(level, PickChannel<G>(v, shift2[c]));  // G >= 2: masked
+      }
       if constexpr (kRaw) {
         hn::StoreU(hn::BitCast(df, level), df, out[c] + o);
       } else {
@@ -543,6 +553,9 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
       const std::int32_t level = row[o * G + channel[c]];
       if constexpr (kRaw) {
         std::memcpy(out[c] + o, &level, sizeof level);
+      } else if constexpr (kPair) {
+        const std::int32_t second = row[o * G + channel[c] + step];
+        out[c][o] = static_cast<float>(level + second) * unit + static_cast<float>(offset);
       } else {
         out[c][o] = static_cast<float>(level * 32767 + offset);
       }
@@ -553,8 +566,20 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
 template <int C>
 void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std::int64_t count,
               const int (&channel)[C], float* const (&out)[C], bool raw = true,
-              std::int32_t offset = 0) {
+              std::int32_t offset = 0, bool pair = false) {
   const int g = k * step;
+  if (pair) {  // g: 2, 4, 6 or 12 (k even)
+    switch (g) {
+      case 2:
+        return XPickRowG<C, 2, false, true>(row, avail, count, channel, out, offset, step);
+      case 4:
+        return XPickRowG<C, 4, false, true>(row, avail, count, channel, out, offset, step);
+      case 6:
+        return XPickRowG<C, 6, false, true>(row, avail, count, channel, out, offset, step);
+      default:
+        return XPickRowG<C, 12, false, true>(row, avail, count, channel, out, offset, step);
+    }
+  }
 #if HWY_TARGET == HWY_AVX3_DL
   if (g == 3) {  // measured ahead of the three-way loads (1080p -> 640: 4%)
     const __m512i base =

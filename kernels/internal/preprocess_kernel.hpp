@@ -182,6 +182,10 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// outputs fall on samples): the stored samples between the picks of luma
   /// and of chroma (0: the tables), for XPickRow.
   int luma_x_pick = 0, chroma_x_pick = 0;
+  /// Bilinear at an even ratio across (4x, 6x, 12x; chroma 2x, 6x): each
+  /// output weighs the pick and the sample after it by half each (XPickRow's
+  /// pairs).
+  bool luma_x_pair = false, chroma_x_pair = false;
   // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
   std::int64_t out_w = 0, out_h = 0;
   std::int64_t box_x = 0, box_y = 0, box_w = 0, box_h = 0;

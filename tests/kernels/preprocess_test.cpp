@@ -519,6 +519,42 @@ TEST(PreprocessAccuracy, AreaFixedPointSumsEveryCountOfFullRows) {
   }
 }
 
+// Bilinear at an even ratio across weighs two samples by half each: pairs
+// picked without tables (XPickRow) where the target takes them, the tables'
+// blocks elsewhere. Each ratio, every 4:2:0 layout, tails, each engine,
+// against the exact reference.
+TEST(PreprocessAccuracy, BilinearAtEvenRatiosAcrossIsTheMeanOfEachPair) {
+  const Case cases[] = {
+      {1284, 722, 321, 200},   // luma 4x, chroma 2x
+      {1926, 1080, 321, 200},  // 6x, chroma 3x (picks)
+      {3852, 2164, 321, 250},  // 12x, chroma 6x
+      {1282, 720, 641, 600},   // 2x, chroma 1x
+      {1280, 720, 320, 180},   // 4x both ways, letterboxed below
+  };
+  for (const Case& c : cases) {
+    for (PixelFormat f :
+         {PixelFormat::NV12, PixelFormat::NV21, PixelFormat::I420, PixelFormat::YV12}) {
+      const NeatTensor frame = frame_of(f, c.sw, c.sh, 29);
+      PreprocessParams p = imagenet(c.ow, c.oh);
+      p.interpolation = Interpolation::Bilinear;
+      if (c.ow == 320 && c.oh == 180) {
+        p.width = p.height = 320;
+        p.resize_mode = ResizeMode::Letterbox;
+      }
+      const std::vector<double> want = reference(frame, p);
+      on_each_engine([&](const char* engine) {
+        auto ours = preprocess(frame, p);
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        const Errors e = level_errors(*ours, want, p);
+        EXPECT_LE(e.max, 0.02) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
+                               << to_string(f) << " " << engine;
+        EXPECT_LE(e.mean, 0.002) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
+                                 << to_string(f) << " " << engine;
+      });
+    }
+  }
+}
+
 // The frame with each plane in memory of exactly its bytes (rows unpadded,
 // nothing after the last): a read past a plane is a read past its memory.
 NeatTensor exact_planes(const NeatTensor& f) {

@@ -124,6 +124,21 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 2 across (UV pairs, one each), 3.4 down
     {PixelFormat::I420, 1923, 1081, 641, 401, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 3 across (chroma 1.5 by its tables), 2.7 down
+    // Bilinear at even ratios across: pairs picked without tables where the
+    // target takes them (VBMI: 2 and 4 bytes per output; the others: 6 and
+    // 12), the tables' blocks elsewhere; tails.
+    {PixelFormat::NV12, 1284, 722, 321, 200, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 4x, UV pairs 2x
+    {PixelFormat::I420, 1284, 722, 321, 200, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 4x, planar chroma 2x
+    {PixelFormat::I420, 1926, 1080, 321, 200, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 6x, chroma 3x (picks)
+    {PixelFormat::NV21, 3852, 2164, 321, 250, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 12x, UV pairs 6x
+    {PixelFormat::YV12, 3852, 2164, 321, 250, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 12x, planar chroma 6x
+    {PixelFormat::NV12, 1282, 720, 641, 600, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 2x, chroma 1x (picks)
     // Nearest at integer ratios across: picks without tables, tails.
     {PixelFormat::NV12, 1926, 1083, 321, 200, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 6 (UV pairs 3 apart)
