@@ -499,10 +499,10 @@ HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
 // `avail`: the bytes of the row from `row` on (whole vectors read no further).
 // XPickRowG has g and raw fixed, so that its loop has no branch but its own
 // (a run-time g and raw cost half of the picks' time: 720p -> 320 nearest).
-// kPair (bilinear at an even ratio): each output is the mean of its byte and
-// the byte `step` after it (in the same element: k / 2 - 1 samples from the
-// output's first), level x 32767 + offset as the picks'; the sum of the two
-// x 16383.5 (exact in float, as the picks': no rounding either way).
+// kPair (bilinear at an even ratio; never raw): each output is the mean of
+// its byte and the byte one sample (`step` bytes) on, both in its element
+// (`row` starts at the first output's first sample), level x 32767 + offset
+// as the picks': the sum of the two x 16383.5, exact in float.
 template <int C, int G, bool kRaw, bool kPair = false>
 void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
                const int (&channel)[C], float* const (&out)[C], std::int32_t offset, int step = 0) {
