@@ -138,6 +138,7 @@ enum class Sampling : std::uint8_t { Bilinear, Area, Nearest };
 /// partial samples weighted by their overlap (OpenCV's INTER_AREA); bilinear
 /// when enlarging (r < 1). `step`: the bytes between stored samples of a row
 /// (1, or 2 for an interleaved UV plane), for the blocks path's tables.
+/// Defined in kernels/preprocess_axis.cpp.
 void build_axis(ResampleAxis& axis, std::int64_t count, std::int64_t grid, int shift,
                 Sampling sampling, int step = 1);
 
