@@ -354,13 +354,15 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
 // so that no part carries into the next.
 HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int channel,
                             std::int64_t count, float bias, float scale, float* out) {
+  const int g = k * step;
+  // A sum or a pair per output: BoxSums16 adds nothing in 16 bits there.
+  if (g <= 2) return BoxSums16(sums, k, step, channel, count, bias, out, scale);
   const DBox32 d32;
   const hn::Rebind<std::uint16_t, DBox32> d16h;
   const hn::Repartition<std::uint64_t, DBox32> d64;
   const VF vbias = hn::Set(DF(), bias), vscale = hn::Set(DF(), scale);
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
   const auto low16 = hn::Set(d32, 0xFFFFu);
-  const int g = k * step;
   auto pair = [&](hn::Vec<DBox32> v) {
     return step == 1 ? hn::Add(hn::And(v, low16), hn::ShiftRight<16>(v))
            : channel ? hn::ShiftRight<16>(v)
@@ -382,14 +384,7 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
     return hn::BitCast(d32, hn::Add(t, hn::ShiftRight<32>(t)));
   };
   std::int64_t o = 0;
-  if (g == 1) {
-    for (; o + lanes <= count; o += lanes)
-      StoreScaled(hn::PromoteTo(d32, hn::LoadU(d16h, sums + o)), vbias, vscale, out + o);
-  } else if (g == 2) {
-    for (; o + lanes <= count; o += lanes)
-      StoreScaled(pair(hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(sums + 2 * o))), vbias,
-                  vscale, out + o);
-  } else if (g == 3) {
+  if (g == 3) {
     for (; o + lanes <= count; o += lanes) {
       hn::Vec<decltype(d16h)> a, b, c;
       hn::LoadInterleaved3(d16h, sums + 3 * o, a, b, c);

@@ -460,6 +460,20 @@ void on_each_engine(F&& f) {
   f("AVX2");
 }
 
+// preprocess(frame, p) on each engine within `max` and `mean` levels of
+// `want`; `what` names the case in a failure.
+void expect_within_on_each_engine(const NeatTensor& frame, const PreprocessParams& p,
+                                  const std::vector<double>& want, double max, double mean,
+                                  const std::string& what) {
+  on_each_engine([&](const char* engine) {
+    auto ours = preprocess(frame, p);
+    ASSERT_TRUE(ours.ok()) << ours.error().message();
+    const Errors e = level_errors(*ours, want, p);
+    EXPECT_LE(e.max, max) << what << " " << engine;
+    EXPECT_LE(e.mean, mean) << what << " " << engine;
+  });
+}
+
 TEST(PreprocessAccuracy, AreaFixedPointVerticalPassStaysWithinItsBound) {
   const Case cases[] = {
       {1920, 1080, 416, 416},  // 4.6x across, 2.6x down
@@ -507,14 +521,8 @@ TEST(PreprocessAccuracy, AreaFixedPointSumsEveryCountOfFullRows) {
       const NeatTensor frame = frame_of(f, 1920, sh, 43);
       PreprocessParams p = imagenet(416, 24);
       p.interpolation = Interpolation::Area;
-      const auto want = reference(frame, p);
-      on_each_engine([&](const char* engine) {
-        auto ours = preprocess(frame, p);
-        ASSERT_TRUE(ours.ok()) << ours.error().message();
-        const Errors e = level_errors(*ours, want, p);
-        EXPECT_LE(e.max, 0.05) << "1920x" << sh << " " << to_string(f) << " " << engine;
-        EXPECT_LE(e.mean, 0.008) << "1920x" << sh << " " << to_string(f) << " " << engine;
-      });
+      expect_within_on_each_engine(frame, p, reference(frame, p), 0.05, 0.008,
+                                   "1920x" + std::to_string(sh) + " " + std::string(to_string(f)));
     }
   }
 }
@@ -541,16 +549,10 @@ TEST(PreprocessAccuracy, BilinearAtEvenRatiosAcrossIsTheMeanOfEachPair) {
         p.width = p.height = 320;
         p.resize_mode = ResizeMode::Letterbox;
       }
-      const std::vector<double> want = reference(frame, p);
-      on_each_engine([&](const char* engine) {
-        auto ours = preprocess(frame, p);
-        ASSERT_TRUE(ours.ok()) << ours.error().message();
-        const Errors e = level_errors(*ours, want, p);
-        EXPECT_LE(e.max, 0.02) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
-                               << to_string(f) << " " << engine;
-        EXPECT_LE(e.mean, 0.002) << c.sw << "x" << c.sh << " -> " << c.ow << "x" << c.oh << " "
-                                 << to_string(f) << " " << engine;
-      });
+      expect_within_on_each_engine(frame, p, reference(frame, p), 0.02, 0.002,
+                                   std::to_string(c.sw) + "x" + std::to_string(c.sh) + " -> " +
+                                       std::to_string(c.ow) + "x" + std::to_string(c.oh) + " " +
+                                       std::string(to_string(f)));
     }
   }
 }
