@@ -212,6 +212,18 @@ Result<SourceOptions> ElementArgs::source_options() {
                                                          {{"live", RestartPolicy::Live},
                                                           {"always", RestartPolicy::Always},
                                                           {"never", RestartPolicy::Never}}));
+  NEAT_ASSIGN_OR_RETURN(o.backoff_min, duration("backoff-min", o.backoff_min));
+  NEAT_ASSIGN_OR_RETURN(o.backoff_max, duration("backoff-max", o.backoff_max));
+  if (o.backoff_min.count() <= 0) {
+    return fail(
+        "backoff-min must be more than 0 (e.g. backoff-min=0.5s): the first restart "
+        "attempt waits this long");
+  }
+  if (o.backoff_max < o.backoff_min) {
+    return fail("backoff-max=" + std::to_string(o.backoff_max.count()) +
+                "ms is less than backoff-min=" + std::to_string(o.backoff_min.count()) +
+                "ms: the waits between restart attempts grow from backoff-min up to backoff-max");
+  }
   NEAT_ASSIGN_OR_RETURN(float rate, number("rate", static_cast<float>(o.rate)));
   if (!(rate >= 0)) return fail("rate=" + std::to_string(rate) + " must be >= 0 frames per second");
   o.rate = rate;

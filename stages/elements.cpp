@@ -554,6 +554,11 @@ void add_common_properties(std::vector<ElementSpec>& r) {
                                   "end of a live stream): live sources only, always, or never "
                                   "(the run fails fast)",
                                   {"live", "always", "never"}));
+      e.properties.push_back(prop("backoff-min", T::Duration, "0.5s",
+                                  "the wait before the first restart attempt; doubled per "
+                                  "failed attempt (with up to 25% jitter) up to backoff-max"));
+      e.properties.push_back(
+          prop("backoff-max", T::Duration, "30s", "the longest wait between restart attempts"));
       e.properties.push_back(prop("rate", T::Number, "0",
                                   "the most frames per second to take (by timestamp; the rest "
                                   "are skipped and counted); 0: all"));

@@ -258,6 +258,28 @@ TEST(PipelineElements, AnUnknownPropertyErrorListsWhatTheElementTakes) {
                     "'appsink' has no property 'policy'");
 }
 
+// A source's restart waits from the text (backoff-min=, backoff-max=): they
+// reach the graph's plan, and a wait that cannot be is refused at its token.
+TEST(PipelineElements, ASourceTakesItsRestartBackoffAndRefusesOneThatCannotBe) {
+  auto p = declare_pipeline(
+      "synthetic format=NV12 size=64x48 frames=2 restart=always backoff-min=200ms backoff-max=1s "
+      "! appsink");
+  NEAT_ASSERT_OK(p);
+  auto g = p->builder.build();
+  NEAT_ASSERT_OK(g);
+  EXPECT_NE(g->explain().find("restarted when down (backoff 0.2 s to 1 s)"), std::string::npos)
+      << g->explain();
+  NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-min=2s backoff-max=1s ! appsink"),
+                    ErrorCode::InvalidArgument,
+                    "backoff-max=1000ms is less than backoff-min=2000ms");
+  NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-min=0 ! appsink"),
+                    ErrorCode::InvalidArgument, "backoff-min must be more than 0");
+  NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-max=soon ! appsink"),
+                    ErrorCode::InvalidArgument, "backoff-max=soon is not a duration");
+  NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-max=-1s ! appsink"),
+                    ErrorCode::InvalidArgument, "backoff-max=-1s is not a duration");
+}
+
 // Fan-out in the syntax, as gst-launch writes it: a named tee, branches
 // starting with "NAME.", every branch ending in a sink; each branch gets every
 // frame, shared read-only (no copy).
