@@ -149,7 +149,8 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
              : a.taps <= 4                 ? 4
              : a.taps <= 8                 ? 8
              : a.taps <= 16                ? 16
-                                           : 0;
+             : a.taps <= 32                ? 32
+                                           : 64;
   a.by_output_q.assign(static_cast<std::size_t>(a.stride * a.q_taps), 0);
   for (std::int64_t o = 0; o < a.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;

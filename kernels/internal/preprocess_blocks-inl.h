@@ -82,10 +82,11 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
   hn::StoreU(raw ? hn::BitCast(df, sums) : hn::ConvertTo(df, sums), df, out);
 }
 
+// Without VBMI: rows of large ratios, and rows of sums, output by output;
+// with it, rows of more taps than the permutes take well.
+#include "kernels/internal/preprocess_by_output-inl.h"
 // The VBMI permutes (ResampleAxis::windows, pick patterns).
 #include "kernels/internal/preprocess_permutes-inl.h"
-// Without VBMI: rows of large ratios, and rows of sums, output by output.
-#include "kernels/internal/preprocess_by_output-inl.h"
 
 // Outputs [0, ax.count) of R rows (padded to whole vectors) for C channels
 // of each: out[k * C + c] from shuffle[channel[c]] of rows[k]. Two rows (a
@@ -202,7 +203,7 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
 template <int C>
 bool TakesBlocks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 #if HWY_TARGET == HWY_AVX3_DL
-  return !HasPatternPicks<C>(ax, offset) && !TakesPermutes(ax);
+  return !HasPatternPicks<C>(ax, offset) && !TakesPermutes(ax) && !TakesByOutput(ax);
 #else
   (void)offset;
   return ax.blocks;
@@ -221,6 +222,10 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   // Picks in a pattern: one permute per vector, its indices in a register
   // (1080p -> 640: 0.197 -> 0.179 ms alone; within noise in the table).
   if (PatternPicks<C>(ax, row, channel, out, offset, raw)) return;
+  if (TakesByOutput(ax)) {
+    HorizontalByOutput<C, false>(ax, row, channel, out, offset, raw);
+    return;
+  }
   if (TakesPermutes(ax)) {
     HorizontalPermutes<C>(ax, row, channel, out, offset, raw);
     return;
@@ -332,7 +337,7 @@ void BlocksRow(const ResampleAxis& ay, std::int64_t r, RowCache& cache, float sc
 bool Usable(const ResampleAxis* ax, const ResampleAxis& x) {
 #if HWY_TARGET == HWY_AVX3_DL
   (void)x;
-  return ax != nullptr && (ax->blocks || ax->windows > 0);
+  return ax != nullptr && (ax->blocks || ax->windows > 0 || TakesByOutput(*ax));
 #elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
   return ax != nullptr && (ax->blocks || (ax->q_taps > 0 && !x.blocks));
 #else
@@ -704,8 +709,9 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
 
 bool UseBlocks(const PreprocessJob& job) {
 #if HWY_TARGET == HWY_AVX3_DL
-  const bool x = (job.luma_x->blocks || job.luma_x->windows > 0) &&
-                 (job.chroma_x->blocks || job.chroma_x->windows > 0);
+  const bool x =
+      (job.luma_x->blocks || job.luma_x->windows > 0 || TakesByOutput(*job.luma_x)) &&
+      (job.chroma_x->blocks || job.chroma_x->windows > 0 || TakesByOutput(*job.chroma_x));
 #elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
   const bool x = (job.luma_x->blocks || (job.luma_x->q_taps > 0)) &&
                  (job.chroma_x->blocks || (job.chroma_x->q_taps > 0));

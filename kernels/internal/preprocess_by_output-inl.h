@@ -1,5 +1,5 @@
 // The blocks path's horizontal pass output by output, for AVX2 and AVX-512
-// without VBMI (see the comment below).
+// without VBMI, and on VBMI for rows of many taps (see the comment below).
 // A fragment of kernels/preprocess_simd.cpp (not a header of its own): it is
 // included by preprocess_blocks-inl.h, once per SIMD target, inside
 // neat::detail::HWY_NAMESPACE, after what it uses (DF, DI, kOne). The guard
@@ -11,15 +11,18 @@
 #define NEAT_KERNELS_INTERNAL_PREPROCESS_BY_OUTPUT_INL_H_
 #endif
 
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // Where a row's taps fit neither the 16-byte blocks nor a gather (area at
 // large ratios: 1080p -> 416 reads 4.6 luma samples per output), and for
 // rows of 16-bit sums (area's rows summed first, the fixed-point vertical
-// pass), without the VBMI permutes: each output's samples are loaded as one
-// vector from its first (8, 16 or 32 elements: bytes widened to 16-bit
+// pass), without the VBMI permutes (with them, beyond 16 taps: area from
+// 17x across): each output's samples are loaded from its first (8 elements,
+// or one to eight vectors of 16: bytes widened to 16-bit
 // lanes, or the sums as they are), weighed with its own rounded weights
-// (ResampleAxis::by_output_q, in 1/32767, 0 past its taps) in one 16-bit
-// multiply-add, and a tree of horizontal adds sums eight outputs. The same
+// (ResampleAxis::by_output_q, in 1/32767, 0 past its taps) in 16-bit
+// multiply-adds, and a tree of horizontal adds sums eight outputs (AVX2
+// beyond 16 taps, which took the float path before: 4K -> 224 area 0.36 of
+// the time, 1080p -> 64 0.29, session 13). The same
 // integer sums as the blocks' (the same weights), and a row of sums
 // resampled once where each of its rows was resampled on its own before:
 // the vertical pass of area runs first, in integers, as libyuv's box rows do.
@@ -79,25 +82,24 @@ void ByOutputRow(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t a
   auto moved = [&](__m256i w, int c) {
     return kShared && ch[c] != lo ? _mm256_slli_epi32(w, 16) : w;
   };
-  // Output o's products, lanes to be summed across: 8 32-bit lanes.
+  // Output o's products, lanes to be summed across: 8 32-bit lanes. kLoads
+  // vectors of 16 elements each (kE = 2: every other one the channel's).
+  constexpr int kLoads = kSpan / 16 > 0 ? kSpan / 16 : 1;
   auto products = [&](std::int64_t o, int c, const __m256i* w) {
-    if constexpr (kE == 1) {  // 16 elements
-      return _mm256_madd_epi16(Elements16<kWords>(at(o, c)), w[0]);
-    } else {  // 2 x kT elements, every other one the channel's
-      __m256i p = _mm256_madd_epi16(Elements16<kWords>(at(o, c)), moved(w[0], c));
-      if constexpr (kT == 16) {
-        p = _mm256_add_epi32(
-            p, _mm256_madd_epi16(Elements16<kWords>(at(o, c) + 16 * kSize), moved(w[1], c)));
-      }
-      return p;
+    __m256i p = _mm256_madd_epi16(Elements16<kWords>(at(o, c)), moved(w[0], c));
+    for (int i = 1; i < kLoads; ++i) {
+      p = _mm256_add_epi32(
+          p, _mm256_madd_epi16(Elements16<kWords>(at(o, c) + 16 * i * kSize), moved(w[i], c)));
     }
+    return p;
   };
   auto weights = [&](std::int64_t o, __m256i* w) {
-    if constexpr (kE == 1) {
-      w[0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + o * 16));
-    } else {
-      w[0] = Spread8(q + o * kT);
-      if constexpr (kT == 16) w[1] = Spread8(q + o * kT + 8);
+    for (int i = 0; i < kLoads; ++i) {
+      if constexpr (kE == 1) {
+        w[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + o * kT + 16 * i));
+      } else {
+        w[i] = Spread8(q + o * kT + 8 * i);
+      }
     }
   };
   auto store = [&](__m256i sums, int c, std::int64_t o) {
@@ -149,7 +151,7 @@ void ByOutputRow(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t a
       // outputs 4-7's.
       __m256i pair[C][4];
       for (int i = 0; i < 8; i += 2) {
-        __m256i w0[2], w1[2];
+        __m256i w0[kLoads], w1[kLoads];
         weights(o + i, w0);
         weights(o + i + 1, w1);
         for (int c = 0; c < C; ++c)
@@ -211,8 +213,12 @@ void HorizontalByOutput(const ResampleAxis& ax, const std::uint8_t* row, const i
         return ByOutputRow<C, kWords, kE, 4, kShared>(ax, row, avail, ch, out, offset, raw);
       case 8:
         return ByOutputRow<C, kWords, kE, 8, kShared>(ax, row, avail, ch, out, offset, raw);
-      default:
+      case 16:
         return ByOutputRow<C, kWords, kE, 16, kShared>(ax, row, avail, ch, out, offset, raw);
+      case 32:
+        return ByOutputRow<C, kWords, kE, 32, kShared>(ax, row, avail, ch, out, offset, raw);
+      default:
+        return ByOutputRow<C, kWords, kE, 64, kShared>(ax, row, avail, ch, out, offset, raw);
     }
   };
   using One = std::integral_constant<int, 1>;
@@ -221,6 +227,6 @@ void HorizontalByOutput(const ResampleAxis& ax, const std::uint8_t* row, const i
   if (C == 2 && std::abs(ch[0] - ch[C - 1]) == 1) return with(Two(), std::true_type());
   with(Two(), std::false_type());
 }
-#endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 
 #endif  // NEAT_KERNELS_INTERNAL_PREPROCESS_BY_OUTPUT_INL_H_

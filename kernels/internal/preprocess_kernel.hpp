@@ -113,11 +113,12 @@ struct ResampleAxis {
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
   /// The pair weights output by output, each output's taps in order in a row
-  /// of q_taps (4, 8 or 16; 0 and empty beyond 16 taps, and for nearest): on
-  /// AVX2 (and AVX-512 without VBMI), rows whose taps fit neither the blocks
-  /// nor a gather, and rows of 16-bit sums, load each output's samples as one
-  /// vector from `first` and weigh them in one multiply-add
-  /// (preprocess_by_output-inl.h).
+  /// of q_taps (4, 8, 16, 32 or 64; 0 and empty beyond 64 taps, and for
+  /// nearest): on AVX2 (and AVX-512 without VBMI), rows whose taps fit
+  /// neither the blocks nor a gather, and rows of 16-bit sums; with VBMI,
+  /// rows of more than 16 taps or that no permute window fits: each output's
+  /// samples are loaded from `first` (one to eight 16-element vectors) and
+  /// weighed in multiply-adds (preprocess_by_output-inl.h).
   int q_taps = 0;
   std::vector<std::int16_t> by_output_q;
   /// Area: each output row's plan for the fixed-point vertical pass

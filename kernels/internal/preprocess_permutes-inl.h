@@ -201,8 +201,18 @@ bool HasPatternPicks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 
 // Whether a row takes the permutes out of windows rather than the 16-byte
 // blocks (which measured faster where both apply) or a gather (slower).
+// Whether a row takes its taps output by output (HorizontalByOutput) in
+// place of the permutes: beyond 16 taps (area from 17x across: 1080p or 4K
+// -> 224, 112, 64), where the permutes' passes times windows grow with the
+// taps, and where no window fits (16-bit sums of UV pairs from 8x); below
+// 17 taps the permutes measured faster (1080p -> 224, 10 taps: 1.35x the
+// time output by output; 4K -> 416: 1.2x). 4K -> 224 area 0.61-0.65 of the
+// time, 1080p -> 64 0.60, 4K -> 128 0.52-0.57 (in-process A/B, session 13).
+bool TakesByOutput(const ResampleAxis& ax) {
+  return !ax.blocks && ax.q_taps > 0 && (ax.windows == 0 || ax.taps > 16);
+}
 bool TakesPermutes(const ResampleAxis& ax) {
-  return ax.windows > 0 && (!ax.blocks || ax.gather);
+  return ax.windows > 0 && (!ax.blocks || ax.gather) && !TakesByOutput(ax);
 }
 
 // The pattern's picks: one permute per vector and channel (PermutePicks).
@@ -221,13 +231,17 @@ template <int C>
 void HorizontalPermutesWords(const ResampleAxis& ax, const std::uint8_t* row,
                              const int (&channel)[C], float* const (&out)[C],
                              const std::int32_t (&offset)[C]) {
+  if (TakesByOutput(ax)) {
+    HorizontalByOutput<C, true>(ax, row, channel, out, offset, false);
+    return;
+  }
   HorizontalPermutes<C, true>(ax, row, channel, out, offset, false);
 }
 
 // Whether a row of sums takes HorizontalPermutesWords (where HorizontalBlocks
 // would take the byte permutes).
 bool SumsAsWords(const ResampleAxis& sx) {
-  return TakesPermutes(sx);
+  return TakesPermutes(sx) || TakesByOutput(sx);
 }
 #endif  // HWY_TARGET == HWY_AVX3_DL
 

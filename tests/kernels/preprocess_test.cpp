@@ -509,6 +509,45 @@ TEST(PreprocessAccuracy, AreaFixedPointVerticalPassStaysWithinItsBound) {
   }
 }
 
+// Area at large ratios (classifier inputs: 224, 112, 64 from HD and 4K):
+// each output row's source rows summed first (the fixed-point vertical
+// pass), then each output's 17 to 64 taps across read as one run of the row
+// of sums (the output-by-output tables of 32 and 64 taps; VBMI's permutes
+// take up to 16). Both 4:2:0 layouts, odd tails, letterboxed, each engine,
+// against the exact reference.
+TEST(PreprocessAccuracy, AreaAtLargeRatiosTakesEachOutputsManyTaps) {
+  const struct {
+    Case c;
+    ResizeMode mode;
+  } cases[] = {
+      {{1920, 1080, 112, 112}, ResizeMode::Stretch},  // 17.1x across (32-tap tables), 9.6x down
+      {{1280, 720, 40, 40}, ResizeMode::Stretch},     // 32x across, 18x down
+      {{1280, 720, 24, 24}, ResizeMode::Stretch},     // 53.3x across (64-tap tables), 30x down
+      {{3843, 723, 100, 20}, ResizeMode::Stretch},    // 38.4x, 36.2x: odd widths, tails
+      {{1920, 1080, 96, 96}, ResizeMode::Letterbox},  // 20x both, bars above and below
+      {{3840, 2160, 224, 224}, ResizeMode::Stretch},  // 17.1x, 9.6x: UV sums 8.6x
+  };
+  for (const auto& [c, mode] : cases) {
+    for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
+      for (int stripes = 0; stripes < 2; ++stripes) {
+        const NeatTensor frame =
+            stripes ? striped_frame(f, c.sw, c.sh) : frame_of(f, c.sw, c.sh, 47);
+        PreprocessParams p = imagenet(c.ow, c.oh);
+        p.interpolation = Interpolation::Area;
+        p.resize_mode = mode;
+        // Coarser sums at 10-36 rows (2^-3 to 2^-0 level) than at 5 (2^-4):
+        // measured mean 0.0111 (stripes), 0.0087 (random, 24x24); the
+        // contract allows 0.25 (and 1 level at most).
+        expect_within_on_each_engine(frame, p, reference(frame, p), 0.05, 0.015,
+                                     std::to_string(c.sw) + "x" + std::to_string(c.sh) + " -> " +
+                                         std::to_string(c.ow) + "x" + std::to_string(c.oh) + " " +
+                                         std::string(to_string(f)) +
+                                         (stripes ? " stripes" : " random"));
+      }
+    }
+  }
+}
+
 // The fixed-point vertical pass sums an output row's last one to four full
 // rows, shifts and adds both partial rows in one pass, and the rows before
 // through the row sums: every count of full rows from 0 to 10 between two

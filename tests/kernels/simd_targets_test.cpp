@@ -161,6 +161,11 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 1.5x: luma two per three
     {PixelFormat::I420, 1284, 724, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // 4x: luma rows of half weight summed, chroma picks alone
+    // Area at large ratios: rows summed first, then 17-64 taps across per output.
+    {PixelFormat::NV12, 1920, 1080, 112, 112, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 17.1x across (32-tap tables), UV sums 8.6x
+    {PixelFormat::I420, 1283, 721, 24, 24, Interpolation::Area, ResizeMode::Letterbox,
+     DType::F32},  // 53x across (64-tap tables), tails
 };
 
 PreprocessParams params_of(const PreprocessCase& c) {
