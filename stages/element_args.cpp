@@ -1,6 +1,7 @@
 // ElementArgs: an element's key=value properties read as typed values, each
 // error pointing at the element in the pipeline text (elements.hpp).
 #include <charconv>
+#include <cstdio>
 
 #include "neat/stages/elements.hpp"
 
@@ -220,9 +221,18 @@ Result<SourceOptions> ElementArgs::source_options() {
         "attempt waits this long");
   }
   if (o.backoff_max < o.backoff_min) {
-    return fail("backoff-max=" + std::to_string(o.backoff_max.count()) +
-                "ms is less than backoff-min=" + std::to_string(o.backoff_min.count()) +
-                "ms: the waits between restart attempts grow from backoff-min up to backoff-max");
+    // Each as the text gave it, or the default it fell back to.
+    auto said = [&](const std::string& key, std::chrono::milliseconds value) {
+      for (const auto& [k, text] : el_.properties)
+        if (k == key) return key + "=" + text;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s %gs (the default)", key.c_str(),
+                    static_cast<double>(value.count()) / 1000.0);
+      return std::string(buf);
+    };
+    return fail(said("backoff-max", o.backoff_max) + " is less than " +
+                said("backoff-min", o.backoff_min) +
+                ": the waits between restart attempts grow from backoff-min up to backoff-max");
   }
   NEAT_ASSIGN_OR_RETURN(float rate, number("rate", static_cast<float>(o.rate)));
   if (!(rate >= 0)) return fail("rate=" + std::to_string(rate) + " must be >= 0 frames per second");

@@ -270,8 +270,11 @@ TEST(PipelineElements, ASourceTakesItsRestartBackoffAndRefusesOneThatCannotBe) {
   EXPECT_NE(g->explain().find("restarted when down (backoff 0.2 s to 1 s)"), std::string::npos)
       << g->explain();
   NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-min=2s backoff-max=1s ! appsink"),
+                    ErrorCode::InvalidArgument, "backoff-max=1s is less than backoff-min=2s");
+  // The default named as such where the text left one out.
+  NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-min=45s ! appsink"),
                     ErrorCode::InvalidArgument,
-                    "backoff-max=1000ms is less than backoff-min=2000ms");
+                    "backoff-max 30s (the default) is less than backoff-min=45s");
   NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-min=0 ! appsink"),
                     ErrorCode::InvalidArgument, "backoff-min must be more than 0");
   NEAT_EXPECT_ERROR(declare_pipeline("synthetic backoff-max=soon ! appsink"),
