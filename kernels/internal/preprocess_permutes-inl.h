@@ -199,8 +199,6 @@ bool HasPatternPicks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
   return true;
 }
 
-// Whether a row takes the permutes out of windows rather than the 16-byte
-// blocks (which measured faster where both apply) or a gather (slower).
 // Whether a row takes its taps output by output (HorizontalByOutput) in
 // place of the permutes: beyond 16 taps (area from 17x across: 1080p or 4K
 // -> 224, 112, 64), where the permutes' passes times windows grow with the
@@ -211,6 +209,10 @@ bool HasPatternPicks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 bool TakesByOutput(const ResampleAxis& ax) {
   return !ax.blocks && ax.q_taps > 0 && (ax.windows == 0 || ax.taps > 16);
 }
+
+// Whether a row takes the permutes out of windows rather than the 16-byte
+// blocks (which measured faster where both apply), a gather (slower) or
+// its taps output by output (above).
 bool TakesPermutes(const ResampleAxis& ax) {
   return ax.windows > 0 && (!ax.blocks || ax.gather) && !TakesByOutput(ax);
 }
