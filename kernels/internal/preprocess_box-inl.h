@@ -410,12 +410,13 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 
 #if HWY_TARGET == HWY_AVX3_DL
 // Picks with AVX-512 VBMI: vector v (outputs [16 v, 16 v + 16)) loads the
-// `span` bytes (at most 64) at row + v span, masked to the `avail` bytes of
-// the row (no read past it), and output i of channel c takes byte
-// base[i] + channel[c] of them (base: one per 32-bit lane) into the low byte
-// of its 32-bit lane: one permute, no tables. As XPickRow stores: whole
-// levels (raw), else level x 32767 + offset in float; whole vectors (the
-// rows are padded to them).
+// `span` bytes (at most 128: one register, or two) at row + v span, masked
+// to the `avail` bytes of the row (no read past it), and output i of
+// channel c takes byte base[i] + channel[c] of them (base: one per 32-bit
+// lane) into the low byte of its 32-bit lane: one permute across the one or
+// two registers, no tables. As XPickRow stores: whole levels (raw), else
+// level x 32767 + offset in float; whole vectors (the rows are padded to
+// them).
 template <int C>
 void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span, __m512i base,
                   const int (&channel)[C], std::int64_t count, float* const (&out)[C], bool raw,
@@ -426,15 +427,21 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
   for (int c = 0; c < C; ++c)
     idx[c] = _mm512_add_epi32(base, _mm512_set1_epi32(channel[c]));
   const __mmask64 low = 0x1111111111111111ull;  // byte 0 of each 32-bit lane
-  const auto whole = static_cast<__mmask64>(span >= 64 ? ~0ull : (1ull << span) - 1);
+  // The first `n` bytes of a register (0 to 64).
+  auto first = [](std::int64_t n) {
+    return n >= 64 ? static_cast<__mmask64>(~0ull)
+           : n <= 0 ? __mmask64{0}
+                    : static_cast<__mmask64>((1ull << n) - 1);
+  };
+  const bool two = span > 64;
   for (std::int64_t o = 0, v = 0; o < count; o += 16, ++v) {
-    const std::int64_t left = avail - v * span;
-    const auto mask = left >= span ? whole
-                      : left <= 0  ? __mmask64{0}
-                                   : static_cast<__mmask64>((1ull << left) - 1);
-    const __m512i bytes = _mm512_maskz_loadu_epi8(mask, row + v * span);
+    const std::int64_t left = std::min(avail - v * span, span);
+    const std::uint8_t* at = row + v * span;
+    const __m512i bytes = _mm512_maskz_loadu_epi8(first(left), at);
+    const __m512i more = two ? _mm512_maskz_loadu_epi8(first(left - 64), at + 64) : bytes;
     for (int c = 0; c < C; ++c) {
-      const hn::Vec<DI> level{_mm512_maskz_permutexvar_epi8(low, idx[c], bytes)};
+      const hn::Vec<DI> level{two ? _mm512_maskz_permutex2var_epi8(low, bytes, idx[c], more)
+                                  : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes)};
       if (raw) {
         hn::StoreU(hn::BitCast(df, level), df, out[c] + o);
       } else {
@@ -576,7 +583,10 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
     }
   }
 #if HWY_TARGET == HWY_AVX3_DL
-  if (g == 3) {  // measured ahead of the three-way loads (1080p -> 640: 4%)
+  // g 3 and 6 (two registers): measured ahead of the three-way loads
+  // (1080p -> 640: 4% of the time; NV12 1080p -> 320 bilinear, whose UV
+  // pairs are picked 3 apart: 2-3.5%).
+  if (g == 3 || g == 6) {
     const __m512i base =
         _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                            _mm512_set1_epi32(g));

@@ -133,6 +133,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // luma 4x, planar chroma 2x
     {PixelFormat::I420, 1926, 1080, 321, 200, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // luma 6x, chroma 3x (picks)
+    {PixelFormat::NV12, 1926, 1081, 321, 200, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 6x, UV pairs 3x (picks of 6 bytes: two registers on VBMI)
     {PixelFormat::NV21, 3852, 2164, 321, 250, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // luma 12x, UV pairs 6x
     {PixelFormat::YV12, 3852, 2164, 321, 250, Interpolation::Bilinear, ResizeMode::Stretch,
