@@ -414,14 +414,16 @@ void AddSums(RowTaps& taps, const float* low, const float* high, float weight) {
 // where they measured ahead of the tables' blocks (in-process A/B, session
 // 11). VBMI's blocks (one byte permute) beat pairs from three-way loads:
 // 1080p -> 320 1.02-1.09 of the time, 4K -> 320 1.06-1.13; pairs of 2 or 4
-// bytes per output beat them: 720p -> 320 0.84-0.94, 720p -> 640 0.89-0.94.
-// On AVX2 the other way round: 1080p -> 320 0.73, 4K -> 320 0.68-0.72, 4K ->
-// 640 0.74-0.91; 720p -> 320 1.09-1.14.
+// bytes per output beat them: 720p -> 320 0.84-0.94, 720p -> 640 0.89-0.94;
+// so do pairs of 6 bytes through one two-register permute (PermutePicks,
+// session 14): 1080p -> 320 0.96-0.97, 4K -> 640 0.88-0.98. On AVX2 the
+// other way round: 1080p -> 320 0.73, 4K -> 320 0.68-0.72, 4K -> 640
+// 0.74-0.91; 720p -> 320 1.09-1.14.
 HWY_INLINE bool TakesPicks(int k, int step, bool pair) {
   if (k == 0) return false;
   if (!pair) return true;
 #if HWY_TARGET == HWY_AVX3_DL
-  return k * step <= 4;
+  return k * step <= 4 || k * step == 6;
 #else
   return k * step >= 6;
 #endif

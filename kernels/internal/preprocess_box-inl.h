@@ -416,20 +416,29 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 // lane) into the low byte of its 32-bit lane: one permute across the one or
 // two registers, no tables. As XPickRow stores: whole levels (raw), else
 // level x 32767 + offset in float; whole vectors (the rows are padded to
-// them).
+// them). `pair` (bilinear at an even ratio; not raw): each output is the mean
+// of its byte and the byte `pair` on, both taken by the one permute (bytes 0
+// and 2 of the lane) and added as 16-bit halves, as XPickRowG's pairs.
 template <int C>
 void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span, __m512i base,
                   const int (&channel)[C], std::int64_t count, float* const (&out)[C], bool raw,
-                  std::int32_t offset) {
+                  std::int32_t offset, int pair = 0) {
   const DF df;
-  const VF one = hn::Set(df, 32767.f), off = hn::Set(df, static_cast<float>(offset));
+  const VF one = hn::Set(df, pair != 0 ? 16383.5f : 32767.f),
+           off = hn::Set(df, static_cast<float>(offset));
   __m512i idx[C];
-  for (int c = 0; c < C; ++c)
+  for (int c = 0; c < C; ++c) {
     idx[c] = _mm512_add_epi32(base, _mm512_set1_epi32(channel[c]));
-  const __mmask64 low = 0x1111111111111111ull;  // byte 0 of each 32-bit lane
+    if (pair != 0)
+      idx[c] = _mm512_or_si512(
+          idx[c], _mm512_slli_epi32(_mm512_add_epi32(idx[c], _mm512_set1_epi32(pair)), 16));
+  }
+  const __mmask64 low = pair != 0 ? 0x5555555555555555ull   // bytes 0 and 2 of each 32-bit lane
+                                  : 0x1111111111111111ull;  // byte 0 of each 32-bit lane
+  const __m512i ones = _mm512_set1_epi16(1);
   // The first `n` bytes of a register (0 to 64).
   auto first = [](std::int64_t n) {
-    return n >= 64 ? static_cast<__mmask64>(~0ull)
+    return n >= 64  ? static_cast<__mmask64>(~0ull)
            : n <= 0 ? __mmask64{0}
                     : static_cast<__mmask64>((1ull << n) - 1);
   };
@@ -440,8 +449,10 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
     const __m512i bytes = _mm512_maskz_loadu_epi8(first(left), at);
     const __m512i more = two ? _mm512_maskz_loadu_epi8(first(left - 64), at + 64) : bytes;
     for (int c = 0; c < C; ++c) {
-      const hn::Vec<DI> level{two ? _mm512_maskz_permutex2var_epi8(low, bytes, idx[c], more)
-                                  : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes)};
+      __m512i picked = two ? _mm512_maskz_permutex2var_epi8(low, bytes, idx[c], more)
+                           : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes);
+      if (pair != 0) picked = _mm512_madd_epi16(picked, ones);
+      const hn::Vec<DI> level{picked};
       if (raw) {
         hn::StoreU(hn::BitCast(df, level), df, out[c] + o);
       } else {
@@ -570,6 +581,15 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
               const int (&channel)[C], float* const (&out)[C], bool raw = true,
               std::int32_t offset = 0, bool pair = false) {
   const int g = k * step;
+#if HWY_TARGET == HWY_AVX3_DL
+  if (pair && g == 6) {
+    const __m512i base =
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                           _mm512_set1_epi32(g));
+    PermutePicks<C>(row, avail, 16 * g, base, channel, count, out, false, offset, step);
+    return;
+  }
+#endif
   if (pair) {  // g: 2, 4, 6 or 12 (k even)
     switch (g) {
       case 2:

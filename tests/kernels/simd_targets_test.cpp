@@ -125,8 +125,8 @@ const PreprocessCase kPreprocess[] = {
     {PixelFormat::I420, 1923, 1081, 641, 401, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 3 across (chroma 1.5 by its tables), 2.7 down
     // Bilinear at even ratios across: pairs picked without tables where the
-    // target takes them (VBMI: 2 and 4 bytes per output; the others: 6 and
-    // 12), the tables' blocks elsewhere; tails.
+    // target takes them (VBMI: 2, 4 and 6 bytes per output; the others: 6
+    // and 12), the tables' blocks elsewhere; tails.
     {PixelFormat::NV12, 1284, 722, 321, 200, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // luma 4x, UV pairs 2x
     {PixelFormat::I420, 1284, 722, 321, 200, Interpolation::Bilinear, ResizeMode::Stretch,
