@@ -605,7 +605,7 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
 #if HWY_TARGET == HWY_AVX3_DL
   // g 3 and 6 (two registers): measured ahead of the three-way loads
   // (1080p -> 640: 4% of the time; NV12 1080p -> 320 bilinear, whose UV
-  // pairs are picked 3 apart: 2-3.5%).
+  // pairs are picked 3 apart: 2-3%).
   if (g == 3 || g == 6) {
     const __m512i base =
         _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
