@@ -582,11 +582,16 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
               std::int32_t offset = 0, bool pair = false) {
   const int g = k * step;
 #if HWY_TARGET == HWY_AVX3_DL
-  if (pair && g == 6) {
+  // g 3 and 6 (6: two registers; pairs too, whose g is even) by permutes,
+  // measured ahead of the three-way loads: 1080p -> 640 4% of the time;
+  // NV12 1080p -> 320 bilinear, whose UV pairs are picked 3 apart, 2-3%; its
+  // luma pairs 3-4% (TakesPicks).
+  if (g == 3 || g == 6) {
     const __m512i base =
         _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                            _mm512_set1_epi32(g));
-    PermutePicks<C>(row, avail, 16 * g, base, channel, count, out, false, offset, step);
+    PermutePicks<C>(row, avail, 16 * g, base, channel, count, out, raw && !pair, offset,
+                    pair ? step : 0);
     return;
   }
 #endif
@@ -602,18 +607,6 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
         return XPickRowG<C, 12, false, true>(row, avail, count, channel, out, offset, step);
     }
   }
-#if HWY_TARGET == HWY_AVX3_DL
-  // g 3 and 6 (two registers): measured ahead of the three-way loads
-  // (1080p -> 640: 4% of the time; NV12 1080p -> 320 bilinear, whose UV
-  // pairs are picked 3 apart: 2-3%).
-  if (g == 3 || g == 6) {
-    const __m512i base =
-        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                           _mm512_set1_epi32(g));
-    PermutePicks<C>(row, avail, 16 * g, base, channel, count, out, raw, offset);
-    return;
-  }
-#endif
   auto with = [&](auto raw_t) {
     constexpr bool kRaw = decltype(raw_t)::value;
     switch (g) {
