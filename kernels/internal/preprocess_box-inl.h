@@ -144,36 +144,38 @@ void VerticalSumRow(const std::uint8_t* plane, std::int64_t stride, const RowSum
 // Outputs [o, count) one at a time: the scalar target's, and the vector
 // targets' last outputs.
 HWY_INLINE void BoxSumsFrom(std::int64_t o, const std::uint8_t* const* rows, int n, int k, int step,
-                            int channel, std::int64_t count, float bias, float* out) {
+                            int channel, std::int64_t count, float bias, float* out,
+                            float scale = 1.f) {
   for (; o < count; ++o) {
     std::uint32_t acc = 0;
     for (int t = 0; t < n; ++t)
       for (int i = 0; i < k; ++i)
         acc += rows[t][(o * k + i) * step + channel];
-    out[o] = static_cast<float>(acc) - bias;
+    out[o] = (static_cast<float>(acc) - bias) * scale;
   }
 }
 
 #if HWY_TARGET == HWY_SCALAR
 HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step, int channel,
-                        std::int64_t count, float bias, float* out) {
-  BoxSumsFrom(0, rows, n, k, step, channel, count, bias, out);
+                        std::int64_t count, float bias, float* out, float scale = 1.f) {
+  BoxSumsFrom(0, rows, n, k, step, channel, count, bias, out, scale);
 }
 #else
 using DBox32 = hn::ScalableTag<std::uint32_t>;
 using DBox16 = hn::Repartition<std::uint16_t, DBox32>;
 using DBox8 = hn::Repartition<std::uint8_t, DBox32>;
 
-HWY_INLINE void StoreU32AsFloat(hn::Vec<DBox32> v, VF bias, float* out) {
+// (v - bias) x scale, as floats (a scale of 1 leaves the difference exact).
+HWY_INLINE void StoreU32AsFloat(hn::Vec<DBox32> v, VF bias, VF scale, float* out) {
   const DF df;
-  hn::StoreU(hn::Sub(hn::ConvertTo(df, hn::BitCast(DI(), v)), bias), df, out);
+  hn::StoreU(hn::Mul(hn::Sub(hn::ConvertTo(df, hn::BitCast(DI(), v)), bias), scale), df, out);
 }
 // Lanes(DBox16) outputs: the lower half's, then the upper half's.
-HWY_INLINE void StoreU16AsFloat(hn::Vec<DBox16> v, VF bias, float* out) {
+HWY_INLINE void StoreU16AsFloat(hn::Vec<DBox16> v, VF bias, VF scale, float* out) {
   const DBox32 d32;
   const hn::Half<DBox16> dh;
-  StoreU32AsFloat(hn::PromoteTo(d32, hn::LowerHalf(dh, v)), bias, out);
-  StoreU32AsFloat(hn::PromoteTo(d32, hn::UpperHalf(dh, v)), bias, out + hn::Lanes(d32));
+  StoreU32AsFloat(hn::PromoteTo(d32, hn::LowerHalf(dh, v)), bias, scale, out);
+  StoreU32AsFloat(hn::PromoteTo(d32, hn::UpperHalf(dh, v)), bias, scale, out + hn::Lanes(d32));
 }
 // The even (low) or odd (high) byte of each 16-bit lane of 2 x Lanes(DBox16) bytes.
 template <int kOdd>
@@ -188,10 +190,10 @@ HWY_INLINE hn::Vec<DBox16> Bytes16(const std::uint8_t* p) {
 // bytes apart: 1, or 2 for one channel of interleaved UV at `channel`),
 // minus bias. k * step is 1, 2 or 4 bytes per output; n <= 4.
 HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step, int channel,
-                        std::int64_t count, float bias, float* out) {
+                        std::int64_t count, float bias, float* out, float scale = 1.f) {
   const DBox32 d32;
   const DBox16 d16;
-  const VF vbias = hn::Set(DF(), bias);
+  const VF vbias = hn::Set(DF(), bias), vscale = hn::Set(DF(), scale);
   const int per = k * step;  // bytes per output
   std::int64_t o = 0;
   if (per == 1) {  // a byte per output: widen and convert
@@ -201,7 +203,7 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
       auto acc = hn::PromoteTo(d32, hn::LoadU(d8, rows[0] + o));
       for (int t = 1; t < n; ++t)
         acc = hn::Add(acc, hn::PromoteTo(d32, hn::LoadU(d8, rows[t] + o)));
-      StoreU32AsFloat(acc, vbias, out + o);
+      StoreU32AsFloat(acc, vbias, vscale, out + o);
     }
   } else if (per == 2) {  // two bytes per output: one 16-bit lane each
     const auto lanes = static_cast<std::int64_t>(hn::Lanes(d16));
@@ -215,7 +217,7 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
           acc = hn::Add(acc, channel == 0 ? Bytes16<0>(p) : Bytes16<1>(p));
         }
       }
-      StoreU16AsFloat(acc, vbias, out + o);
+      StoreU16AsFloat(acc, vbias, vscale, out + o);
     }
   } else {  // four bytes per output: 16-bit pair sums, then the two 16-bit halves of each 32
     const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
@@ -231,10 +233,10 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
       }
       const auto wide = hn::BitCast(d32, acc);
       StoreU32AsFloat(hn::Add(hn::And(wide, hn::Set(d32, 0xFFFFu)), hn::ShiftRight<16>(wide)),
-                      vbias, out + o);
+                      vbias, vscale, out + o);
     }
   }
-  BoxSumsFrom(o, rows, n, k, step, channel, count, bias, out);
+  BoxSumsFrom(o, rows, n, k, step, channel, count, bias, out, scale);
 }
 #endif
 
@@ -629,16 +631,31 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
 
 // Rows of the blocks path for area whose horizontal axis is an exact box (k
 // samples a step apart per output) while its vertical one is not: the n
-// source rows `rows` summed (SumRows), each output's k sums added, in the
-// blocks path's units ((mean - offset) x 32767, times the rows), no tables.
+// source rows `rows` summed (SumRows; or, below, straight from their bytes),
+// each output's k sums added, in the blocks path's units ((mean - offset) x
+// 32767, times the rows), no tables.
 // C channels of the plane (UV pairs: 2, at channel[c]), into out[c].
 template <int C>
 void XBoxRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows, int n,
               std::int64_t x0, int k, int step, std::int64_t count, const int (&channel)[C],
               float* const (&out)[C], int offset, std::uint16_t* sums) {
-  SumRows(plane + x0, stride, rows, n, k * step * count, sums);
   const auto bias = static_cast<float>(n * k * offset);
   const float scale = 32767.f / static_cast<float>(k);
+  // Up to 4 rows of 2 or 4 bytes an output (area 2x or 4x across: 720p ->
+  // 640 and -> 320, one row at a time below 1.6 rows down) are summed
+  // straight from their bytes, each output vector in one pass (BoxSums), in
+  // place of a row of 16-bit sums written and read again per channel: the
+  // same integer sums. 720p NV12 -> 640 area 0.69-0.76 of the time, -> 320
+  // 0.84-0.86, I420 -> 320 0.89-0.93, AVX2 -> 320 0.86-0.88 (in-process A/B).
+  if (k * step <= 4 && n <= 4) {
+    const std::uint8_t* from[4];
+    for (int t = 0; t < n; ++t)
+      from[t] = plane + rows[t] * stride + x0;
+    for (int c = 0; c < C; ++c)
+      BoxSums(from, n, k, step, channel[c], count, bias, out[c], scale);
+    return;
+  }
+  SumRows(plane + x0, stride, rows, n, k * step * count, sums);
   for (int c = 0; c < C; ++c)
     BoxSums16(sums, k, step, channel[c], count, bias, out[c], scale);
 }

@@ -124,6 +124,14 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 2 across (UV pairs, one each), 3.4 down
     {PixelFormat::I420, 1923, 1081, 641, 401, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // 3 across (chroma 1.5 by its tables), 2.7 down
+    // The same, below 1.6 rows down: up to 4 rows summed across straight
+    // from their bytes (2 or 4 bytes an output), one output vector at a time.
+    {PixelFormat::NV12, 1282, 723, 641, 643, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 2 across (UV pairs, one each), 1.12 down
+    {PixelFormat::NV21, 1284, 722, 321, 321, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // 4 across (UV pairs in twos), 2.25 down
+    {PixelFormat::I420, 1284, 722, 321, 301, Interpolation::Area, ResizeMode::Stretch,
+     DType::F16},  // 4 across (chroma 2), 2.4 down
     // Bilinear at even ratios across: pairs picked without tables where the
     // target takes them (VBMI: 2, 4 and 6 bytes per output; the others: 6
     // and 12), the tables' blocks elsewhere; tails.
