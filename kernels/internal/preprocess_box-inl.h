@@ -240,6 +240,73 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
 }
 #endif
 
+// ---- bilinear's pairs, summed down and across from the bytes ------------------
+// Bilinear at an even ratio both ways (720p -> 320 letterboxed: luma 4x,
+// chroma 2x) weighs each output's two samples across by half, in two rows
+// of half weight down. Output o's samples are bytes g o + channel and g o +
+// channel + step of rows[t] (g = k x step, the output's pitch in bytes:
+// 2 or 4; rows[t] at the first output's first sample, channel taken away);
+// out[o] = (their sum over the n <= 4 rows, minus bias) x scale. Vectors
+// while their lanes lie within the `avail` bytes from rows[t] (the last
+// output's lane may end past the row), then one output at a time.
+HWY_INLINE void PairSumsFrom(std::int64_t o, const std::uint8_t* const* rows, int n, int g,
+                             int step, int channel, std::int64_t count, float bias, float scale,
+                             float* out) {
+  for (; o < count; ++o) {
+    std::uint32_t acc = 0;
+    for (int t = 0; t < n; ++t)
+      acc += rows[t][g * o + channel] + rows[t][g * o + channel + step];
+    out[o] = (static_cast<float>(acc) - bias) * scale;
+  }
+}
+
+#if HWY_TARGET == HWY_SCALAR
+HWY_INLINE void PairSums(const std::uint8_t* const* rows, int n, std::int64_t, int g, int step,
+                         int channel, std::int64_t count, float bias, float scale, float* out) {
+  PairSumsFrom(0, rows, n, g, step, channel, count, bias, scale, out);
+}
+#else
+HWY_INLINE void PairSums(const std::uint8_t* const* rows, int n, std::int64_t avail, int g,
+                         int step, int channel, std::int64_t count, float bias, float scale,
+                         float* out) {
+  const DBox32 d32;
+  const DBox16 d16;
+  const DBox8 d8;
+  const VF vbias = hn::Set(DF(), bias), vscale = hn::Set(DF(), scale);
+  std::int64_t o = 0;
+  if (g == 2) {  // one 16-bit lane an output: both of its bytes
+    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+    const auto low = hn::Set(d16, 0xFF);
+    for (; o + lanes <= count && 2 * (o + lanes) <= avail; o += lanes) {
+      hn::Vec<DBox16> acc = hn::Zero(d16);
+      for (int t = 0; t < n; ++t) {
+        const auto v = hn::BitCast(d16, hn::LoadU(d8, rows[t] + 2 * o));
+        acc = hn::Add(acc, hn::Add(hn::And(v, low), hn::ShiftRight<8>(v)));
+      }
+      StoreU16AsFloat(acc, vbias, vscale, out + o);
+    }
+  } else if (g == 4) {  // one 32-bit lane an output: bytes 0 and 1, or c and c + 2
+    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
+    const auto low = hn::Set(d32, step == 1 ? 0xFFu : 0x00FF00FFu);
+    const auto half = hn::Set(d32, 0xFFFFu);
+    for (; o + lanes <= count && 4 * (o + lanes) <= avail; o += lanes) {
+      hn::Vec<DBox32> acc = hn::Zero(d32);  // two sums of at most 4 x 255 a lane (UV)
+      for (int t = 0; t < n; ++t) {
+        const auto v = hn::BitCast(d32, hn::LoadU(d8, rows[t] + 4 * o));
+        if (step == 1) {
+          acc = hn::Add(acc, hn::Add(hn::And(v, low), hn::And(hn::ShiftRight<8>(v), low)));
+        } else {
+          acc = hn::Add(acc, hn::And(channel == 0 ? v : hn::ShiftRight<8>(v), low));
+        }
+      }
+      if (step != 1) acc = hn::Add(hn::And(acc, half), hn::ShiftRight<16>(acc));
+      StoreU32AsFloat(acc, vbias, vscale, out + o);
+    }
+  }
+  PairSumsFrom(o, rows, n, g, step, channel, count, bias, scale, out);
+}
+#endif
+
 // ---- 6x and 12x: rows summed first --------------------------------------------
 // Larger boxes sum their k rows into a row of 16-bit sums first (SumRows,
 // each source row read front to back), then sum each output's k sums. A

@@ -132,6 +132,15 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 4 across (UV pairs in twos), 2.25 down
     {PixelFormat::I420, 1284, 722, 321, 301, Interpolation::Area, ResizeMode::Stretch,
      DType::F16},  // 4 across (chroma 2), 2.4 down
+    // Bilinear at an even ratio both ways, 2 or 4 bytes an output across: the
+    // pairs of both rows summed straight from the bytes; the last output's
+    // lane would end past the row (its first sample is 1 in).
+    {PixelFormat::NV12, 1284, 724, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 4x, UV pairs 2x
+    {PixelFormat::I420, 1284, 724, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F16},  // luma 4x, chroma 2x
+    {PixelFormat::NV21, 1280, 720, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox,
+     DType::F32},  // 720p -> 320 letterboxed
     // Bilinear at even ratios across: pairs picked without tables where the
     // target takes them (VBMI: 2, 4 and 6 bytes per output; the others: 6
     // and 12), the tables' blocks elsewhere; tails.
