@@ -487,11 +487,13 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 // level x 32767 + offset in float; whole vectors (the rows are padded to
 // them). `pair` (bilinear at an even ratio; not raw): each output is the mean
 // of its byte and the byte `pair` on, both taken by the one permute (bytes 0
-// and 2 of the lane) and added as 16-bit halves, as XPickRowG's pairs.
+// and 2 of the lane) and added as 16-bit halves, as XPickRowG's pairs;
+// with `row2` (pairs only), the pairs of that row too, added (bilinear's two
+// rows of half weight down: the outputs hold the sum of both rows' means).
 template <int C>
 void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span, __m512i base,
                   const int (&channel)[C], std::int64_t count, float* const (&out)[C], bool raw,
-                  std::int32_t offset, int pair = 0) {
+                  std::int32_t offset, int pair = 0, const std::uint8_t* row2 = nullptr) {
   const DF df;
   const VF one = hn::Set(df, pair != 0 ? 16383.5f : 32767.f),
            off = hn::Set(df, static_cast<float>(offset));
@@ -517,10 +519,20 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
     const std::uint8_t* at = row + v * span;
     const __m512i bytes = _mm512_maskz_loadu_epi8(first(left), at);
     const __m512i more = two ? _mm512_maskz_loadu_epi8(first(left - 64), at + 64) : bytes;
+    __m512i bytes2 = bytes, more2 = more;
+    if (row2 != nullptr) {
+      bytes2 = _mm512_maskz_loadu_epi8(first(left), row2 + v * span);
+      more2 = two ? _mm512_maskz_loadu_epi8(first(left - 64), row2 + v * span + 64) : bytes2;
+    }
     for (int c = 0; c < C; ++c) {
       __m512i picked = two ? _mm512_maskz_permutex2var_epi8(low, bytes, idx[c], more)
                            : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes);
       if (pair != 0) picked = _mm512_madd_epi16(picked, ones);
+      if (row2 != nullptr) {
+        const __m512i second = two ? _mm512_maskz_permutex2var_epi8(low, bytes2, idx[c], more2)
+                                   : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes2);
+        picked = _mm512_add_epi32(picked, _mm512_madd_epi16(second, ones));
+      }
       const hn::Vec<DI> level{picked};
       if (raw) {
         hn::StoreU(hn::BitCast(df, level), df, out[c] + o);
@@ -695,6 +707,20 @@ void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std:
   };
   raw ? with(std::true_type()) : with(std::false_type());
 }
+
+#if HWY_TARGET == HWY_AVX3_DL
+// Bilinear's pairs of 6 bytes an output (6x across: 1080p -> 320, 4K -> 640)
+// in two rows of half weight down: both rows' pairs taken by the permutes
+// (PermutePicks) and added, in one pass. out: the sum of the two rows' pair
+// means x 32767, plus offset.
+HWY_INLINE void PairPermutes6(const std::uint8_t* row0, const std::uint8_t* row1,
+                              std::int64_t avail, std::int64_t count, float* out,
+                              std::int32_t offset) {
+  const __m512i base = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(6));
+  PermutePicks<1>(row0, avail, 96, base, {0}, count, {out}, false, offset, 1, row1);
+}
+#endif
 
 // Rows of the blocks path for area whose horizontal axis is an exact box (k
 // samples a step apart per output) while its vertical one is not: the n

@@ -141,6 +141,10 @@ const PreprocessCase kPreprocess[] = {
      DType::F16},  // luma 4x, chroma 2x
     {PixelFormat::NV21, 1280, 720, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox,
      DType::F32},  // 720p -> 320 letterboxed
+    {PixelFormat::NV12, 1926, 1086, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 6x both ways: both rows' pairs by the permutes (VBMI)
+    {PixelFormat::I420, 1920, 1080, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox,
+     DType::BF16},  // 1080p -> 320 letterboxed
     // Bilinear at even ratios across: pairs picked without tables where the
     // target takes them (VBMI: 2, 4 and 6 bytes per output; the others: 6
     // and 12), the tables' blocks elsewhere; tails.
