@@ -488,12 +488,9 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   // With VBMI, pairs of 6 bytes too (1080p -> 320 letterboxed, 4K -> 640
   // letterboxed): both rows' pairs by one pass of the permutes
   // (PairPermutes6): 1080p NV12 -> 320 letterboxed 0.68-0.73, I420
-  // 0.71-0.73, 4K -> 640 letterboxed 0.94.
-#if HWY_TARGET == HWY_AVX3_DL
-  const bool pairs6 = job.luma_x_pick == 6;  // both rows by the permutes
-#else
-  constexpr bool pairs6 = false;
-#endif
+  // 0.71-0.73, 4K -> 640 letterboxed 0.94. Without VBMI, PairSums takes them
+  // as three-way loads of 16-bit elements (AVX2: 0.76-0.89, 0.85-0.89).
+  const bool pairs6 = job.luma_x_pick == 6;
   if (job.luma_sum_x != nullptr && !job.weigh_rows && job.luma_x_pair &&
       (job.luma_x_pick <= 4 || pairs6)) {
     auto pairs = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {

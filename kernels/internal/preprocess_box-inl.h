@@ -245,7 +245,8 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
 // chroma 2x) weighs each output's two samples across by half, in two rows
 // of half weight down. Output o's samples are bytes g o + channel and g o +
 // channel + step of rows[t] (g = k x step, the output's pitch in bytes:
-// 2 or 4; rows[t] at the first output's first sample, channel taken away);
+// 2, 4, or 6 for one channel (its pair: the first 16-bit element of three);
+// rows[t] at the first output's first sample, channel taken away);
 // out[o] = (their sum over the n <= 4 rows, minus bias) x scale. Vectors
 // while their lanes lie within the `avail` bytes from rows[t] (the last
 // output's lane may end past the row), then one output at a time.
@@ -301,6 +302,20 @@ HWY_INLINE void PairSums(const std::uint8_t* const* rows, int n, std::int64_t av
       }
       if (step != 1) acc = hn::Add(hn::And(acc, half), hn::ShiftRight<16>(acc));
       StoreU32AsFloat(acc, vbias, vscale, out + o);
+    }
+  } else if (g == 6 && step == 1) {  // three 16-bit elements an output: the first's bytes
+    // (AVX2, against each row's pairs picked on its own: 1080p -> 320
+    // letterboxed 0.76-0.89 of the time, 4K -> 640 letterboxed 0.85-0.89)
+    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+    const auto low = hn::Set(d16, 0xFF);
+    for (; o + lanes <= count && 6 * (o + lanes) <= avail; o += lanes) {
+      hn::Vec<DBox16> acc = hn::Zero(d16);
+      for (int t = 0; t < n; ++t) {
+        hn::Vec<DBox16> a, b, c;
+        hn::LoadInterleaved3(d16, reinterpret_cast<const std::uint16_t*>(rows[t] + 6 * o), a, b, c);
+        acc = hn::Add(acc, hn::Add(hn::And(a, low), hn::ShiftRight<8>(a)));
+      }
+      StoreU16AsFloat(acc, vbias, vscale, out + o);
     }
   }
   PairSumsFrom(o, rows, n, g, step, channel, count, bias, scale, out);
