@@ -244,9 +244,9 @@ HWY_INLINE void BoxSums(const std::uint8_t* const* rows, int n, int k, int step,
 // Bilinear at an even ratio both ways (720p -> 320 letterboxed: luma 4x,
 // chroma 2x) weighs each output's two samples across by half, in two rows
 // of half weight down. Output o's samples are bytes g o + channel and g o +
-// channel + step of rows[t] (g = k x step, the output's pitch in bytes:
-// 2, 4, or 6 for one channel (its pair: the first 16-bit element of three);
-// rows[t] at the first output's first sample, channel taken away);
+// channel + step of rows[t] (g = k x step, the output's pitch in bytes: 2
+// or 4, or 6 for one plane's samples; rows[t] at the first output's first
+// sample, channel taken away);
 // out[o] = (their sum over the n <= 4 rows, minus bias) x scale. Vectors
 // while their lanes lie within the `avail` bytes from rows[t] (the last
 // output's lane may end past the row), then one output at a time.
@@ -270,37 +270,22 @@ HWY_INLINE void PairSums(const std::uint8_t* const* rows, int n, std::int64_t, i
 HWY_INLINE void PairSums(const std::uint8_t* const* rows, int n, std::int64_t avail, int g,
                          int step, int channel, std::int64_t count, float bias, float scale,
                          float* out) {
+  // Pairs two samples apart (k = 2: 2 or 4 bytes, the pitch the pair): the
+  // exact boxes' sums, which read no byte past the last pair.
+  if (g == 2 * step) return BoxSums(rows, n, 2, step, channel, count, bias, out, scale);
   const DBox32 d32;
   const DBox16 d16;
-  const DBox8 d8;
   const VF vbias = hn::Set(DF(), bias), vscale = hn::Set(DF(), scale);
   std::int64_t o = 0;
-  if (g == 2) {  // one 16-bit lane an output: both of its bytes
-    const auto lanes = static_cast<std::int64_t>(hn::Lanes(d16));
-    const auto low = hn::Set(d16, 0xFF);
-    for (; o + lanes <= count && 2 * (o + lanes) <= avail; o += lanes) {
-      hn::Vec<DBox16> acc = hn::Zero(d16);
-      for (int t = 0; t < n; ++t) {
-        const auto v = hn::BitCast(d16, hn::LoadU(d8, rows[t] + 2 * o));
-        acc = hn::Add(acc, hn::Add(hn::And(v, low), hn::ShiftRight<8>(v)));
-      }
-      StoreU16AsFloat(acc, vbias, vscale, out + o);
-    }
-  } else if (g == 4) {  // one 32-bit lane an output: bytes 0 and 1, or c and c + 2
+  if (g == 4 && step == 1) {  // one 32-bit lane an output: bytes 0 and 1
     const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
-    const auto low = hn::Set(d32, step == 1 ? 0xFFu : 0x00FF00FFu);
-    const auto half = hn::Set(d32, 0xFFFFu);
+    const auto low = hn::Set(d32, 0xFFu);
     for (; o + lanes <= count && 4 * (o + lanes) <= avail; o += lanes) {
-      hn::Vec<DBox32> acc = hn::Zero(d32);  // two sums of at most 4 x 255 a lane (UV)
+      hn::Vec<DBox32> acc = hn::Zero(d32);
       for (int t = 0; t < n; ++t) {
-        const auto v = hn::BitCast(d32, hn::LoadU(d8, rows[t] + 4 * o));
-        if (step == 1) {
-          acc = hn::Add(acc, hn::Add(hn::And(v, low), hn::And(hn::ShiftRight<8>(v), low)));
-        } else {
-          acc = hn::Add(acc, hn::And(channel == 0 ? v : hn::ShiftRight<8>(v), low));
-        }
+        const auto v = hn::BitCast(d32, hn::LoadU(DBox8(), rows[t] + 4 * o));
+        acc = hn::Add(acc, hn::Add(hn::And(v, low), hn::And(hn::ShiftRight<8>(v), low)));
       }
-      if (step != 1) acc = hn::Add(hn::And(acc, half), hn::ShiftRight<16>(acc));
       StoreU32AsFloat(acc, vbias, vscale, out + o);
     }
   } else if (g == 6 && step == 1) {  // three 16-bit elements an output: the first's bytes
