@@ -490,13 +490,19 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 // and 2 of the lane) and added as 16-bit halves, as XPickRowG's pairs;
 // with `row2` (pairs only), the pairs of that row too, added (bilinear's two
 // rows of half weight down: the outputs hold the sum of both rows' means).
+// `weights` (with row2): bilinear's two rows of any weights down, the two
+// rows' means weighed by weights[0] and weights[1] (which add up to 1).
 template <int C>
 void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span, __m512i base,
                   const int (&channel)[C], std::int64_t count, float* const (&out)[C], bool raw,
-                  std::int32_t offset, int pair = 0, const std::uint8_t* row2 = nullptr) {
+                  std::int32_t offset, int pair = 0, const std::uint8_t* row2 = nullptr,
+                  const float* weights = nullptr) {
   const DF df;
   const VF one = hn::Set(df, pair != 0 ? 16383.5f : 32767.f),
            off = hn::Set(df, static_cast<float>(offset));
+  const bool weighed = row2 != nullptr && weights != nullptr;
+  const VF w1 = hn::Set(df, weighed ? 16383.5f * weights[0] : 0.f),
+           w2 = hn::Set(df, weighed ? 16383.5f * weights[1] : 0.f);
   __m512i idx[C];
   for (int c = 0; c < C; ++c) {
     idx[c] = _mm512_add_epi32(base, _mm512_set1_epi32(channel[c]));
@@ -531,6 +537,12 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
       if (row2 != nullptr) {
         const __m512i second = two ? _mm512_maskz_permutex2var_epi8(low, bytes2, idx[c], more2)
                                    : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes2);
+        if (weighed) {
+          const VF first = hn::ConvertTo(df, hn::Vec<DI>{picked});
+          const VF next = hn::ConvertTo(df, hn::Vec<DI>{_mm512_madd_epi16(second, ones)});
+          hn::StoreU(hn::MulAdd(first, w1, hn::MulAdd(next, w2, off)), df, out[c] + o);
+          continue;
+        }
         picked = _mm512_add_epi32(picked, _mm512_madd_epi16(second, ones));
       }
       const hn::Vec<DI> level{picked};
@@ -597,28 +609,43 @@ HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
 // its byte and the byte one sample (`step` bytes) on, both in its element
 // (`row` starts at the first output's first sample), level x 32767 + offset
 // as the picks': the sum of the two x 16383.5, exact in float.
-template <int C, int G, bool kRaw, bool kPair = false>
+// kTwo (pairs only): the pairs of row2 too, the two rows' means weighed by
+// weights[0] and weights[1] (bilinear's two rows down, PermutePicks' weights).
+template <int C, int G, bool kRaw, bool kPair = false, bool kTwo = false>
 void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
-               const int (&channel)[C], float* const (&out)[C], std::int32_t offset, int step = 0) {
+               const int (&channel)[C], float* const (&out)[C], std::int32_t offset, int step = 0,
+               const std::uint8_t* row2 = nullptr, const float* weights = nullptr) {
+  static_assert(!kTwo || (kPair && !kRaw), "two rows are weighed pairs");
   std::int64_t o = 0;
   const float unit = kPair ? 16383.5f : 32767.f;
+  const float u1 = kTwo ? unit * weights[0] : unit, u2 = kTwo ? unit * weights[1] : 0.f;
 #if HWY_TARGET != HWY_SCALAR
   const DBox32 d32;
   const DF df;
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
   const VF one = hn::Set(df, unit), off = hn::Set(df, static_cast<float>(offset));
+  const VF w1 = hn::Set(df, u1), w2 = hn::Set(df, u2);
   int shift[C], shift2[C];
   for (int c = 0; c < C; ++c) {
     shift[c] = 8 * channel[c];
     shift2[c] = 8 * (channel[c] + step);
   }
-  // Outputs [o, o + lanes) from their elements at p.
-  auto vector = [&](const std::uint8_t* p) {
+  // Outputs [o, o + lanes) from their elements at p (and p2: kTwo).
+  auto vector = [&](const std::uint8_t* p, const std::uint8_t* p2) {
     const hn::Vec<DBox32> v = PickLoad<G>(p);
+    hn::Vec<DBox32> v2;
+    if constexpr (kTwo) v2 = PickLoad<G>(p2);
     for (int c = 0; c < C; ++c) {
       auto level = PickChannel<G>(v, shift[c]);
       if constexpr (kPair) {
         level = hn::Add(level, PickChannel<G>(v, shift2[c]));  // G >= 2: masked
+      }
+      if constexpr (kTwo) {
+        const auto level2 = hn::Add(PickChannel<G>(v2, shift[c]), PickChannel<G>(v2, shift2[c]));
+        const VF first = hn::ConvertTo(df, hn::BitCast(DI(), level));
+        const VF next = hn::ConvertTo(df, hn::BitCast(DI(), level2));
+        hn::StoreU(hn::MulAdd(first, w1, hn::MulAdd(next, w2, off)), df, out[c] + o);
+        continue;
       }
       if constexpr (kRaw) {
         hn::StoreU(hn::BitCast(df, level), df, out[c] + o);
@@ -629,14 +656,17 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
     }
   };
   for (; o + lanes <= count && (o + lanes) * G <= avail; o += lanes)
-    vector(row + o * G);
+    vector(row + o * G, kTwo ? row2 + o * G : nullptr);
   // The last outputs (a vector at most: picks that start mid-group end a
   // few bytes short of whole elements) from a copy of their bytes; the rows
   // written are padded to whole vectors.
   if (o < count && count - o <= lanes) {
     HWY_ALIGN std::uint8_t last[hn::MaxLanes(DBox32()) * 12] = {};
-    std::memcpy(last, row + o * G, static_cast<std::size_t>(std::min(avail, count * G) - o * G));
-    vector(last);
+    HWY_ALIGN std::uint8_t last2[kTwo ? hn::MaxLanes(DBox32()) * 12 : 1] = {};
+    const auto n = static_cast<std::size_t>(std::min(avail, count * G) - o * G);
+    std::memcpy(last, row + o * G, n);
+    if constexpr (kTwo) std::memcpy(last2, row2 + o * G, n);
+    vector(last, last2);
     o = count;
   }
 #else
@@ -647,6 +677,11 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
       const std::int32_t level = row[o * G + channel[c]];
       if constexpr (kRaw) {
         std::memcpy(out[c] + o, &level, sizeof level);
+      } else if constexpr (kTwo) {
+        const std::int32_t first = level + row[o * G + channel[c] + step];
+        const std::int32_t next = row2[o * G + channel[c]] + row2[o * G + channel[c] + step];
+        out[c][o] = static_cast<float>(first) * u1 +
+                    (static_cast<float>(next) * u2 + static_cast<float>(offset));
       } else if constexpr (kPair) {
         const std::int32_t second = row[o * G + channel[c] + step];
         out[c][o] = static_cast<float>(level + second) * unit + static_cast<float>(offset);
@@ -721,6 +756,40 @@ HWY_INLINE void PairPermutes6(const std::uint8_t* row0, const std::uint8_t* row1
   PermutePicks<1>(row0, avail, 96, base, {0}, count, {out}, false, offset, 1, row1);
 }
 #endif
+
+// Bilinear's pairs (an even ratio across, g = 2, 4, 6 or 12 bytes an output)
+// of two rows of any weights down (weights[0], weights[1], adding up to 1):
+// out = the two rows' pair means weighed, x 32767, plus offset: the row the
+// final pass would have summed from the two rows' own, in one pass.
+template <int C>
+void PickPairsTwoRows(const std::uint8_t* row0, const std::uint8_t* row1, std::int64_t avail, int k,
+                      int step, std::int64_t count, const int (&channel)[C], float* const (&out)[C],
+                      std::int32_t offset, const float* weights) {
+  const int g = k * step;
+#if HWY_TARGET == HWY_AVX3_DL
+  if (g == 6) {
+    const __m512i base =
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                           _mm512_set1_epi32(6));
+    PermutePicks<C>(row0, avail, 96, base, channel, count, out, false, offset, step, row1, weights);
+    return;
+  }
+#endif
+  switch (g) {
+    case 2:
+      return XPickRowG<C, 2, false, true, true>(row0, avail, count, channel, out, offset, step,
+                                                row1, weights);
+    case 4:
+      return XPickRowG<C, 4, false, true, true>(row0, avail, count, channel, out, offset, step,
+                                                row1, weights);
+    case 6:
+      return XPickRowG<C, 6, false, true, true>(row0, avail, count, channel, out, offset, step,
+                                                row1, weights);
+    default:
+      return XPickRowG<C, 12, false, true, true>(row0, avail, count, channel, out, offset, step,
+                                                 row1, weights);
+  }
+}
 
 // Rows of the blocks path for area whose horizontal axis is an exact box (k
 // samples a step apart per output) while its vertical one is not: the n
