@@ -162,6 +162,12 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // luma 12x, planar chroma 6x
     {PixelFormat::NV12, 1282, 720, 641, 600, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // luma 2x, chroma 1x (picks)
+    // The same pairs at 2 or more rows down (no row serves two output rows):
+    // both rows' pairs weighed in one pass, tails.
+    {PixelFormat::NV12, 1926, 1085, 321, 317, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F16},  // luma 6x across, 3.4x down
+    {PixelFormat::I420, 1284, 723, 321, 301, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // luma 4x across, 2.4x down
     // Nearest at integer ratios across: picks without tables, tails.
     {PixelFormat::NV12, 1926, 1083, 321, 200, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 6 (UV pairs 3 apart)
