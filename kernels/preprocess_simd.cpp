@@ -26,6 +26,7 @@
 #endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/preprocess_simd.cpp"
+#include <hwy/aligned_allocator.h>
 #include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
@@ -99,6 +100,12 @@ struct Scratch {
   std::vector<float> luma_sums;         // ... resampled: low bytes, then high bytes
   std::vector<float> chroma_sums;       // U low, V low, U high, V high
   RowTaps luma_taps, u_taps, v_taps;    // the rows FinishRow sums
+  // Bilinear's two rows down weighed into one as they are resampled (luma,
+  // U, V; `fused_width` floats each), where no row serves two output rows.
+  // Highway's aligned allocation: the same rows in `luma` above measured
+  // 1.2x the time in one geometry (1080p NV12 -> 416) and 0.8x in another.
+  hwy::AlignedFreeUniquePtr<float[]> fused;
+  std::int64_t fused_width = 0;
 };
 
 inline void grow(std::vector<float>& v, std::int64_t n) {
@@ -426,6 +433,11 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     s.sums.assign(static_cast<std::size_t>(job.luma_x->source + 64), 0);  // rows summed first
   }
   const bool blocks = UseBlocks(job);
+  if (blocks && s.fused_width < job.luma_x->stride + 64) {
+    s.fused_width = (job.luma_x->stride + 64 + 15) / 16 * 16;
+    s.fused = hwy::AllocateAligned<float>(static_cast<std::size_t>(3 * s.fused_width));
+    std::fill_n(s.fused.get(), 3 * s.fused_width, 0.f);
+  }
   if (blocks) {
     s.luma_rows.reset(job.luma_y->taps + 1, job.luma_x->stride);
     s.chroma_rows.reset(job.chroma_y->taps + 1, 2 * job.chroma_x->stride);

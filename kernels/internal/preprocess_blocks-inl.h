@@ -94,10 +94,14 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
 // bases, shuffles and weights (1080p -> 512 letterboxed bilinear: 0.111 ->
 // 0.104 ms; 720p -> 416 letterboxed: 5%; same-session A/B).
 // The 16-byte blocks or a gather only: the caller takes the permutes.
+// `row_weights` (R = 2, not raw): the two rows' sums weighed by
+// row_weights[0] and [1] (adding up to 1) into out[c] alone (bilinear's two
+// rows down).
 template <int C, int R>
 void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* rows,
                           const int (&channel)[C], float* const* out,
-                          const std::int32_t (&offset)[C], bool raw) {
+                          const std::int32_t (&offset)[C], bool raw,
+                          const float* row_weights = nullptr) {
   const DF df;
   const DI di;
   const DB db;
@@ -109,6 +113,9 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
   // multiply: the shuffle leaves each sample alone in its 32-bit lane, kept
   // as it is (raw) or converted, times 32767, offset added.
   const VF one = hn::Set(df, static_cast<float>(kOne));
+  const bool weighed = R == 2 && row_weights != nullptr;
+  const VF w_first = hn::Set(df, weighed ? row_weights[0] : 0.f);
+  const VF w_next = hn::Set(df, weighed ? row_weights[1] : 0.f);
   auto run = [&](auto gather, auto one_pass, auto pick) {
     // Everything the loop reads but its stores, in locals: the stores (which
     // may alias anything) would make the compiler load them again per vector.
@@ -178,6 +185,16 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
             acc0[k][c] = hn::ReorderWidenMulAccumulate(di, pairs, w, acc0[k][c], acc1[k][c]);
 #endif
           }
+        }
+      }
+      if constexpr (R == 2) {
+        if (weighed) {
+          for (int c = 0; c < C; ++c) {
+            const VF first = hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[0][c], acc1[0][c]));
+            const VF next = hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[1][c], acc1[1][c]));
+            hn::StoreU(hn::MulAdd(first, w_first, hn::Mul(next, w_next)), df, dst[0][c] + o);
+          }
+          continue;
         }
       }
       for (int k = 0; k < R; ++k) {
@@ -429,6 +446,18 @@ HWY_INLINE bool TakesPicks(int k, int step, bool pair) {
 #endif
 }
 
+// Whether bilinear's output row r reads two source rows that no other
+// output row reads (2 or more rows down: the cache would buy nothing), both
+// of non-zero weight: then its rows are resampled and weighed into one row
+// in one pass, and w holds their weights (first, first + 1).
+bool TwoRowsWeighed(const ResampleAxis& ay, std::int64_t r, float (&w)[2]) {
+  if (ay.taps != 2 || 2 * ay.count > ay.source) return false;
+  const auto at = static_cast<std::size_t>(r);
+  w[0] = ay.weight[at];
+  w[1] = ay.weight[static_cast<std::size_t>(ay.stride) + at];
+  return w[0] != 0.f && w[1] != 0.f;
+}
+
 void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float scale) {
   const ResampleAxis& ax = *job.luma_x;
   const std::int32_t offset = job.nearest ? 0 : -job.yuv->y_offset * kOne;
@@ -554,27 +583,43 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   // against 0.129-0.148 (I420); 1080p -> 320 0.163-0.169 against 0.178-0.195
   // (NV12), 0.154 against 0.164-0.193 (I420). 4K -> 640 0.88 of the time,
   // AVX2 0.93 (in-process A/B).
-  if (picks && job.luma_x_pair) {
-    const ResampleAxis& ay = *job.luma_y;
-    if (ay.taps == 2 && 2 * ay.count <= ay.source) {
-      const auto at = static_cast<std::size_t>(r);
-      const float w[2] = {ay.weight[at], ay.weight[static_cast<std::size_t>(ay.stride) + at]};
-      if (w[0] != 0.f && w[1] != 0.f) {
-        const std::int64_t src = ay.first[at], x0 = ax.first[0];
-        float* row = s.luma.data();
-        PickPairsTwoRows<1>(job.y + src * job.y_stride + x0, job.y + (src + 1) * job.y_stride + x0,
-                            ax.source - x0, job.luma_x_pick, 1, ax.count, {0}, {row}, offset, w);
-        s.luma_taps.n = 1;
-        s.luma_taps.row[0] = row;
-        s.luma_taps.w[0] = scale;
-        return;
-      }
-    }
+  float w[2];
+  if (picks && job.luma_x_pair && TwoRowsWeighed(*job.luma_y, r, w)) {
+    const std::int64_t src = job.luma_y->first[static_cast<std::size_t>(r)], x0 = ax.first[0];
+    float* row = s.fused.get();
+    PickPairsTwoRows<1>(job.y + src * job.y_stride + x0, job.y + (src + 1) * job.y_stride + x0,
+                        ax.source - x0, job.luma_x_pick, 1, ax.count, {0}, {row}, offset, w);
+    s.luma_taps.n = 1;
+    s.luma_taps.row[0] = row;
+    s.luma_taps.w[0] = scale;
+    return;
   }
   if (picks) {
     BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
     return;
   }
+#if HWY_TARGET != HWY_SCALAR
+  // The same with the tables' blocks (1080p -> 416 and 512, square and
+  // letterboxed; 720p -> 416 to 608 letterboxed), chroma too where its rows
+  // are 2 or more down: both rows in one pass of the blocks, as before, now
+  // weighed into one row rather than stored as two. In one process (calls
+  // alternated, caches polluted between them): 1080p I420 -> 416 letterboxed
+  // 0.87, -> 608 letterboxed 0.88, 1080p NV12 -> 416 0.93, 720p and 1080p
+  // into 512 and 416 letterboxed 0.95-0.97. In the table (one build, the path
+  // off and on, two runs each, 24 rows from 720p and 1080p into 416, 512 and
+  // 608): rows at 2x the fastest recipe 6.5 -> 19 of 24.
+  if (!job.nearest && TakesBlocks<1>(ax, {offset}) && TwoRowsWeighed(*job.luma_y, r, w)) {
+    const std::int64_t src = job.luma_y->first[static_cast<std::size_t>(r)];
+    const std::uint8_t* rows[2] = {job.y + src * job.y_stride, job.y + (src + 1) * job.y_stride};
+    float* row = s.fused.get();
+    float* outs[2] = {row, row};
+    HorizontalBlocksRows<1, 2>(ax, rows, {0}, outs, {offset}, false, w);
+    s.luma_taps.n = 1;
+    s.luma_taps.row[0] = row;
+    s.luma_taps.w[0] = scale;
+    return;
+  }
+#endif
   auto fill2 = [&](std::int64_t src0, float* h0, std::int64_t src1, float* h1) {
     HorizontalBlocksPair<1>(ax, job.y + src0 * job.y_stride, job.y + src1 * job.y_stride, {0}, {h0},
                             {h1}, {offset}, job.nearest);
@@ -799,6 +844,34 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
                               {h0 + width}, {h1 + width}, {offset}, raw);
     }
   };
+#if HWY_TARGET != HWY_SCALAR
+  float w[2];
+  if (!raw && TwoRowsWeighed(*job.chroma_y, r, w) &&
+      (job.interleaved_uv ? TakesBlocks<2>(ax, {offset, offset}) : TakesBlocks<1>(ax, {offset}))) {
+    const std::int64_t src = job.chroma_y->first[static_cast<std::size_t>(r)];
+    float* cu = s.fused.get() + s.fused_width;
+    float* cv = cu + s.fused_width;
+    if (job.interleaved_uv) {
+      const std::uint8_t* uv = std::min(job.u, job.v);
+      const std::uint8_t* rows[2] = {uv + src * job.u_stride, uv + (src + 1) * job.u_stride};
+      float* outs[4] = {cu, cv, cu, cv};
+      HorizontalBlocksRows<2, 2>(ax, rows, {u, 1 - u}, outs, {offset, offset}, false, w);
+    } else {
+      const std::uint8_t* urows[2] = {job.u + src * job.u_stride, job.u + (src + 1) * job.u_stride};
+      const std::uint8_t* vrows[2] = {job.v + src * job.v_stride, job.v + (src + 1) * job.v_stride};
+      float* uo[2] = {cu, cu};
+      float* vo[2] = {cv, cv};
+      HorizontalBlocksRows<1, 2>(ax, urows, {0}, uo, {offset}, false, w);
+      HorizontalBlocksRows<1, 2>(ax, vrows, {0}, vo, {offset}, false, w);
+    }
+    s.u_taps.n = s.v_taps.n = 1;
+    s.u_taps.row[0] = cu;
+    s.v_taps.row[0] = cv;
+    s.u_taps.w[0] = s.v_taps.w[0] = scale;
+    s.chroma_row = r;
+    return;
+  }
+#endif
   ChromaTaps(job, s, r, scale, width, sums, min_rows, fill, sum, fill2);
 }
 
