@@ -101,9 +101,8 @@ struct Scratch {
   std::vector<float> chroma_sums;       // U low, V low, U high, V high
   RowTaps luma_taps, u_taps, v_taps;    // the rows FinishRow sums
   // Bilinear's two rows down weighed into one as they are resampled (luma,
-  // U, V; `fused_width` floats each), where no row serves two output rows.
-  // Highway's aligned allocation: the same rows in `luma` above measured
-  // 1.2x the time in one geometry (1080p NV12 -> 416) and 0.8x in another.
+  // U, V; `fused_width` floats each, vector-aligned), where no row serves
+  // two output rows.
   hwy::AlignedFreeUniquePtr<float[]> fused;
   std::int64_t fused_width = 0;
 };
