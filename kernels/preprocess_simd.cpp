@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -435,6 +436,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   if (blocks && s.fused_width < job.luma_x->stride + 64) {
     s.fused_width = (job.luma_x->stride + 64 + 15) / 16 * 16;
     s.fused = hwy::AllocateAligned<float>(static_cast<std::size_t>(3 * s.fused_width));
+    if (!s.fused) throw std::bad_alloc();  // as the vectors above would
     std::fill_n(s.fused.get(), 3 * s.fused_width, 0.f);
   }
   if (blocks) {

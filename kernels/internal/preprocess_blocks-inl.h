@@ -154,6 +154,17 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
       if constexpr (pick) {
         for (int c = 0; c < C; ++c) {
           const auto idx = hn::LoadU(db, shuffle[c] + b * 16);
+          if constexpr (R == 2) {
+            if (weighed) {  // each row's level x 32767 + offset, the two weighed
+              auto value = [&](int k) {
+                const auto level = hn::BitCast(di, hn::TableLookupBytesOr0(bytes[k], idx));
+                return hn::MulAdd(hn::ConvertTo(df, level), one, start_f[c]);
+              };
+              hn::StoreU(hn::MulAdd(value(0), w_first, hn::Mul(value(1), w_next)), df,
+                         dst[0][c] + o);
+              continue;
+            }
+          }
           for (int k = 0; k < R; ++k) {
             const auto level = hn::BitCast(di, hn::TableLookupBytesOr0(bytes[k], idx));
             if (raw) {

@@ -168,6 +168,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F16},  // luma 6x across, 3.4x down
     {PixelFormat::I420, 1284, 723, 321, 301, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // luma 4x across, 2.4x down
+    {PixelFormat::NV12, 1925, 1083, 385, 200, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // 5x across: each output on a sample (the tables' picks), 5.4x down
     // Nearest at integer ratios across: picks without tables, tails.
     {PixelFormat::NV12, 1926, 1083, 321, 200, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 6 (UV pairs 3 apart)
