@@ -10,8 +10,11 @@
 // private to the call until it returns.
 #pragma once
 
+#include <exception>
+#include <new>
 #include <optional>
 #include <source_location>
+#include <string>
 #include <string_view>
 
 #include "neat/contract/copy_gate.hpp"
@@ -100,7 +103,22 @@ Result<NeatTensor> run_conversion(const NeatTensor& src, NeatTensor dst, const C
   {
     NEAT_ASSIGN_OR_RETURN(Mapping in, src.map(MapMode::Read));
     NEAT_ASSIGN_OR_RETURN(Mapping wr, out.map(MapMode::Write));
-    NEAT_RETURN_IF_ERROR(run_through_gate(request, [&]() -> Status { return kernel(in, wr); }));
+    NEAT_RETURN_IF_ERROR(run_through_gate(request, [&]() -> Status {
+      // A kernel's working buffers (row caches, tables, OpenCV's scratch) grow
+      // on first use; running out of memory there is a typed error, not a throw
+      // out of a function that returns one.
+      try {
+        return kernel(in, wr);
+      } catch (const std::bad_alloc&) {
+        return resource_exhausted(std::string(request.operation) + " of " + src.to_string() +
+                                  ": out of memory for its working buffers (the output, " +
+                                  std::to_string(request.bytes) +
+                                  " bytes, was allocated); free memory or use a smaller output");
+      } catch (const std::exception& e) {
+        return internal_error(std::string(request.operation) + " of " + src.to_string() +
+                              ": the kernel threw: " + e.what());
+      }
+    }));
   }
   return out;
 }

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <opencv2/imgproc.hpp>
+#include <stdexcept>
 
 #include "neat/kernels/cast.hpp"
 #include "neat/kernels/color.hpp"
+#include "neat/kernels/kernel.hpp"
 #include "neat/kernels/layout.hpp"
 #include "neat/kernels/normalize.hpp"
 #include "neat/kernels/preprocess.hpp"
@@ -115,6 +118,40 @@ TEST(Layout, HwcToChwAndBackWithAndWithoutBatch) {
   ASSERT_TRUE(nchw.ok()) << nchw.error().message();
   EXPECT_EQ(nchw->shape(), (Dims{2, 3, 4, 6}));
   EXPECT_EQ(element_bytes(*to_hwc(*nchw)), element_bytes(*view));
+}
+
+// A kernel that runs out of memory for its working buffers (or throws
+// anything else) fails the call with a typed error that names the operation
+// and the frame; nothing escapes a function that returns a Result.
+TEST(Kernel, AThrowingKernelIsATypedError) {
+  auto src = NeatTensor::allocate(DType::U8, {4, 4});
+  ASSERT_TRUE(src.ok());
+  const ConversionSpec spec{ConversionKind::Convert, ConversionReason::Normalize, "preprocess", "",
+                            ""};
+  ConversionOptions options;
+  auto dst = NeatTensor::allocate(DType::F32, {4, 4});
+  ASSERT_TRUE(dst.ok());
+  auto oom =
+      run_conversion(*src, std::move(*dst), spec, options, std::source_location::current(),
+                     [](const Mapping&, const Mapping&) -> Status { throw std::bad_alloc(); });
+  ASSERT_FALSE(oom.ok());
+  EXPECT_EQ(oom.error().code(), ErrorCode::ResourceExhausted);
+  EXPECT_NE(oom.error().message().find("preprocess of"), std::string::npos)
+      << oom.error().message();
+  EXPECT_NE(oom.error().message().find("out of memory"), std::string::npos)
+      << oom.error().message();
+  EXPECT_NE(oom.error().message().find("64 bytes"), std::string::npos) << oom.error().message();
+
+  auto dst2 = NeatTensor::allocate(DType::F32, {4, 4});
+  ASSERT_TRUE(dst2.ok());
+  auto bug = run_conversion(*src, std::move(*dst2), spec, options, std::source_location::current(),
+                            [](const Mapping&, const Mapping&) -> Status {
+                              throw std::runtime_error("row 3 out of range");
+                            });
+  ASSERT_FALSE(bug.ok());
+  EXPECT_EQ(bug.error().code(), ErrorCode::Internal);
+  EXPECT_NE(bug.error().message().find("row 3 out of range"), std::string::npos)
+      << bug.error().message();
 }
 
 TEST(Layout, BadInput) {
