@@ -1,5 +1,7 @@
 #include "neat/kernels/kernel.hpp"
 
+#include <exception>
+#include <mutex>
 #include <opencv2/core/utility.hpp>
 
 namespace neat {
@@ -7,20 +9,33 @@ namespace neat {
 namespace {
 
 // Stripe s of `stripes` covers rows [rows*s/stripes, rows*(s+1)/stripes).
+// What a stripe throws on a pool thread (a scratch buffer that cannot grow)
+// is kept and rethrown on the calling thread, whatever OpenCV's backend does
+// with exceptions, so run_conversion() can turn it into a typed error.
 class Stripes final : public cv::ParallelLoopBody {
  public:
   Stripes(const RowBody& body, std::int64_t rows, int stripes)
       : body_(body), rows_(rows), stripes_(stripes) {}
   void operator()(const cv::Range& r) const override {
-    for (int s = r.start; s < r.end; ++s) {
-      body_.run(rows_ * s / stripes_, rows_ * (s + 1) / stripes_);
+    try {
+      for (int s = r.start; s < r.end; ++s) {
+        body_.run(rows_ * s / stripes_, rows_ * (s + 1) / stripes_);
+      }
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mutex_);  // only on the way out of a failure
+      if (!thrown_) thrown_ = std::current_exception();
     }
+  }
+  void rethrow() const {
+    if (thrown_) std::rethrow_exception(thrown_);
   }
 
  private:
   const RowBody& body_;
   std::int64_t rows_;
   int stripes_;
+  mutable std::mutex mutex_;
+  mutable std::exception_ptr thrown_;
 };
 
 }  // namespace
@@ -34,7 +49,9 @@ void parallel_rows(std::int64_t rows, int threads, const RowBody& body) {
     return;
   }
   const int stripes = static_cast<int>(std::min<std::int64_t>(threads, rows));
-  cv::parallel_for_(cv::Range(0, stripes), Stripes(body, rows, stripes), stripes);
+  const Stripes work(body, rows, stripes);
+  cv::parallel_for_(cv::Range(0, stripes), work, stripes);
+  work.rethrow();
 }
 
 }  // namespace neat

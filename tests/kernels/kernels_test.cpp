@@ -6,6 +6,7 @@
 #include <new>
 #include <opencv2/imgproc.hpp>
 #include <stdexcept>
+#include <vector>
 
 #include "neat/kernels/cast.hpp"
 #include "neat/kernels/color.hpp"
@@ -152,6 +153,28 @@ TEST(Kernel, AThrowingKernelIsATypedError) {
   EXPECT_EQ(bug.error().code(), ErrorCode::Internal);
   EXPECT_NE(bug.error().message().find("row 3 out of range"), std::string::npos)
       << bug.error().message();
+}
+
+// A stripe that throws on a pool thread reaches the caller, whichever
+// stripe it was, and the other stripes still ran.
+TEST(Kernel, AStripeThatThrowsOnAPoolThreadReachesTheCaller) {
+  for (const std::int64_t bad : {std::int64_t{0}, std::int64_t{99}}) {
+    std::vector<int> done(100, 0);
+    bool caught = false;
+    try {
+      parallel_rows(100, 2, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t r = b; r < e; ++r) {
+          if (r == bad) throw std::bad_alloc();
+          done[static_cast<std::size_t>(r)] = 1;
+        }
+      });
+    } catch (const std::bad_alloc&) {
+      caught = true;
+    }
+    EXPECT_TRUE(caught) << "row " << bad;
+    // The stripe without the bad row ran to its end.
+    EXPECT_EQ(done[bad == 0 ? 99 : 0], 1);
+  }
 }
 
 TEST(Layout, BadInput) {
