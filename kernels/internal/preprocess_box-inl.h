@@ -11,36 +11,150 @@
 #endif
 
 // ---- rows of 16-bit sums (also the blocks path's area sums) -------------------
+// Each source row is read front to back, as the hardware prefetchers follow
+// best (the rows all at once, a vector of each in turn, ran about 2x the time
+// of reading the frame once at 4K), up to 8 rows side by side per pass over
+// the sum row (in L1), the passes as even as can be: 12 rows as 6 + 6, 11 as
+// 5 + 6. One pass of up to 8 rows, in place of passes of at most 4 (session
+// 10 found 4 better than 2): 4K -> 320 area 0.89-0.92 of the time, -> 640
+// letterboxed 0.85-0.91, 1080p -> 320 letterboxed 0.93, AVX2 4K -> 320
+// 0.85-0.87 (in-process A/B, session 17). Two passes of 6 in place of three
+// of 4 (4K -> 320 letterboxed, 12 rows) came out even.
+
+#if HWY_TARGET != HWY_SCALAR
+// out = (out if add) + the N rows; if finish, then shifted left by f, plus
+// the partial rows p0 and p1 (where not null) times w0 and w1 (samples x 128,
+// a rounding 15-bit fixed-point multiply).
+template <int N, bool add, bool finish>
+HWY_NOINLINE void SumPass(const std::uint8_t* const* rows, const std::uint8_t* p0,
+                          const std::uint8_t* p1, std::int16_t w0, std::int16_t w1, int f,
+                          std::int64_t bytes, std::uint16_t* out) {
+  // The pointers in locals: read through `rows` they would be loaded again
+  // after every store (the compiler cannot tell the stores miss them).
+  const std::uint8_t* r[N > 0 ? N : 1] = {};
+  for (int i = 0; i < N; ++i)
+    r[i] = rows[i];
+  const hn::ScalableTag<std::int16_t> d16;
+  const hn::Rebind<std::uint8_t, decltype(d16)> d8;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d16));
+  const auto b0 = hn::Set(d16, w0), b1 = hn::Set(d16, w1);
+  auto row = [&](const std::uint8_t* p) {
+    return hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<decltype(d16)>(), hn::LoadU(d8, p)));
+  };
+  auto term = [&](const std::uint8_t* p, hn::Vec<decltype(d16)> b) {
+    return hn::MulFixedPoint15(hn::ShiftLeft<7>(row(p)), b);
+  };
+  auto* o = reinterpret_cast<std::int16_t*>(out);
+  std::int64_t x = 0;
+  for (; x + lanes <= bytes; x += lanes) {
+    auto acc = hn::Zero(d16);
+    if constexpr (add) acc = hn::LoadU(d16, o + x);
+    if constexpr (N >= 2) {
+      acc = hn::Add(acc, hn::Add(row(r[0] + x), row(r[1] + x)));
+    } else if constexpr (N == 1) {
+      acc = hn::Add(acc, row(r[0] + x));
+    }
+    if constexpr (N >= 4)
+      acc = hn::Add(acc, hn::Add(row(r[2] + x), row(r[3] + x)));
+    else if constexpr (N == 3)
+      acc = hn::Add(acc, row(r[2] + x));
+    if constexpr (N >= 6)
+      acc = hn::Add(acc, hn::Add(row(r[4] + x), row(r[5] + x)));
+    else if constexpr (N == 5)
+      acc = hn::Add(acc, row(r[4] + x));
+    if constexpr (N >= 8)
+      acc = hn::Add(acc, hn::Add(row(r[6] + x), row(r[7] + x)));
+    else if constexpr (N == 7)
+      acc = hn::Add(acc, row(r[6] + x));
+    if constexpr (finish) {
+      acc = hn::ShiftLeftSame(acc, f);
+      if (p0 != nullptr) acc = hn::Add(acc, term(p0 + x, b0));
+      if (p1 != nullptr) acc = hn::Add(acc, term(p1 + x, b1));
+    }
+    hn::StoreU(acc, d16, o + x);
+  }
+  for (; x < bytes; ++x) {
+    int acc = add ? out[x] : 0;
+    for (int i = 0; i < N; ++i)
+      acc += r[i][x];
+    if constexpr (finish) {
+      acc <<= f;
+      if (p0 != nullptr) acc += (p0[x] * 128 * w0 + (1 << 14)) >> 15;
+      if (p1 != nullptr) acc += (p1[x] * 128 * w1 + (1 << 14)) >> 15;
+    }
+    out[x] = static_cast<std::uint16_t>(acc);
+  }
+}
+
+// Rows rows[0..n) of the plane (rows null: first, first + 1, ...) summed in
+// passes of at most 8 rows each, as even as can be; the last adds the
+// partial rows (p0, p1: null for none) and shifts by f first.
+HWY_INLINE void SumPasses(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows,
+                          std::int64_t first, int n, const std::uint8_t* p0, const std::uint8_t* p1,
+                          std::int16_t w0, std::int16_t w1, int f, std::int64_t bytes,
+                          std::uint16_t* out) {
+  const int n_part = (p0 != nullptr) + (p1 != nullptr);
+  const int streams = n + n_part, passes = streams > 8 ? (streams + 7) / 8 : 1;
+  int done = 0;
+  for (int pass = 0; pass < passes; ++pass) {
+    const bool last = pass == passes - 1;
+    const int k = last ? n - done : streams * (pass + 1) / passes - streams * pass / passes;
+    const std::uint8_t* q[8];
+    for (int i = 0; i < k; ++i)
+      q[i] = plane + (rows != nullptr ? rows[done + i] : first + done + i) * stride;
+    const bool finish = last && (p0 != nullptr || p1 != nullptr || f != 0);
+    const std::uint8_t* const* r = q;
+    auto run = [&](auto add_tag, auto finish_tag) {
+      constexpr bool kAdd = decltype(add_tag)::value, kFinish = decltype(finish_tag)::value;
+      switch (k) {
+        case 0:
+          return SumPass<0, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        case 1:
+          return SumPass<1, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        case 2:
+          return SumPass<2, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        case 3:
+          return SumPass<3, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        case 4:
+          return SumPass<4, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        case 5:
+          return SumPass<5, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        case 6:
+          return SumPass<6, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        case 7:
+          return SumPass<7, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+        default:
+          return SumPass<8, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
+      }
+    };
+    using T = std::true_type;
+    using F = std::false_type;
+    if (pass == 0) {
+      finish ? run(F(), T()) : run(F(), F());
+    } else {
+      finish ? run(T(), T()) : run(T(), F());
+    }
+    done += k;
+  }
+}
+#endif
 
 // out[x] = the sum over i < n of row rows[i] of the plane at x, x < bytes.
-// Four rows at a time along the whole row (then two), into `out` (in L1):
-// each source row is read front to back, as the hardware prefetchers follow
-// best (the rows all at once, a vector of each in turn, ran about 2x the
-// time of reading the frame once at 4K). Four rather than two streams at a
-// time, and half the passes over `out`: 4K -> 416 area 5-10% less time, 4K
-// -> 320 letterboxed (12 rows) 12-17% (in-process A/B, session 10).
+// Three rows or more in passes of up to 8 (SumPasses); one or two (and on
+// the scalar target, all) two at a time.
 void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows, int n,
              std::int64_t bytes, std::uint16_t* out) {
+#if HWY_TARGET != HWY_SCALAR
+  if (n >= 3) {
+    SumPasses(plane, stride, rows, 0, n, nullptr, nullptr, 0, 0, 0, bytes, out);
+    return;
+  }
+#endif
   const hn::ScalableTag<std::uint16_t> d16;
   const hn::Rebind<std::uint8_t, decltype(d16)> d8;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d16));
   const std::int64_t whole = bytes - bytes % lanes;
-  int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const std::uint8_t* a = plane + rows[i] * stride;
-    const std::uint8_t* b = plane + rows[i + 1] * stride;
-    const std::uint8_t* c = plane + rows[i + 2] * stride;
-    const std::uint8_t* d = plane + rows[i + 3] * stride;
-    for (std::int64_t x = 0; x < whole; x += lanes) {
-      auto acc = hn::Add(hn::Add(hn::PromoteTo(d16, hn::LoadU(d8, a + x)),
-                                 hn::PromoteTo(d16, hn::LoadU(d8, b + x))),
-                         hn::Add(hn::PromoteTo(d16, hn::LoadU(d8, c + x)),
-                                 hn::PromoteTo(d16, hn::LoadU(d8, d + x))));
-      if (i > 0) acc = hn::Add(acc, hn::LoadU(d16, out + x));
-      hn::StoreU(acc, d16, out + x);
-    }
-  }
-  for (; i < n; i += 2) {
+  for (int i = 0; i < n; i += 2) {
     const std::uint8_t* a = plane + rows[i] * stride;
     const std::uint8_t* b = i + 1 < n ? plane + rows[i + 1] * stride : nullptr;
     for (std::int64_t x = 0; x < whole; x += lanes) {
@@ -75,60 +189,29 @@ void SumRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t*
 
 // The plan's sum of `bytes` bytes of each row from `plane`, into out:
 // partial samples x 128 times b, rounded (a 15-bit fixed-point multiply).
-// The full rows before the last four go through SumRows; the last one to
-// four, the shift by f and both partial terms are one pass over `out` (a
-// pass of its own re-read the sum row after SumRows: 4K -> 416 area 10-16%
-// more time on AVX2, 4-6% natively, in-process A/B, session 10). The same
-// integers either way: the full rows' sum is exact in 16 bits before the
-// shift.
+// The full rows, the shift by f and both partial terms in passes of up to 8
+// rows (SumPasses), the partial rows and the shift in the last. The full
+// rows' sum is exact in 16 bits before the shift (the plan's f sees to it),
+// so the split into passes changes no integer.
 void VerticalSumRow(const std::uint8_t* plane, std::int64_t stride, const RowSumPlan& v,
                     std::int64_t bytes, std::uint16_t* out) {
-  const int head = v.n_full > 4 ? v.n_full - 4 : 0, tail = v.n_full - head;
-  if (head > 0) {
-    std::int64_t rows[64];
-    for (int i = 0; i < head; ++i)
-      rows[i] = v.full_first + i;
-    SumRows(plane, stride, rows, head, bytes, out);
-  }
-  const std::uint8_t* r[4] = {};
-  for (int i = 0; i < tail; ++i)
-    r[i] = plane + (v.full_first + head + i) * stride;
   const std::uint8_t* p0 = v.n_part > 0 ? plane + v.part[0] * stride : nullptr;
   const std::uint8_t* p1 = v.n_part > 1 ? plane + v.part[1] * stride : nullptr;
-  std::int64_t x = 0;
 #if HWY_TARGET != HWY_SCALAR
-  const hn::ScalableTag<std::int16_t> d16;
-  const hn::Rebind<std::uint8_t, decltype(d16)> d8;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d16));
-  const auto b0 = hn::Set(d16, v.b[0]), b1 = hn::Set(d16, v.b[1]);
-  auto row = [&](const std::uint8_t* p) {
-    return hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<decltype(d16)>(), hn::LoadU(d8, p)));
-  };
-  auto term = [&](const std::uint8_t* p, hn::Vec<decltype(d16)> b) {
-    return hn::MulFixedPoint15(hn::ShiftLeft<7>(row(p)), b);
-  };
-  auto* o = reinterpret_cast<std::int16_t*>(out);
-  for (; x + lanes <= bytes; x += lanes) {
-    auto acc = head > 0 ? hn::LoadU(d16, o + x) : hn::Zero(d16);
-    if (tail > 0) acc = hn::Add(acc, row(r[0] + x));
-    if (tail > 1) acc = hn::Add(acc, row(r[1] + x));
-    if (tail > 2) acc = hn::Add(acc, row(r[2] + x));
-    if (tail > 3) acc = hn::Add(acc, row(r[3] + x));
-    acc = hn::ShiftLeftSame(acc, v.f);
-    if (p0 != nullptr) acc = hn::Add(acc, term(p0 + x, b0));
-    if (p1 != nullptr) acc = hn::Add(acc, term(p1 + x, b1));
-    hn::StoreU(acc, d16, o + x);
-  }
-#endif
-  for (; x < bytes; ++x) {
-    int acc = head > 0 ? out[x] : 0;
-    for (int i = 0; i < tail; ++i)
-      acc += r[i][x];
+  SumPasses(plane, stride, nullptr, v.full_first, v.n_full, p0, p1, v.b[0], v.b[1], v.f, bytes,
+            out);
+#else
+  const std::uint8_t* first = plane + v.full_first * stride;
+  for (std::int64_t x = 0; x < bytes; ++x) {
+    int acc = 0;
+    for (int i = 0; i < v.n_full; ++i)
+      acc += first[i * stride + x];
     acc <<= v.f;
     if (p0 != nullptr) acc += (p0[x] * 128 * v.b[0] + (1 << 14)) >> 15;
     if (p1 != nullptr) acc += (p1[x] * 128 * v.b[1] + (1 << 14)) >> 15;
     out[x] = static_cast<std::uint16_t>(acc);
   }
+#endif
 }
 
 // ---- the exact-box path -----------------------------------------------------

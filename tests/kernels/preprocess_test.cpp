@@ -384,6 +384,7 @@ TEST(PreprocessAccuracy, ExactBoxesAreThePlainMeanInEveryLayout) {
       {1282, 723, 641, 211, Interpolation::Area, ResizeMode::Stretch, true},   // 2, 3.4 down
       {1924, 1083, 481, 300, Interpolation::Area, ResizeMode::Stretch, true},  // 4, 3.6 down
       {1932, 1083, 161, 100, Interpolation::Area, ResizeMode::Stretch, true},  // 12, 10.8 down
+      {1932, 2163, 161, 233, Interpolation::Area, ResizeMode::Stretch, true},  // 12, 9.3: 2 passes
       {1923, 1081, 641, 601, Interpolation::Area, ResizeMode::Stretch},  // 3 across (chroma 1.5)
       {1923, 1081, 641, 401, Interpolation::Area, ResizeMode::Stretch, true},  // 3, 2.7 down
       {1282, 723, 641, 601, Interpolation::Area, ResizeMode::Stretch},  // 2, 1.2 down: row by row
@@ -524,6 +525,7 @@ TEST(PreprocessAccuracy, AreaAtLargeRatiosTakesEachOutputsManyTaps) {
       {{3843, 723, 100, 20}, ResizeMode::Stretch},    // 38.4x, 36.2x: odd widths, tails
       {{1920, 1080, 96, 96}, ResizeMode::Letterbox},  // 20x both, bars above and below
       {{3840, 2160, 224, 224}, ResizeMode::Stretch},  // 17.1x, 9.6x: UV sums 8.6x
+      {{3840, 2160, 64, 24}, ResizeMode::Stretch},    // 60x, 90x: 90 rows to an output row
   };
   // Coarser sums at 10-36 rows (2^-3 to 2^-0 level) than at 5 (2^-4):
   // measured mean 0.0111 (stripes), 0.0087 (random, 24x24); the contract
