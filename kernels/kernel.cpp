@@ -8,34 +8,38 @@ namespace neat {
 
 namespace {
 
+// What a stripe threw on a pool thread (a scratch buffer that cannot grow):
+// the first exception, kept for the calling thread. It belongs to one
+// parallel_rows() call and lives on its stack.
+struct Thrown {
+  std::mutex mutex;  // only taken on the way out of a failure
+  std::exception_ptr first;
+};
+
 // Stripe s of `stripes` covers rows [rows*s/stripes, rows*(s+1)/stripes).
-// What a stripe throws on a pool thread (a scratch buffer that cannot grow)
-// is kept and rethrown on the calling thread, whatever OpenCV's backend does
-// with exceptions, so run_conversion() can turn it into a typed error.
+// What a stripe throws is kept in `thrown` and rethrown on the calling
+// thread, whatever OpenCV's backend does with exceptions, so run_conversion()
+// can turn it into a typed error.
 class Stripes final : public cv::ParallelLoopBody {
  public:
-  Stripes(const RowBody& body, std::int64_t rows, int stripes)
-      : body_(body), rows_(rows), stripes_(stripes) {}
+  Stripes(const RowBody& body, std::int64_t rows, int stripes, Thrown& thrown)
+      : body_(body), rows_(rows), stripes_(stripes), thrown_(thrown) {}
   void operator()(const cv::Range& r) const override {
     try {
       for (int s = r.start; s < r.end; ++s) {
         body_.run(rows_ * s / stripes_, rows_ * (s + 1) / stripes_);
       }
     } catch (...) {
-      const std::lock_guard<std::mutex> lock(mutex_);  // only on the way out of a failure
-      if (!thrown_) thrown_ = std::current_exception();
+      const std::lock_guard<std::mutex> lock(thrown_.mutex);
+      if (!thrown_.first) thrown_.first = std::current_exception();
     }
-  }
-  void rethrow() const {
-    if (thrown_) std::rethrow_exception(thrown_);
   }
 
  private:
   const RowBody& body_;
   std::int64_t rows_;
   int stripes_;
-  mutable std::mutex mutex_;
-  mutable std::exception_ptr thrown_;
+  Thrown& thrown_;
 };
 
 }  // namespace
@@ -49,9 +53,9 @@ void parallel_rows(std::int64_t rows, int threads, const RowBody& body) {
     return;
   }
   const int stripes = static_cast<int>(std::min<std::int64_t>(threads, rows));
-  const Stripes work(body, rows, stripes);
-  cv::parallel_for_(cv::Range(0, stripes), work, stripes);
-  work.rethrow();
+  Thrown thrown;
+  cv::parallel_for_(cv::Range(0, stripes), Stripes(body, rows, stripes, thrown), stripes);
+  if (thrown.first) std::rethrow_exception(thrown.first);
 }
 
 }  // namespace neat
