@@ -103,37 +103,17 @@ HWY_INLINE void SumPasses(const std::uint8_t* plane, std::int64_t stride, const 
     for (int i = 0; i < k; ++i)
       q[i] = plane + (rows != nullptr ? rows[done + i] : first + done + i) * stride;
     const bool finish = last && (p0 != nullptr || p1 != nullptr || f != 0);
-    const std::uint8_t* const* r = q;
-    auto run = [&](auto add_tag, auto finish_tag) {
-      constexpr bool kAdd = decltype(add_tag)::value, kFinish = decltype(finish_tag)::value;
-      switch (k) {
-        case 0:
-          return SumPass<0, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        case 1:
-          return SumPass<1, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        case 2:
-          return SumPass<2, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        case 3:
-          return SumPass<3, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        case 4:
-          return SumPass<4, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        case 5:
-          return SumPass<5, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        case 6:
-          return SumPass<6, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        case 7:
-          return SumPass<7, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-        default:
-          return SumPass<8, kAdd, kFinish>(r, p0, p1, w0, w1, f, bytes, out);
-      }
-    };
-    using T = std::true_type;
-    using F = std::false_type;
-    if (pass == 0) {
-      finish ? run(F(), T()) : run(F(), F());
-    } else {
-      finish ? run(T(), T()) : run(T(), F());
+    using Pass = void (*)(const std::uint8_t* const*, const std::uint8_t*, const std::uint8_t*,
+                          std::int16_t, std::int16_t, int, std::int64_t, std::uint16_t*);
+    // SumPass<k, add, finish> for k = 0..8, add = pass > 0.
+    static constexpr auto kPasses = []<int... K>(std::integer_sequence<int, K...>) {
+      return std::array<std::array<Pass, 9>, 4>{{{SumPass<K, false, false>...},
+                                                 {SumPass<K, false, true>...},
+                                                 {SumPass<K, true, false>...},
+                                                 {SumPass<K, true, true>...}}};
     }
+    (std::make_integer_sequence<int, 9>());
+    kPasses[2 * (pass > 0) + finish][k](q, p0, p1, w0, w1, f, bytes, out);
     done += k;
   }
 }
