@@ -441,6 +441,92 @@ bool limit_to_avx2(char** argv) {
   return true;
 }
 
+// The goals the table is held to (docs/benchmarks.md): every row at least
+// 2x the fastest recipe on one thread and 1.7x on more; 1080p NV12 -> 640
+// square at 2.5x on one thread, a margin for a noisy machine; ours within
+// 2x of the floor. A miss whose own bound is below the goal ("reachable"
+// under it) is out of reach of any implementation on this machine; one
+// within 15% of its bound has little left to take.
+constexpr double kGoalOneThread = 2.0, kGoalThreads = 1.7, kGoalHeadline = 2.5;
+constexpr double kNearBound = 1.15;
+
+double goal_of(int threads) {
+  return threads == 1 ? kGoalOneThread : kGoalThreads;
+}
+
+struct Measured {
+  std::string source, format, mode, interp;
+  int out = 0, threads = 0;
+  Result r;
+  double speedup() const { return r.best_us / r.ours_us; }
+  double reachable() const { return r.best_us / r.bound_us; }
+  double vs_floor() const { return r.ours_us / r.floor_us; }
+  double vs_bound() const { return r.ours_us / r.bound_us; }
+};
+
+// After the rows: per interpolation and thread count, how many rows meet
+// the goal, how many could (the bound allows it), the misses among those
+// and how close each is to its bound; the headline row against its own goal.
+void print_goals(const std::vector<Measured>& rows) {
+  std::vector<std::pair<std::string, int>> groups;
+  for (const Measured& m : rows) {
+    const std::pair<std::string, int> g{m.interp, m.threads};
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  std::printf(
+      "\nAgainst the goals (%.1fx the fastest recipe on 1 thread, %.1fx on more; reachable: "
+      "the bound allows the goal; near the bound: ours within %.0f%% of it):\n\n",
+      kGoalOneThread, kGoalThreads, (kNearBound - 1.0) * 100.0);
+  std::printf(
+      "| interp | threads | at the goal | reachable | reachable misses | of those near the bound "
+      "| within 2x of the floor | rows that allocate |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::vector<const Measured*> misses;
+  for (const auto& [interp, threads] : groups) {
+    int n = 0, at = 0, reachable = 0, missed = 0, near = 0, floor = 0, allocating = 0;
+    const double goal = goal_of(threads);
+    for (const Measured& m : rows) {
+      if (m.interp != interp || m.threads != threads) continue;
+      ++n;
+      at += m.speedup() >= goal;
+      floor += m.vs_floor() <= 2.0;
+      allocating += m.r.allocs > 0;
+      if (m.reachable() < goal) continue;
+      ++reachable;
+      if (m.speedup() >= goal) continue;
+      ++missed;
+      near += m.vs_bound() <= kNearBound;
+      misses.push_back(&m);
+    }
+    std::printf("| %s | %d | %d/%d at %.1fx | %d | %d | %d | %d | %d |\n", interp.c_str(), threads,
+                at, n, goal, reachable, missed, near, floor, allocating);
+  }
+  if (!misses.empty()) {
+    std::sort(misses.begin(), misses.end(),
+              [](const Measured* a, const Measured* b) { return a->vs_bound() > b->vs_bound(); });
+    std::printf("\nReachable misses, the most room first (ours / the bound):\n\n");
+    for (const Measured* m : misses) {
+      std::printf(
+          "* %s %s -> %d %s, %s, %d thread%s: %.2fx of %.2fx reachable; ours %.2fx the "
+          "bound\n",
+          m->source.c_str(), m->format.c_str(), m->out, m->mode.c_str(), m->interp.c_str(),
+          m->threads, m->threads == 1 ? "" : "s", m->speedup(), m->reachable(), m->vs_bound());
+    }
+  }
+  bool headline = false;
+  for (const Measured& m : rows) {
+    if (m.source != "1080p" || m.format != "nv12" || m.out != 640 || m.mode != "square" ||
+        m.threads != 1) {
+      continue;
+    }
+    if (!headline) std::printf("\n");
+    headline = true;
+    std::printf("1080p nv12 -> 640 square, %s, 1 thread: %.2fx (goal %.1fx): %s\n",
+                m.interp.c_str(), m.speedup(), kGoalHeadline,
+                m.speedup() >= kGoalHeadline ? "met" : "missed");
+  }
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -510,7 +596,7 @@ int main(int argc, char** argv) {
       "| source | format | output | mode | interp | threads | ours ms | fastest recipe "
       "| its ms | speed-up | vs floor | reachable | allocs/call |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  std::map<std::string, neat::NeatTensor> frames;
+  std::vector<Measured> measured;
   for (const std::string& sname : split_list(sources)) {
     const Source* source = nullptr;
     for (const Source& s : kSources)
@@ -550,6 +636,7 @@ int main(int argc, char** argv) {
               const Row row{source, nv12,        std::stoi(size), mode == "letterbox",
                             interp, std::stoi(t)};
               const Result r = measure(row, frame, seconds);
+              measured.push_back({source->name, fmt, mode, in, std::stoi(size), std::stoi(t), r});
               std::printf(
                   "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx | %.2fx | %.2fx | "
                   "%.0f |\n",
@@ -563,5 +650,6 @@ int main(int argc, char** argv) {
       }
     }
   }
+  print_goals(measured);
   return 0;
 }

@@ -4,7 +4,9 @@
 // the host's CPU.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "support/cli.hpp"  // run() starts NEAT_CLI_PATH: here, neat_preprocess_table
 
@@ -55,6 +57,37 @@ TEST(PreprocessTable, ARowPrintsEveryColumn) {
     bars += c == '|';
   EXPECT_EQ(bars, 14) << row;  // 13 columns
   EXPECT_EQ(row.substr(row.size() - 5), "| 0 |") << "allocations per call once warm: " << row;
+}
+
+// The summary after the rows counts the rows against the goals: here one
+// row, so its own speed-up and reachable decide every count.
+TEST(PreprocessTable, TheSummaryCountsTheRowsAgainstTheGoals) {
+  const CliRun r =
+      run("--sources 720p --formats i420 --sizes 32 --modes letterbox --interp area --threads 1 "
+          "--seconds 0.001");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto at = r.out.find("| 720p | i420 | 32 | letterbox | area | 1 |");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::vector<std::string> cells;
+  std::stringstream row(r.out.substr(at + 1, r.out.find('\n', at) - at - 1));
+  for (std::string cell; std::getline(row, cell, '|');)
+    cells.push_back(cell.substr(1, cell.size() - 2));
+  ASSERT_EQ(cells.size(), 13u) << r.out;
+  const double speedup = std::stod(cells[9]), reachable = std::stod(cells[11]);
+  const double vs_floor = std::stod(cells[10]);
+  if (speedup == 2.0 || reachable == 2.0 || vs_floor == 2.0) GTEST_SKIP() << "on a goal, rounded";
+  const bool met = speedup > 2.0, can = reachable > 2.0, missed = can && !met;
+  const std::string summary = "| area | 1 | " + std::string(met ? "1" : "0") + "/1 at 2.0x | " +
+                              (can ? "1" : "0") + " | " + (missed ? "1" : "0") + " | ";
+  EXPECT_NE(r.out.find("Against the goals"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(summary), std::string::npos) << summary << "\n" << r.out;
+  const auto floor_at = r.out.find(" | " + std::string(vs_floor < 2.0 ? "1" : "0") + " | 0 |\n");
+  EXPECT_NE(floor_at, std::string::npos) << "within 2x of the floor, no allocations\n" << r.out;
+  EXPECT_EQ(r.out.find("* 720p i420 -> 32 letterbox, area, 1 thread: ") != std::string::npos,
+            missed)
+      << r.out;
+  // Not the headline row (1080p NV12 -> 640 square): no line for it.
+  EXPECT_EQ(r.out.find("1080p nv12 -> 640 square"), std::string::npos) << r.out;
 }
 
 // --simd avx2: ours, OpenCV and libyuv all on their AVX2 code (OpenCV's
