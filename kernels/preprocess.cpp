@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "neat/kernels/cast.hpp"
+#include "neat/kernels/internal/lease_pool.hpp"
 #include "neat/kernels/internal/preprocess_kernel.hpp"
 #include "neat/kernels/yuv_matrix.hpp"
 
@@ -172,6 +173,7 @@ struct AxisCache {
   const detail::ResampleAxis* get(std::int64_t c, std::int64_t g, int sh, detail::Sampling m,
                                   int st = 1) {
     if (c != count || g != grid || sh != shift || m != sampling || st != step) {
+      count = -1;  // no geometry's until built: a build that throws leaves it so
       detail::build_axis(axis, c, g, sh, m, st);
       box = m == detail::Sampling::Nearest ? 0 : exact_box(axis);
       pick = m == detail::Sampling::Area ? 0 : exact_pick(axis);
@@ -186,14 +188,44 @@ struct AxisCache {
   }
 };
 
+detail::Sampling sampling_of(Interpolation i) {
+  return i == Interpolation::Area      ? detail::Sampling::Area
+         : i == Interpolation::Nearest ? detail::Sampling::Nearest
+                                       : detail::Sampling::Bilinear;
+}
+
+// The axes of one geometry (frame, content box, sampling), and which.
+struct AxisSet {
+  struct Key {
+    std::int64_t width = -1, height = -1, box_width = -1, box_height = -1;
+    detail::Sampling sampling = detail::Sampling::Bilinear;
+    bool interleaved = false;
+    bool operator==(const Key&) const = default;
+  };
+  static Key key_of(const YuvPlanes& s, const PreprocessParams& p, const LetterboxBox& box) {
+    return {s.width,         s.height, box.width, box.height, sampling_of(p.interpolation),
+            s.interleaved_uv};
+  }
+  Key key;
+  AxisCache lx, ly, cx, cy, lsx, csx;
+};
+
+// Axis tables lent per call (detail::LeasePool): a call finds the tables
+// of its geometry if any call made them, whichever thread it ran on, and a
+// thread that alternates two geometries keeps both. Never destroyed, as a
+// call may still run while the process exits.
+detail::LeasePool<AxisSet, 16>& axis_pool() {
+  static auto* pool = new detail::LeasePool<AxisSet, 16>();
+  return *pool;
+}
+
 detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const PreprocessParams& p,
-                               const LetterboxBox& box, std::byte* const* planes) {
-  thread_local AxisCache lx, ly, cx, cy, lsx, csx;
+                               const LetterboxBox& box, std::byte* const* planes, AxisSet& axes) {
+  axes.key = AxisSet::key_of(s, p, box);
+  AxisCache &lx = axes.lx, &ly = axes.ly, &cx = axes.cx, &cy = axes.cy, &lsx = axes.lsx,
+            &csx = axes.csx;
   // Luma on its own grid; chroma on the same grid, one stored sample per two.
-  const detail::Sampling m = p.interpolation == Interpolation::Area ? detail::Sampling::Area
-                             : p.interpolation == Interpolation::Nearest
-                                 ? detail::Sampling::Nearest
-                                 : detail::Sampling::Bilinear;
+  const detail::Sampling m = sampling_of(p.interpolation);
   detail::PreprocessJob j;
   static_cast<YuvPlanes&>(j) = s;
   j.luma_x = lx.get(box.width, s.width, 0, m);
@@ -401,7 +433,9 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
         std::byte* base = out.mutable_data();
         const std::int64_t plane_bytes = p.height * p.width * item;
         std::byte* planes[3] = {base, base + plane_bytes, base + 2 * plane_bytes};
-        detail::PreprocessJob job = make_job(s, k, p, box, planes);
+        const AxisSet::Key key = AxisSet::key_of(s, p, box);
+        const auto axes = axis_pool().take([&](const AxisSet& a) { return a.key == key; });
+        detail::PreprocessJob job = make_job(s, k, p, box, planes, *axes);
         if (job.nearest && !(job.luma_x->blocks && job.chroma_x->blocks)) {
           parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
             nearest_rows(s, k, p, box, planes, r0, r1);

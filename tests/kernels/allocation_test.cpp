@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <new>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "neat/kernels/detections.hpp"
@@ -80,6 +81,32 @@ TEST(SteadyState, PreprocessAllocatesNothingOnceWarm) {
                   0u)
             << to_string(m) << " " << size << " threads " << threads;
       }
+    }
+  }
+}
+
+// A warm geometry allocates nothing on a thread that has not run it before
+// (a worker the thread pool hands a stripe for the first time, a caller's
+// short-lived thread): the engine's scratch rows come from a process-wide
+// pool, warm whichever thread ran them last, not from each thread's own.
+TEST(SteadyState, PreprocessOnAFreshThreadAllocatesNothingOnceWarm) {
+  const NeatTensor frame = testing::random_frame(PixelFormat::I420, 1920, 1080, 7);
+  for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area, Interpolation::Nearest}) {
+    PreprocessParams p;
+    p.interpolation = m;
+    p.resize_mode = ResizeMode::Letterbox;
+    p.width = p.height = 416;
+    for (int i = 0; i < 3; ++i)
+      NEAT_ASSERT_OK(preprocess(frame, p, {.threads = 1}));
+    for (int round = 0; round < 3; ++round) {  // a new thread each round
+      std::uint64_t fresh = 0;
+      std::thread([&] {
+        fresh = allocations_in([&] {
+          auto out = preprocess(frame, p, {.threads = 1});
+          ASSERT_TRUE(out.ok());
+        });
+      }).join();
+      EXPECT_EQ(fresh, 0u) << to_string(m) << ", round " << round;
     }
   }
 }
