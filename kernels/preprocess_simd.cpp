@@ -92,8 +92,9 @@ HWY_INLINE VF TapsAt(const RowTaps& t, std::int64_t x) {
   return acc;
 }
 
-// Scratch rows, reused by each thread across calls. Sized with slack for whole
-// vectors past the end; grown (never shrunk) when a larger frame arrives.
+// Scratch rows, lent per stripe from ScratchPool() (below) and reused across
+// calls. Sized with slack for whole vectors past the end; grown (never
+// shrunk) when a larger frame arrives.
 struct Scratch {
   std::vector<float> vrow, urow, wrow;  // vertical pass (general path): luma, or U and V
   std::vector<float> luma;              // resampled luma, box_w
