@@ -1,6 +1,9 @@
 #include "neat/kernels/preprocess.hpp"
 
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -306,18 +309,11 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.box_w = box.width;
   j.box_h = box.height;
   j.out_dtype = p.out_dtype;
-  static const long l2 = [] {
-    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return v > 0 ? v : 1L << 20;
-  }();
-  static const long l3 = [] {
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    return v > 0 ? v : 8L << 20;
-  }();
+  const detail::StorePlan& plan = detail::host_store_plan();
   const std::int64_t tensor = 3 * p.width * p.height * item_size(p.out_dtype);
-  j.stream = tensor > l2;
+  j.stream = tensor > plan.stream_above;
   const std::int64_t frame = s.y_stride * s.height * 3 / 2;  // 4:2:0
-  j.stream_bars = j.stream && frame + tensor > l3 / 3;
+  j.stream_bars = j.stream && frame + tensor > plan.bars_cached_within;
   for (int c = 0; c < 3; ++c) {
     j.planes[c] = planes[c];
     j.a[c] = k.a[c];
@@ -332,6 +328,35 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
 }
 
 }  // namespace
+
+namespace detail {
+
+StorePlan store_plan(std::int64_t l2, std::int64_t l3, bool socket_wide_l3) {
+  if (l2 <= 0) l2 = std::int64_t{1} << 20;
+  if (l3 <= 0) l3 = std::int64_t{8} << 20;
+  if (socket_wide_l3) return {l2 / 2, 0};
+  return {l2, l3 / 3};
+}
+
+const StorePlan& host_store_plan() {
+  static const StorePlan plan = [] {
+    bool intel = false;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(0, &a, &b, &c, &d) != 0) {
+      char vendor[12];
+      std::memcpy(vendor, &b, 4);
+      std::memcpy(vendor + 4, &d, 4);
+      std::memcpy(vendor + 8, &c, 4);
+      intel = std::memcmp(vendor, "GenuineIntel", 12) == 0;
+    }
+#endif
+    return store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), intel);
+  }();
+  return plan;
+}
+
+}  // namespace detail
 
 const char* preprocess_simd_target() noexcept {
   return detail::preprocess_simd_target();

@@ -202,19 +202,46 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   const YuvToRgb* yuv = nullptr;
   bool nearest = false;
   /// Store the output with streaming (non-temporal) stores: set when it is
-  /// larger than the L2 cache, where it could not stay anyway; writing it then
-  /// skips reading every destination line first (about 30% of the time of a
+  /// larger than StorePlan::stream_above, where it would not be in the
+  /// caches by the time the next call writes it; writing it then skips
+  /// reading every destination line first (about 30% of the time of a
   /// 640x640 F32 tensor when the caches are busy with other work).
   bool stream = false;
   /// The letterbox bars too: set with `stream` unless the frame and the
-  /// tensor together take at most a third of the last-level cache, where
-  /// the bars' lines are likely still cached from the last call on a pooled
-  /// tensor and plain stores to them measured faster (1080p -> 640
-  /// letterboxed on two threads: 0.133 -> 0.092 ms; from 4K, or into 1280,
-  /// 5-20% slower). The fused nearest rows (preprocess_simd.cpp) follow it
-  /// for their pixels too: their stores are most of their time.
+  /// tensor together take at most StorePlan::bars_cached_within, where the
+  /// bars' lines are likely still cached from the last call on a pooled
+  /// tensor. The fused nearest rows (preprocess_simd.cpp) follow it for
+  /// their pixels too: their stores are most of their time.
   bool stream_bars = false;
 };
+
+/// Which stores of an output bypass the caches, by the host's caches.
+/// Measured in one process, calls alternated, with other work taking part
+/// of the caches between calls (as the table's recipes do, and a
+/// pipeline's model between frames):
+/// * AMD Zen 4 (L2 1 MiB; sysconf's L3 is one CCD's 32 MiB, shared by its 8
+///   cores): streamed above the L2; bars through the cache while the frame
+///   and the tensor fit a third of the L3 (1080p -> 640 letterboxed on two
+///   threads: 0.133 -> 0.092 ms; from 4K, or into 1280, 5-20% slower).
+/// * Intel Xeon (L2 2 MiB; sysconf's L3 is the whole socket's, 260 MiB,
+///   shared by every core on it and so by other tenants of a cloud host):
+///   stores through the cache lose from half the L2 up, bars and pixels
+///   alike (one thread, time streamed / cached: 1080p -> 640 letterboxed
+///   bilinear 0.80-0.82, -> 512 0.78-0.82, -> 320 and 416 letterboxed
+///   0.78-0.84, -> 640 nearest 0.78-0.84; 4K -> 640 letterboxed 0.79; two
+///   threads 0.87-0.96). No last-level cache is counted on there.
+struct StorePlan {
+  std::int64_t stream_above = 0;        ///< bytes of tensor
+  std::int64_t bars_cached_within = 0;  ///< bytes of frame and tensor
+};
+
+/// The plan for caches of these sizes in bytes (<= 0: unknown, taken as 1
+/// MiB and 8 MiB), the L3 one socket's cores share whole or not.
+StorePlan store_plan(std::int64_t l2, std::int64_t l3, bool socket_wide_l3);
+
+/// This host's plan: its cache sizes from sysconf, and whether its L3 is
+/// socket-wide (an Intel processor, by CPUID), read once.
+const StorePlan& host_store_plan();
 
 /// Writes output rows [row_begin, row_end). Thread-safe for disjoint rows;
 /// per-thread scratch is reused across calls (no allocation once warm).

@@ -4,6 +4,7 @@
 // contract: allocations after warm-up, threads, bad input.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -281,12 +282,13 @@ TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
   }
 }
 
-// Outputs larger than the L2 cache are stored with streaming stores, the
-// letterbox bars too once the frame and the tensor pass a third of the
-// last-level cache (on a 32 MB L3: the F32 tensors here; the F16 and BF16
-// ones write their bars through the cache): bars of every alignment (odd
-// widths and heights put the bars' first samples anywhere in a vector), in
-// every dtype.
+// Large outputs are stored with streaming stores, the letterbox bars and
+// nearest's pixels too where the host's plan says so (detail::StorePlan:
+// on an Intel host every tensor here; on a 32 MB AMD L3 the F32 ones, the
+// F16 and BF16 ones writing their bars through the cache): bars of every
+// alignment (odd widths and heights put the bars' first samples anywhere in
+// a vector), in every dtype. (Nearest's, against the chain:
+// kernels_test.cpp, NearestLetterboxedEqualsTheChainInItsBoxAndPadsTheBars.)
 TEST(PreprocessAccuracy, LargeLetterboxesStreamTheirBarsInEveryDtype) {
   const NeatTensor wide = frame_of(PixelFormat::NV12, 1280, 720, 21);
   const NeatTensor tall = frame_of(PixelFormat::I420, 480, 1000, 22);
@@ -308,6 +310,39 @@ TEST(PreprocessAccuracy, LargeLetterboxesStreamTheirBarsInEveryDtype) {
       }
     }
   }
+}
+
+// Which stores bypass the caches, by the host's caches: on a CCD's L3 (AMD)
+// the bars of a frame and tensor that fit a third of it go through the
+// cache; on a socket-wide L3 (Intel) nothing is counted on past the L2.
+TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
+  constexpr std::int64_t kMiB = 1 << 20;
+  const std::int64_t frame_1080p = 1920 * 1080 * 3 / 2, tensor_640 = 3 * 640 * 640 * 4,
+                     tensor_320 = 3 * 320 * 320 * 4;
+  const detail::StorePlan amd = detail::store_plan(kMiB, 32 * kMiB, false);
+  EXPECT_EQ(amd.stream_above, kMiB);
+  EXPECT_GT(tensor_640, amd.stream_above);                              // streamed ...
+  EXPECT_LE(frame_1080p + tensor_640, amd.bars_cached_within);          // ... but its bars cached
+  EXPECT_GT(3840 * 2160 * 3 / 2 + tensor_640, amd.bars_cached_within);  // from 4K streamed
+  const detail::StorePlan intel = detail::store_plan(2 * kMiB, 260 * kMiB, true);
+  EXPECT_EQ(intel.stream_above, kMiB);
+  EXPECT_GT(tensor_320, intel.stream_above);
+  EXPECT_EQ(intel.bars_cached_within, 0);  // the bars stream with the pixels
+  const detail::StorePlan unknown = detail::store_plan(-1, 0, false);
+  EXPECT_EQ(unknown.stream_above, kMiB);
+  EXPECT_EQ(unknown.bars_cached_within, 8 * kMiB / 3);
+  // This host's is one of the two, from its own sizes.
+  const detail::StorePlan& host = detail::host_store_plan();
+  EXPECT_EQ(&host, &detail::host_store_plan());  // read once
+  const detail::StorePlan ccd =
+      detail::store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), false);
+  const detail::StorePlan socket =
+      detail::store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), true);
+  const bool is_ccd =
+      host.stream_above == ccd.stream_above && host.bars_cached_within == ccd.bars_cached_within;
+  const bool is_socket = host.stream_above == socket.stream_above &&
+                         host.bars_cached_within == socket.bars_cached_within;
+  EXPECT_TRUE(is_ccd || is_socket) << host.stream_above << " " << host.bars_cached_within;
 }
 
 // Degenerate and extreme geometries: one-pixel frames and outputs, area
