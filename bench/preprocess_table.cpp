@@ -27,6 +27,11 @@
 //               line holds a sample an output reads at these ratios). When
 //               half the fastest recipe's time is below it, 2x that recipe
 //               is out of reach on this machine.
+//   The floor and the bound write the tensor twice over, by plain stores
+//   (glibc's memset) and by streaming stores, and take the faster: which
+//   one wins depends on the host's caches (with memset alone, half the rows
+//   of a run on an Intel Xeon, whose L3 is the whole socket's, beat their
+//   bound).
 #include <hwy/targets.h>
 #include <libyuv/convert_argb.h>
 #include <libyuv/cpu_id.h>
@@ -37,6 +42,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -292,11 +298,12 @@ std::vector<int> needed_rows(int in, int out, neat::Interpolation interp) {
 }
 
 // The bound: the needed rows of every plane read once (as the floor reads),
-// the tensor written once; in bands with the row's threads.
+// the tensor written once (streamed with `stream`); in bands with the row's
+// threads.
 struct Bound {
   Bound(const std::vector<cv::Mat>& src, const neat::LetterboxBox& box, neat::Interpolation interp,
-        std::size_t out_floats, int stripes_)
-      : stripes(stripes_), chw(out_floats) {
+        std::size_t out_floats, int stripes_, bool stream_)
+      : stripes(stripes_), stream(stream_), chw(out_floats) {
     const std::vector<int> luma = needed_rows(src[0].rows, static_cast<int>(box.height), interp);
     for (std::size_t p = 0; p < src.size(); ++p) {
       std::vector<int> rows;
@@ -308,11 +315,13 @@ struct Bound {
     }
   }
   void operator()(const std::vector<cv::Mat>& src) {
-    in_bands(stripes,
-             [&](int s) { neat::bench::read_then_write(src, &plane_rows, s, stripes, chw); });
+    in_bands(stripes, [&](int s) {
+      neat::bench::read_then_write(src, &plane_rows, s, stripes, chw, stream);
+    });
     benchmark::DoNotOptimize(chw.data());
   }
   int stripes;
+  bool stream;
   std::vector<float> chw;
   std::vector<std::vector<int>> plane_rows;
 };
@@ -336,12 +345,18 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
   CvPlanes planes(prm, box, row.nv12);
   CvRgb rgb(prm, box, frame);
   Libyuv yuv(prm, box, row.nv12, row.threads);
-  neat::bench::Floor floor(3 * static_cast<std::size_t>(row.out * row.out), row.threads);
-  Bound bound(src, box, row.interp, 3 * static_cast<std::size_t>(row.out * row.out), row.threads);
+  // The floor and the bound each write the tensor with plain stores and
+  // with streaming stores, and take the faster (which one depends on the host).
+  const auto out_floats = 3 * static_cast<std::size_t>(row.out * row.out);
+  neat::bench::Floor floor(out_floats, row.threads), floor_streamed(out_floats, row.threads, true);
+  Bound bound(src, box, row.interp, out_floats, row.threads, false),
+      bound_streamed(src, box, row.interp, out_floats, row.threads, true);
   const neat::ConversionOptions options{.threads = row.threads};
   std::uint64_t allocs = 0;
-  const std::vector<std::string> names = {"neat",   "cv-planes", "cv-rgb",
-                                          "libyuv", "bound",     "floor"};
+  // neat, the recipes (kRecipes of them), then the bound and the floor,
+  // each plain and streamed.
+  constexpr std::size_t kRecipes = 3;
+  const std::vector<std::string> names = {"neat", "cv-planes", "cv-rgb", "libyuv"};
   const std::vector<std::function<void()>> ways = {
       [&] {
         const std::uint64_t before = neat::bench::allocation_count();
@@ -355,7 +370,9 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
       [&] { rgb(src); },
       [&] { yuv(src); },
       [&] { bound(src); },
-      [&] { floor(src); }};
+      [&] { bound_streamed(src); },
+      [&] { floor(src); },
+      [&] { floor_streamed(src); }};
   const std::size_t n = ways.size();
   for (std::size_t w = 0; w < n; ++w)  // warm: tables, pools, OpenCV's buffers
     for (int i = 0; i < 3; ++i)
@@ -371,10 +388,10 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
   Result r;
   const double it = static_cast<double>(iters);
   r.ours_us = ns[0] / it / 1e3;
-  r.floor_us = ns[n - 1] / it / 1e3;
-  r.bound_us = ns[n - 2] / it / 1e3;
+  r.bound_us = std::min(ns[kRecipes + 1], ns[kRecipes + 2]) / it / 1e3;
+  r.floor_us = std::min(ns[kRecipes + 3], ns[kRecipes + 4]) / it / 1e3;
   r.best_us = 1e300;
-  for (std::size_t w = 1; w + 2 < n; ++w) {
+  for (std::size_t w = 1; w <= kRecipes; ++w) {
     if (ns[w] / it / 1e3 < r.best_us) {
       r.best_us = ns[w] / it / 1e3;
       r.best = names[w];
@@ -449,6 +466,19 @@ bool limit_to_avx2(char** argv) {
 // within 15% of its bound has little left to take.
 constexpr double kGoalOneThread = 2.0, kGoalThreads = 1.7, kGoalHeadline = 2.5;
 constexpr double kNearBound = 1.15;
+
+// Allocations per call as the row prints them: whole counts as they are, a
+// fraction (some calls allocated, most not) with two significant digits, so
+// that a row never reads 0 where the summary counts it as allocating.
+std::string allocs_text(double per_call) {
+  char text[32];
+  if (per_call == std::floor(per_call)) {
+    std::snprintf(text, sizeof text, "%.0f", per_call);
+  } else {
+    std::snprintf(text, sizeof text, "%.2g", per_call);
+  }
+  return text;
+}
 
 double goal_of(int threads) {
   return threads == 1 ? kGoalOneThread : kGoalThreads;
@@ -587,9 +617,11 @@ int main(int argc, char** argv) {
     if (!one_of(v, "--interp", {"bilinear", "area", "nearest"})) return 2;
 
   std::printf(
-      "engine: %s; speed-up = fastest recipe / ours; vs floor = ours / read+write once; "
+      "engine: %s; speed-up = fastest recipe / ours; vs floor = ours / read+write once (the "
+      "faster stores); "
       "reachable = the fastest recipe / the bound (the needed rows read once, the tensor written "
-      "once): the most any implementation could be faster than that recipe\n\nhost: %s%s\n\n",
+      "once, by plain or streaming stores, whichever is faster): the most any implementation could "
+      "be faster than that recipe\n\nhost: %s%s\n\n",
       neat::preprocess_simd_target(), host_summary().c_str(),
       simd == "avx2" ? "; --simd avx2: OpenCV and libyuv without AVX-512 too" : "");
   std::printf(
@@ -639,10 +671,11 @@ int main(int argc, char** argv) {
               measured.push_back({source->name, fmt, mode, in, std::stoi(size), std::stoi(t), r});
               std::printf(
                   "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx | %.2fx | %.2fx | "
-                  "%.0f |\n",
+                  "%s |\n",
                   source->name.c_str(), fmt.c_str(), size.c_str(), mode.c_str(), in.c_str(),
                   t.c_str(), r.ours_us / 1e3, r.best.c_str(), r.best_us / 1e3,
-                  r.best_us / r.ours_us, r.ours_us / r.floor_us, r.best_us / r.bound_us, r.allocs);
+                  r.best_us / r.ours_us, r.ours_us / r.floor_us, r.best_us / r.bound_us,
+                  allocs_text(r.allocs).c_str());
               std::fflush(stdout);
             }
           }
