@@ -1,6 +1,7 @@
 // Soak (CI version): the preprocess pipeline, videotestsrc 1920x1080 NV12 ->
 // fused preprocess -> appsink, for 5,000 frames. Between frame 1,000 and the
-// end: resident memory grows by at most 1 MiB, the process's fd count is
+// end: resident memory grows by at most 1 MiB (and one frame the source's
+// pool may add on a load spike), the process's fd count is
 // constant, and wrapped GStreamer buffers and their mappings stay bounded by
 // what the queues hold; after the run everything returns to the baseline.
 // The 100,000-frame version is a benchmark (BM_Soak_DefaultPipeline).
@@ -84,7 +85,13 @@ TEST(Soak, DefaultPipelineFiveThousandFramesKeepsMemoryFdsAndMappingsFlat) {
       static_cast<long long>(rss_end - rss_warm), static_cast<long long>(kWarm),
       static_cast<long long>(kLate), fds_warm, fds_end, static_cast<long long>(max_live_storages),
       static_cast<long long>(max_live_maps));
-  EXPECT_LE(rss_end - rss_warm, std::int64_t{1} << 20);
+  // 1 MiB, and one source frame: a load spike after warm-up that holds one
+  // frame more than warm-up did grows GStreamer's pool by one buffer, not
+  // a leak (seen under `ctest -j2` on a 2-core machine: +3,117,056 bytes, a
+  // 1080p NV12 frame in whole pages). A leak of 2 KiB a frame or more
+  // still shows over the 3,900 frames measured (7.8 MB).
+  constexpr std::int64_t kFrameBytes = 1920 * 1080 * 3 / 2;
+  EXPECT_LE(rss_end - rss_warm, (std::int64_t{1} << 20) + kFrameBytes);
   EXPECT_EQ(fds_end, fds_warm);
   // Frames in flight: the source's appsink (4) + two edge queues (4 each) + the stages.
   EXPECT_LE(max_live_storages, 16);
