@@ -228,7 +228,7 @@ struct PreprocessJob : YuvPlanes {  // the source planes
 ///   stores through the cache lose from half the L2 up, bars and pixels
 ///   alike (one thread, time streamed / cached: 1080p -> 640 letterboxed
 ///   bilinear 0.80-0.82, -> 512 0.78-0.82, -> 320 and 416 letterboxed
-///   0.78-0.84, -> 640 nearest 0.78-0.84; 4K -> 640 letterboxed 0.79; two
+///   0.74-0.84, -> 640 nearest 0.78-0.84; 4K -> 640 letterboxed 0.79; two
 ///   threads 0.87-0.96). No last-level cache is counted on there.
 struct StorePlan {
   std::int64_t stream_above = 0;        ///< bytes of tensor
