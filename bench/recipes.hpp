@@ -79,9 +79,9 @@ inline void stream_zero(float* p, std::size_t n) {
 // them, or those `plane_rows` lists per plane), then the band's share of the
 // tensor written once: with glibc's memset (plain stores up to its
 // non-temporal threshold, which it sets from the last-level cache) or, with
-// `stream`, streaming stores. Which is faster depends on the host (plain on
-// an AMD CCD's L3 for tensors that stay cached, streaming on an Intel
-// Xeon's socket-wide L3): the floor and the bound take the faster.
+// `stream`, streaming stores. Which is faster depends on the host's caches
+// (on an Intel Xeon with a socket-wide L3, streaming, for most rows): the
+// table's floor and bound take the faster.
 inline void read_then_write(const std::vector<cv::Mat>& src,
                             const std::vector<std::vector<int>>* plane_rows, int s, int stripes,
                             std::vector<float>& chw, bool stream = false) {
