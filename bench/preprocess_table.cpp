@@ -331,7 +331,12 @@ struct Result {
   std::string best;
 };
 
-Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
+// frames: one (every call reads the same frame: it stays in the caches that
+// hold it), or with --fresh enough copies that each call reads the next and
+// none is still cached when its turn comes again (a camera's frames, fresh
+// from memory).
+Result measure(const Row& row, const std::vector<neat::NeatTensor>& frames, double seconds) {
+  const neat::NeatTensor& frame = frames.front();
   cv::setNumThreads(row.threads);
   auto prm = neat::bench::model_params();
   prm.width = prm.height = row.out;
@@ -340,8 +345,15 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
   const neat::LetterboxBox box =
       row.letterbox ? neat::letterbox_box(row.source->width, row.source->height, row.out, row.out)
                     : neat::LetterboxBox{row.out, row.out, 0, 0};
-  auto mapping = *frame.map();
-  const std::vector<cv::Mat> src = plane_mats(mapping, frame);
+  std::vector<neat::Mapping> mappings;
+  std::vector<std::vector<cv::Mat>> sources;
+  for (const neat::NeatTensor& f : frames) {
+    mappings.push_back(*f.map());
+    sources.push_back(plane_mats(mappings.back(), f));
+  }
+  const std::vector<cv::Mat>& src = sources.front();
+  std::size_t call = 0;  // each call takes the next frame
+  auto next = [&] { return call++ % frames.size(); };
   CvPlanes planes(prm, box, row.nv12);
   CvRgb rgb(prm, box, frame);
   Libyuv yuv(prm, box, row.nv12, row.threads);
@@ -361,18 +373,18 @@ Result measure(const Row& row, const neat::NeatTensor& frame, double seconds) {
       [&] {
         const std::uint64_t before = neat::bench::allocation_count();
         {
-          auto out = neat::preprocess(frame, prm, options);
+          auto out = neat::preprocess(frames[next()], prm, options);
           benchmark::DoNotOptimize(out);
         }  // the tensor goes back to the pool
         allocs += neat::bench::allocation_count() - before;
       },
-      [&] { planes(src); },
-      [&] { rgb(src); },
-      [&] { yuv(src); },
-      [&] { bound(src); },
-      [&] { bound_streamed(src); },
-      [&] { floor(src); },
-      [&] { floor_streamed(src); }};
+      [&] { planes(sources[next()]); },
+      [&] { rgb(sources[next()]); },
+      [&] { yuv(sources[next()]); },
+      [&] { bound(sources[next()]); },
+      [&] { bound_streamed(sources[next()]); },
+      [&] { floor(sources[next()]); },
+      [&] { floor_streamed(sources[next()]); }};
   const std::size_t n = ways.size();
   for (std::size_t w = 0; w < n; ++w)  // warm: tables, pools, OpenCV's buffers
     for (int i = 0; i < 3; ++i)
@@ -572,6 +584,7 @@ int main(int argc, char** argv) {
   std::string sources = "720p,1080p,4k", formats = "nv12,i420", sizes = "320,416,512,608,640,1280",
               modes = "square,letterbox", interps = "bilinear,area,nearest", threads = "1,2";
   double seconds = 0.3;
+  bool fresh = false;
   app.add_option("--sources", sources, "720p, 1080p, 4k");
   app.add_option("--formats", formats, "nv12, i420");
   app.add_option("--sizes", sizes, "square output sizes");
@@ -579,6 +592,10 @@ int main(int argc, char** argv) {
   app.add_option("--interp", interps, "bilinear, area, nearest");
   app.add_option("--threads", threads, "1, 2");
   app.add_option("--seconds", seconds, "measuring time per row")->check(CLI::Range(0.001, 3600.0));
+  app.add_flag("--fresh", fresh,
+               "each call reads the next of enough frames (twice the last-level cache) that "
+               "none is cached when it comes round again: frames fresh from memory, as a "
+               "camera's; without it every call reads the same frame");
   std::string simd = "native";
   app.add_option("--simd", simd,
                  "native (the best this CPU runs) or avx2: ours, OpenCV and libyuv all without "
@@ -643,8 +660,17 @@ int main(int argc, char** argv) {
         return 2;
       }
       const bool nv12 = fmt == "nv12";
-      const neat::NeatTensor frame = make_frame(
-          nv12 ? neat::PixelFormat::NV12 : neat::PixelFormat::I420, source->width, source->height);
+      std::vector<neat::NeatTensor> frames = {make_frame(
+          nv12 ? neat::PixelFormat::NV12 : neat::PixelFormat::I420, source->width, source->height)};
+      if (fresh) {
+        const std::int64_t bytes =
+            frames.front().plane_layout(0).row_stride * source->height * 3 / 2;
+        const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        const std::int64_t caches = std::max<std::int64_t>(l3 > 0 ? l3 : 0, 64 << 20);
+        const std::int64_t n = std::max<std::int64_t>(2, 2 * caches / bytes + 1);
+        for (std::int64_t i = 1; i < n; ++i)  // copies of the first: the same content
+          frames.push_back(frames.front().clone().value());
+      }
       for (const std::string& size : split_list(sizes)) {
         for (const std::string& mode : split_list(modes)) {
           // The recipes' 4:2:0 steps (cvtColor, libyuv) need an even content size.
@@ -667,7 +693,7 @@ int main(int argc, char** argv) {
             for (const std::string& t : split_list(threads)) {
               const Row row{source, nv12,        std::stoi(size), mode == "letterbox",
                             interp, std::stoi(t)};
-              const Result r = measure(row, frame, seconds);
+              const Result r = measure(row, frames, seconds);
               measured.push_back({source->name, fmt, mode, in, std::stoi(size), std::stoi(t), r});
               std::printf(
                   "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx | %.2fx | %.2fx | "

@@ -444,14 +444,15 @@ void AddSums(RowTaps& taps, const float* low, const float* high, float weight) {
 // 1080p -> 320 1.02-1.09 of the time, 4K -> 320 1.06-1.13; pairs of 2 or 4
 // bytes per output beat them: 720p -> 320 0.84-0.94, 720p -> 640 0.89-0.94;
 // so do pairs of 6 bytes through one two-register permute (PermutePicks,
-// session 14): 1080p -> 320 0.96-0.97, 4K -> 640 0.88-0.98. On AVX2 the
+// session 14): 1080p -> 320 0.96-0.97, 4K -> 640 0.88-0.98; and pairs of
+// 12 through two (4K -> 320: session 20, see LumaRowBlocks). On AVX2 the
 // other way round: 1080p -> 320 0.73, 4K -> 320 0.68-0.72, 4K -> 640
 // 0.74-0.91; 720p -> 320 1.09-1.14.
 HWY_INLINE bool TakesPicks(int k, int step, bool pair) {
   if (k == 0) return false;
   if (!pair) return true;
 #if HWY_TARGET == HWY_AVX3_DL
-  return k * step <= 4 || k * step == 6;
+  return k * step <= 4 || k * step == 6 || k * step == 12;
 #else
   return k * step >= 6;
 #endif
@@ -461,6 +462,18 @@ HWY_INLINE bool TakesPicks(int k, int step, bool pair) {
 // output row reads (2 or more rows down: the cache would buy nothing), both
 // of non-zero weight: then its rows are resampled and weighed into one row
 // in one pass, and w holds their weights (first, first + 1).
+// How far on (in bytes) output row r + 1's source rows lie from row r's,
+// for prefetching them as row r's are read; 0 for the last row, and where
+// the rows follow on with no row skipped (below 3x down or so: the rows are
+// read in turn, the frame comes in at the rate it is read, and prefetching
+// measured 2-5% slower with the frame in the cache: 1080p -> 640).
+std::ptrdiff_t FreshRowsAhead(const ResampleAxis& ay, std::int64_t r, std::int64_t stride) {
+  if (r + 1 >= ay.count) return 0;
+  const auto at = static_cast<std::size_t>(r);
+  const std::int64_t d = ay.first[at + 1] - ay.first[at];
+  return d > ay.taps ? static_cast<std::ptrdiff_t>(d * stride) : 0;
+}
+
 bool TwoRowsWeighed(const ResampleAxis& ay, std::int64_t r, float (&w)[2]) {
   if (ay.taps != 2 || 2 * ay.count > ay.source) return false;
   const auto at = static_cast<std::size_t>(r);
@@ -513,7 +526,8 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     // Picks k apart (nearest; bilinear at odd ratios, pairs at even ones): no tables.
     if (picks) {
       XPickRow<1>(job.y + src * job.y_stride + ax.first[0], ax.source - ax.first[0],
-                  job.luma_x_pick, 1, ax.count, {0}, {h}, job.nearest, offset, job.luma_x_pair);
+                  job.luma_x_pick, 1, ax.count, {0}, {h}, job.nearest, offset, job.luma_x_pair,
+                  FreshRowsAhead(*job.luma_y, r, job.y_stride));
       return;
     }
     HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
@@ -530,9 +544,15 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   // (PairPermutes6): 1080p NV12 -> 320 letterboxed 0.68-0.73, I420
   // 0.71-0.73, 4K -> 640 letterboxed 0.94. Without VBMI, PairSums takes them
   // as three-way loads of 16-bit elements (AVX2: 0.76-0.89, 0.85-0.89).
-  const bool pairs6 = job.luma_x_pick == 6;
+  // With VBMI, pairs of 12 bytes too (4K -> 320 letterboxed, UV as well: see
+  // ChromaRowBlocks), by two permutes of three registers, in place of the
+  // two rows summed as words across the whole row and the sums resampled:
+  // with the next row prefetched (PermutePicks' ahead), 4K NV12 -> 320
+  // letterboxed 0.84-0.85 of the time, I420 0.81-0.86 (the frame in the
+  // cache), 0.73-0.78 (fresh from memory); in-process A/B, session 20.
+  const bool permutes = job.luma_x_pick == 6 || job.luma_x_pick == 12;
   if (job.luma_sum_x != nullptr && !job.weigh_rows && job.luma_x_pair &&
-      (job.luma_x_pick <= 4 || pairs6)) {
+      (job.luma_x_pick <= 4 || permutes)) {
     auto pairs = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
       const std::int64_t x0 = ax.first[0];
       const std::uint8_t* from[4];  // n = 2 (halves)
@@ -540,8 +560,10 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
         from[t] = job.y + rows[t] * job.y_stride + x0;
       float* low = s.luma_sums.data();
 #if HWY_TARGET == HWY_AVX3_DL
-      if (pairs6 && n == 2) {
-        PairPermutes6(from[0], from[1], ax.source - x0, ax.count, low, n * offset);
+      if (permutes && n == 2) {
+        const std::ptrdiff_t ahead = FreshRowsAhead(*job.luma_y, r, job.y_stride);
+        PairPermutes<1>(from[0], from[1], ax.source - x0, job.luma_x_pick, 1, ax.count, {0}, {low},
+                        n * offset, ahead);
         taps.row[taps.n] = low;
         taps.w[taps.n++] = weight;
         return;
@@ -599,7 +621,8 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     const std::int64_t src = job.luma_y->first[static_cast<std::size_t>(r)], x0 = ax.first[0];
     float* row = s.fused.get();
     PickPairsTwoRows<1>(job.y + src * job.y_stride + x0, job.y + (src + 1) * job.y_stride + x0,
-                        ax.source - x0, job.luma_x_pick, 1, ax.count, {0}, {row}, offset, w);
+                        ax.source - x0, job.luma_x_pick, 1, ax.count, {0}, {row}, offset, w,
+                        FreshRowsAhead(*job.luma_y, r, job.y_stride));
     s.luma_taps.n = 1;
     s.luma_taps.row[0] = row;
     s.luma_taps.w[0] = scale;
@@ -750,12 +773,14 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
       const std::int64_t x0 = ax.first[0];
       if (job.interleaved_uv) {
         XPickRow<2>(std::min(job.u, job.v) + src * job.u_stride + 2 * x0, 2 * (ax.source - x0), k,
-                    2, ax.count, {u, 1 - u}, {h, h + width}, raw, offset, job.chroma_x_pair);
+                    2, ax.count, {u, 1 - u}, {h, h + width}, raw, offset, job.chroma_x_pair,
+                    FreshRowsAhead(*job.chroma_y, r, job.u_stride));
       } else {
         XPickRow<1>(job.u + src * job.u_stride + x0, ax.source - x0, k, 1, ax.count, {0}, {h}, raw,
-                    offset, job.chroma_x_pair);
+                    offset, job.chroma_x_pair, FreshRowsAhead(*job.chroma_y, r, job.u_stride));
         XPickRow<1>(job.v + src * job.v_stride + x0, ax.source - x0, k, 1, ax.count, {0},
-                    {h + width}, raw, offset, job.chroma_x_pair);
+                    {h + width}, raw, offset, job.chroma_x_pair,
+                    FreshRowsAhead(*job.chroma_y, r, job.v_stride));
       }
       return;
     }
@@ -819,16 +844,39 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   // resampled.
   const bool sums = Usable(job.chroma_sum_x, *job.chroma_x);
   // As luma's: bilinear's pairs both ways, 2 or 4 bytes an output, straight
-  // from the bytes (PairSums).
+  // from the bytes (PairSums); with VBMI 6 and 12 too (4K -> 320: I420's 6,
+  // NV12's 12), both rows by the permutes (PairPermutes).
   const int step = job.interleaved_uv ? 2 : 1;
   if (job.chroma_sum_x != nullptr && !job.weigh_rows && job.chroma_x_pair &&
-      job.chroma_x_pick * step <= 4) {
+      (job.chroma_x_pick * step <= 4 ||
+       (HWY_TARGET == HWY_AVX3_DL &&
+        (job.chroma_x_pick * step == 6 || job.chroma_x_pick * step == 12)))) {
     auto pairs = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
       const std::int64_t x0 = ax.first[0];
       const int g = job.chroma_x_pick * step;
       const auto bias = static_cast<float>(2 * n * 128);
       float* low = s.chroma_sums.data();
       const std::uint8_t* from[4];  // n = 2 (halves)
+#if HWY_TARGET == HWY_AVX3_DL
+      if (g > 4 && n == 2) {
+        const std::int32_t off = n * offset;
+        const std::ptrdiff_t ahead = FreshRowsAhead(*job.chroma_y, r, job.u_stride);
+        if (job.interleaved_uv) {
+          const std::uint8_t* uv = std::min(job.u, job.v);
+          PairPermutes<2>(uv + rows[0] * job.u_stride + 2 * x0,
+                          uv + rows[1] * job.u_stride + 2 * x0, 2 * (ax.source - x0), g, 2,
+                          ax.count, {u, 1 - u}, {low, low + width}, off, ahead);
+        } else {
+          PairPermutes<1>(job.u + rows[0] * job.u_stride + x0, job.u + rows[1] * job.u_stride + x0,
+                          ax.source - x0, g, 1, ax.count, {0}, {low}, off, ahead);
+          PairPermutes<1>(job.v + rows[0] * job.v_stride + x0, job.v + rows[1] * job.v_stride + x0,
+                          ax.source - x0, g, 1, ax.count, {0}, {low + width}, off, ahead);
+        }
+        taps.row[taps.n] = low;
+        taps.w[taps.n++] = weight;
+        return;
+      }
+#endif
       if (job.interleaved_uv) {
         for (int t = 0; t < n; ++t)
           from[t] = std::min(job.u, job.v) + rows[t] * job.u_stride + 2 * x0;

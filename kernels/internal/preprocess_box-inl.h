@@ -555,11 +555,19 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 // rows of half weight down: the outputs hold the sum of both rows' means).
 // `weights` (with row2): bilinear's two rows of any weights down, the two
 // rows' means weighed by weights[0] and weights[1] (which add up to 1).
+// span: up to 192 bytes (12 an output): past 128, the lanes whose bytes lie
+// in the third register take them by a second permute (of the second and
+// third). ahead (non-zero): the bytes row + ahead on (and row2 + ahead) are
+// prefetched as these are read, a vector's span at a time: the next output
+// row's source rows, ready when it comes (frames fresh from memory: 4K ->
+// 320 letterboxed 0.73-0.78 of the time, 4K -> 640 0.82-0.85, 1080p -> 320
+// 0.73-0.76; frames in the cache 0.84-0.99, and 1.02-1.05 at 4K -> 640
+// stretched; in-process A/B, session 20, Intel Xeon).
 template <int C>
 void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span, __m512i base,
                   const int (&channel)[C], std::int64_t count, float* const (&out)[C], bool raw,
                   std::int32_t offset, int pair = 0, const std::uint8_t* row2 = nullptr,
-                  const float* weights = nullptr) {
+                  const float* weights = nullptr, std::ptrdiff_t ahead = 0) {
   const DF df;
   const VF one = hn::Set(df, pair != 0 ? 16383.5f : 32767.f),
            off = hn::Set(df, static_cast<float>(offset));
@@ -583,23 +591,60 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
                     : static_cast<__mmask64>((1ull << n) - 1);
   };
   const bool two = span > 64;
+  // Spans of more than 128 bytes (at most 192: 12 bytes an output) take a
+  // third register: the lanes whose last byte lies past the first two take
+  // theirs from the second and third, by a second permute.
+  const bool three = span > 128;
+  __mmask64 near[C], far[C];
+  __m512i idx_far[C];
+  for (int c = 0; c < C; ++c) {
+    near[c] = low;
+    far[c] = 0;
+    idx_far[c] = _mm512_sub_epi8(idx[c], _mm512_set1_epi8(64));
+    if (!three) continue;
+    alignas(64) std::int32_t lane[16];
+    _mm512_store_si512(lane, idx[c]);
+    for (int i = 0; i < 16; ++i) {
+      const int last = pair != 0 ? (lane[i] >> 16) & 0xFF : lane[i] & 0xFF;
+      if (last >= 128) far[c] |= __mmask64{0xF} << (4 * i);
+    }
+    far[c] &= low;
+    near[c] = low & ~far[c];
+  }
+  // Picks of one row: bytes, more, most (its registers from `at`).
+  auto pick = [&](int c, __m512i bytes, __m512i more, __m512i most) {
+    if (three) {
+      return _mm512_or_si512(_mm512_maskz_permutex2var_epi8(near[c], bytes, idx[c], more),
+                             _mm512_maskz_permutex2var_epi8(far[c], more, idx_far[c], most));
+    }
+    return two ? _mm512_maskz_permutex2var_epi8(low, bytes, idx[c], more)
+               : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes);
+  };
   for (std::int64_t o = 0, v = 0; o < count; o += 16, ++v) {
     const std::int64_t left = std::min(avail - v * span, span);
     const std::uint8_t* at = row + v * span;
     const __m512i bytes = _mm512_maskz_loadu_epi8(first(left), at);
     const __m512i more = two ? _mm512_maskz_loadu_epi8(first(left - 64), at + 64) : bytes;
-    __m512i bytes2 = bytes, more2 = more;
+    const __m512i most = three ? _mm512_maskz_loadu_epi8(first(left - 128), at + 128) : more;
+    if (ahead != 0) {
+      for (std::int64_t b = 0; b < span; b += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(at + ahead + b), _MM_HINT_T0);
+        if (row2 != nullptr)
+          _mm_prefetch(reinterpret_cast<const char*>(row2 + v * span + ahead + b), _MM_HINT_T0);
+      }
+    }
+    __m512i bytes2 = bytes, more2 = more, most2 = most;
     if (row2 != nullptr) {
-      bytes2 = _mm512_maskz_loadu_epi8(first(left), row2 + v * span);
-      more2 = two ? _mm512_maskz_loadu_epi8(first(left - 64), row2 + v * span + 64) : bytes2;
+      const std::uint8_t* at2 = row2 + v * span;
+      bytes2 = _mm512_maskz_loadu_epi8(first(left), at2);
+      more2 = two ? _mm512_maskz_loadu_epi8(first(left - 64), at2 + 64) : bytes2;
+      most2 = three ? _mm512_maskz_loadu_epi8(first(left - 128), at2 + 128) : more2;
     }
     for (int c = 0; c < C; ++c) {
-      __m512i picked = two ? _mm512_maskz_permutex2var_epi8(low, bytes, idx[c], more)
-                           : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes);
+      __m512i picked = pick(c, bytes, more, most);
       if (pair != 0) picked = _mm512_madd_epi16(picked, ones);
       if (row2 != nullptr) {
-        const __m512i second = two ? _mm512_maskz_permutex2var_epi8(low, bytes2, idx[c], more2)
-                                   : _mm512_maskz_permutexvar_epi8(low, idx[c], bytes2);
+        const __m512i second = pick(c, bytes2, more2, most2);
         if (weighed) {
           const VF first = hn::ConvertTo(df, hn::Vec<DI>{picked});
           const VF next = hn::ConvertTo(df, hn::Vec<DI>{_mm512_madd_epi16(second, ones)});
@@ -674,10 +719,12 @@ HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
 // as the picks': the sum of the two x 16383.5, exact in float.
 // kTwo (pairs only): the pairs of row2 too, the two rows' means weighed by
 // weights[0] and weights[1] (bilinear's two rows down, PermutePicks' weights).
+// ahead: as PermutePicks' (the next output row's source rows prefetched).
 template <int C, int G, bool kRaw, bool kPair = false, bool kTwo = false>
 void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
                const int (&channel)[C], float* const (&out)[C], std::int32_t offset, int step = 0,
-               const std::uint8_t* row2 = nullptr, const float* weights = nullptr) {
+               const std::uint8_t* row2 = nullptr, const float* weights = nullptr,
+               std::ptrdiff_t ahead = 0) {
   static_assert(!kTwo || (kPair && !kRaw), "two rows are weighed pairs");
   std::int64_t o = 0;
   const float unit = kPair ? 16383.5f : 32767.f;
@@ -695,6 +742,12 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
   }
   // Outputs [o, o + lanes) from their elements at p (and p2: kTwo).
   auto vector = [&](const std::uint8_t* p, const std::uint8_t* p2) {
+    if (ahead != 0) {
+      for (std::int64_t b = 0; b < lanes * G; b += 64) {
+        hwy::Prefetch(p + ahead + b);
+        if constexpr (kTwo) hwy::Prefetch(p2 + ahead + b);
+      }
+    }
     const hn::Vec<DBox32> v = PickLoad<G>(p);
     hn::Vec<DBox32> v2;
     if constexpr (kTwo) v2 = PickLoad<G>(p2);
@@ -724,6 +777,7 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
   // few bytes short of whole elements) from a copy of their bytes; the rows
   // written are padded to whole vectors.
   if (o < count && count - o <= lanes) {
+    ahead = 0;  // the copy below has no rows on
     HWY_ALIGN std::uint8_t last[hn::MaxLanes(DBox32()) * 12] = {};
     HWY_ALIGN std::uint8_t last2[kTwo ? hn::MaxLanes(DBox32()) * 12 : 1] = {};
     const auto n = static_cast<std::size_t>(std::min(avail, count * G) - o * G);
@@ -734,6 +788,7 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
   }
 #else
   (void)avail;  // one output at a time reads no further than its byte
+  (void)ahead;
 #endif
   for (; o < count; ++o) {
     for (int c = 0; c < C; ++c) {
@@ -758,65 +813,81 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
 template <int C>
 void XPickRow(const std::uint8_t* row, std::int64_t avail, int k, int step, std::int64_t count,
               const int (&channel)[C], float* const (&out)[C], bool raw = true,
-              std::int32_t offset = 0, bool pair = false) {
+              std::int32_t offset = 0, bool pair = false, std::ptrdiff_t ahead = 0) {
   const int g = k * step;
 #if HWY_TARGET == HWY_AVX3_DL
   // g 3 and 6 (6: two registers; pairs too, whose g is even) by permutes,
   // measured ahead of the three-way loads: 1080p -> 640 4% of the time;
   // NV12 1080p -> 320 bilinear, whose UV pairs are picked 3 apart, 2-3%; its
-  // luma pairs 3-4% (TakesPicks).
-  if (g == 3 || g == 6) {
+  // luma pairs 3-4% (TakesPicks). Pairs of 12 (three registers: 4K -> 320,
+  // luma and NV12's UV) too, in place of the rows summed as words and the
+  // sums resampled (session 20; see LumaRowBlocks).
+  if (g == 3 || g == 6 || (g == 12 && pair)) {
     const __m512i base =
         _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                            _mm512_set1_epi32(g));
     PermutePicks<C>(row, avail, 16 * g, base, channel, count, out, raw && !pair, offset,
-                    pair ? step : 0);
+                    pair ? step : 0, nullptr, nullptr, ahead);
     return;
   }
 #endif
   if (pair) {  // g: 2, 4, 6 or 12 (k even)
     switch (g) {
       case 2:
-        return XPickRowG<C, 2, false, true>(row, avail, count, channel, out, offset, step);
+        return XPickRowG<C, 2, false, true>(row, avail, count, channel, out, offset, step, nullptr,
+                                            nullptr, ahead);
       case 4:
-        return XPickRowG<C, 4, false, true>(row, avail, count, channel, out, offset, step);
+        return XPickRowG<C, 4, false, true>(row, avail, count, channel, out, offset, step, nullptr,
+                                            nullptr, ahead);
       case 6:
-        return XPickRowG<C, 6, false, true>(row, avail, count, channel, out, offset, step);
+        return XPickRowG<C, 6, false, true>(row, avail, count, channel, out, offset, step, nullptr,
+                                            nullptr, ahead);
       default:
-        return XPickRowG<C, 12, false, true>(row, avail, count, channel, out, offset, step);
+        return XPickRowG<C, 12, false, true>(row, avail, count, channel, out, offset, step, nullptr,
+                                             nullptr, ahead);
     }
   }
   auto with = [&](auto raw_t) {
     constexpr bool kRaw = decltype(raw_t)::value;
     switch (g) {
       case 1:
-        return XPickRowG<C, 1, kRaw>(row, avail, count, channel, out, offset);
+        return XPickRowG<C, 1, kRaw>(row, avail, count, channel, out, offset, 0, nullptr, nullptr,
+                                     ahead);
       case 2:
-        return XPickRowG<C, 2, kRaw>(row, avail, count, channel, out, offset);
+        return XPickRowG<C, 2, kRaw>(row, avail, count, channel, out, offset, 0, nullptr, nullptr,
+                                     ahead);
       case 3:
-        return XPickRowG<C, 3, kRaw>(row, avail, count, channel, out, offset);
+        return XPickRowG<C, 3, kRaw>(row, avail, count, channel, out, offset, 0, nullptr, nullptr,
+                                     ahead);
       case 4:
-        return XPickRowG<C, 4, kRaw>(row, avail, count, channel, out, offset);
+        return XPickRowG<C, 4, kRaw>(row, avail, count, channel, out, offset, 0, nullptr, nullptr,
+                                     ahead);
       case 6:
-        return XPickRowG<C, 6, kRaw>(row, avail, count, channel, out, offset);
+        return XPickRowG<C, 6, kRaw>(row, avail, count, channel, out, offset, 0, nullptr, nullptr,
+                                     ahead);
       default:  // 12 (fits_without_tables)
-        return XPickRowG<C, 12, kRaw>(row, avail, count, channel, out, offset);
+        return XPickRowG<C, 12, kRaw>(row, avail, count, channel, out, offset, 0, nullptr, nullptr,
+                                      ahead);
     }
   };
   raw ? with(std::true_type()) : with(std::false_type());
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
-// Bilinear's pairs of 6 bytes an output (6x across: 1080p -> 320, 4K -> 640)
-// in two rows of half weight down: both rows' pairs taken by the permutes
-// (PermutePicks) and added, in one pass. out: the sum of the two rows' pair
-// means x 32767, plus offset.
-HWY_INLINE void PairPermutes6(const std::uint8_t* row0, const std::uint8_t* row1,
-                              std::int64_t avail, std::int64_t count, float* out,
-                              std::int32_t offset) {
+// Bilinear's pairs of g = 6 or 12 bytes an output (luma 6x across: 1080p ->
+// 320, 4K -> 640; 12x: 4K -> 320; the UV pairs of 4K -> 320, 6x, step 2) in
+// two rows of half weight down: both rows' pairs taken by the permutes
+// (PermutePicks) and added, in one pass. out[c]: the sum of the two rows'
+// pair means of channel[c] x 32767, plus offset. ahead: see PermutePicks.
+template <int C>
+HWY_INLINE void PairPermutes(const std::uint8_t* row0, const std::uint8_t* row1, std::int64_t avail,
+                             int g, int step, std::int64_t count, const int (&channel)[C],
+                             float* const (&out)[C], std::int32_t offset,
+                             std::ptrdiff_t ahead = 0) {
   const __m512i base = _mm512_mullo_epi32(
-      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(6));
-  PermutePicks<1>(row0, avail, 96, base, {0}, count, {out}, false, offset, 1, row1);
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(g));
+  PermutePicks<C>(row0, avail, 16 * g, base, channel, count, out, false, offset, step, row1,
+                  nullptr, ahead);
 }
 #endif
 
@@ -827,30 +898,31 @@ HWY_INLINE void PairPermutes6(const std::uint8_t* row0, const std::uint8_t* row1
 template <int C>
 void PickPairsTwoRows(const std::uint8_t* row0, const std::uint8_t* row1, std::int64_t avail, int k,
                       int step, std::int64_t count, const int (&channel)[C], float* const (&out)[C],
-                      std::int32_t offset, const float* weights) {
+                      std::int32_t offset, const float* weights, std::ptrdiff_t ahead = 0) {
   const int g = k * step;
 #if HWY_TARGET == HWY_AVX3_DL
-  if (g == 6) {
+  if (g == 6 || g == 12) {
     const __m512i base =
         _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                           _mm512_set1_epi32(6));
-    PermutePicks<C>(row0, avail, 96, base, channel, count, out, false, offset, step, row1, weights);
+                           _mm512_set1_epi32(g));
+    PermutePicks<C>(row0, avail, 16 * g, base, channel, count, out, false, offset, step, row1,
+                    weights, ahead);
     return;
   }
 #endif
   switch (g) {
     case 2:
       return XPickRowG<C, 2, false, true, true>(row0, avail, count, channel, out, offset, step,
-                                                row1, weights);
+                                                row1, weights, ahead);
     case 4:
       return XPickRowG<C, 4, false, true, true>(row0, avail, count, channel, out, offset, step,
-                                                row1, weights);
+                                                row1, weights, ahead);
     case 6:
       return XPickRowG<C, 6, false, true, true>(row0, avail, count, channel, out, offset, step,
-                                                row1, weights);
+                                                row1, weights, ahead);
     default:
       return XPickRowG<C, 12, false, true, true>(row0, avail, count, channel, out, offset, step,
-                                                 row1, weights);
+                                                 row1, weights, ahead);
   }
 }
 

@@ -598,6 +598,8 @@ TEST(PreprocessAccuracy, BilinearAtEvenRatiosAcrossIsTheMeanOfEachPair) {
       {3852, 2164, 321, 250},  // 12x, chroma 6x
       {1282, 720, 641, 600},   // 2x, chroma 1x
       {1280, 720, 320, 180},   // 4x both ways, letterboxed below
+      {3840, 2160, 320, 180},  // 12x both ways (chroma 6x), letterboxed: both rows' pairs
+      {3852, 2172, 321, 181},  // the same by permutes of three registers, tails
   };
   for (const Case& c : cases) {
     for (PixelFormat f :
