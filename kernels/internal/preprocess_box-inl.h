@@ -561,7 +561,7 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 // prefetched as these are read, a vector's span at a time: the next output
 // row's source rows, ready when it comes (frames fresh from memory: 4K ->
 // 320 letterboxed 0.73-0.78 of the time, 4K -> 640 0.82-0.85, 1080p -> 320
-// 0.73-0.76; frames in the cache 0.84-0.99, and 1.02-1.05 at 4K -> 640
+// 0.73-0.76; frames in the cache 0.84-0.99, and 1.02-1.08 at 4K -> 640
 // stretched; in-process A/B, session 20, Intel Xeon).
 template <int C>
 void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span, __m512i base,
