@@ -638,9 +638,13 @@ int main(int argc, char** argv) {
       "faster stores); "
       "reachable = the fastest recipe / the bound (the needed rows read once, the tensor written "
       "once, by plain or streaming stores, whichever is faster): the most any implementation could "
-      "be faster than that recipe\n\nhost: %s%s\n\n",
+      "be faster than that recipe\n\nhost: %s%s\n\nframes: %s\n\n",
       neat::preprocess_simd_target(), host_summary().c_str(),
-      simd == "avx2" ? "; --simd avx2: OpenCV and libyuv without AVX-512 too" : "");
+      simd == "avx2" ? "; --simd avx2: OpenCV and libyuv without AVX-512 too" : "",
+      fresh ? "fresh (--fresh): each call reads the next of enough copies, twice the last-level "
+              "cache, that none is cached when it comes round again"
+            : "one, read by every call (it stays in the caches that hold it; --fresh for frames "
+              "from memory)");
   std::printf(
       "| source | format | output | mode | interp | threads | ours ms | fastest recipe "
       "| its ms | speed-up | vs floor | reachable | allocs/call |\n");

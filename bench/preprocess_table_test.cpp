@@ -59,6 +59,25 @@ TEST(PreprocessTable, ARowPrintsEveryColumn) {
   EXPECT_EQ(row.substr(row.size() - 5), "| 0 |") << "allocations per call once warm: " << row;
 }
 
+// --fresh: every call reads the next of many copies of the frame (from
+// memory, as a camera's); the header says which, and the row is whole.
+TEST(PreprocessTable, FreshFramesAreSaidAndMeasured) {
+  const CliRun cached =
+      run("--sources 720p --formats nv12 --sizes 32 --modes square --interp nearest --threads 1 "
+          "--seconds 0.001");
+  ASSERT_EQ(cached.status, 0) << cached.out;
+  EXPECT_NE(cached.out.find("frames: one, read by every call"), std::string::npos) << cached.out;
+  const CliRun r =
+      run("--sources 720p --formats nv12 --sizes 32 --modes square --interp nearest --threads 1 "
+          "--seconds 0.001 --fresh");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("frames: fresh (--fresh)"), std::string::npos) << r.out;
+  const auto at = r.out.find("| 720p | nv12 | 32 | square | nearest | 1 |");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string row = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_EQ(row.substr(row.size() - 5), "| 0 |") << "allocations per call once warm: " << row;
+}
+
 // The summary after the rows counts the rows against the goals: here one
 // row, so its own speed-up and reachable decide every count.
 TEST(PreprocessTable, TheSummaryCountsTheRowsAgainstTheGoals) {
