@@ -458,10 +458,6 @@ HWY_INLINE bool TakesPicks(int k, int step, bool pair) {
 #endif
 }
 
-// Whether bilinear's output row r reads two source rows that no other
-// output row reads (2 or more rows down: the cache would buy nothing), both
-// of non-zero weight: then its rows are resampled and weighed into one row
-// in one pass, and w holds their weights (first, first + 1).
 // How far on (in bytes) output row r + 1's source rows lie from row r's,
 // for prefetching them as row r's are read; 0 for the last row, and where
 // the rows follow on with no row skipped (below 3x down or so: the rows are
@@ -474,6 +470,10 @@ std::ptrdiff_t FreshRowsAhead(const ResampleAxis& ay, std::int64_t r, std::int64
   return d > ay.taps ? static_cast<std::ptrdiff_t>(d * stride) : 0;
 }
 
+// Whether bilinear's output row r reads two source rows that no other
+// output row reads (2 or more rows down: the cache would buy nothing), both
+// of non-zero weight: then its rows are resampled and weighed into one row
+// in one pass, and w holds their weights (first, first + 1).
 bool TwoRowsWeighed(const ResampleAxis& ay, std::int64_t r, float (&w)[2]) {
   if (ay.taps != 2 || 2 * ay.count > ay.source) return false;
   const auto at = static_cast<std::size_t>(r);
@@ -541,7 +541,7 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   // time, I420 0.67-0.70; AVX2 0.74-0.76 and 0.77-0.89 (in-process A/B).
   // With VBMI, pairs of 6 bytes too (1080p -> 320 letterboxed, 4K -> 640
   // letterboxed): both rows' pairs by one pass of the permutes
-  // (PairPermutes6): 1080p NV12 -> 320 letterboxed 0.68-0.73, I420
+  // (PairPermutes): 1080p NV12 -> 320 letterboxed 0.68-0.73, I420
   // 0.71-0.73, 4K -> 640 letterboxed 0.94. Without VBMI, PairSums takes them
   // as three-way loads of 16-bit elements (AVX2: 0.76-0.89, 0.85-0.89).
   // With VBMI, pairs of 12 bytes too (4K -> 320 letterboxed, UV as well: see
