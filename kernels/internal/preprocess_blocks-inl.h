@@ -287,6 +287,45 @@ void HorizontalBlocksPair(const ResampleAxis& ax, const std::uint8_t* row0,
   }
   HorizontalBlocksRows<C, 2>(ax, rows, channel, outs, offset, raw);
 }
+
+// Two rows of one axis weighed into one row, out[c] = row0's sums x w[0] +
+// row1's x w[1] (bilinear's two rows down where no other output row reads
+// them: TwoRowsWeighed), in one pass: by the 16-byte blocks, or with VBMI by
+// the permutes out of windows (their tables and weights loaded once for both
+// rows), which prefetch the next output row's rows (ahead). False where
+// neither takes the axis: the caller resamples the rows one by one.
+template <int C>
+bool HorizontalRowsWeighed(const ResampleAxis& ax, const std::uint8_t* row0,
+                           const std::uint8_t* row1, const int (&channel)[C],
+                           float* const (&out)[C], const std::int32_t (&offset)[C],
+                           const float (&w)[2], std::ptrdiff_t ahead) {
+  if (TakesBlocks<C>(ax, offset)) {
+    const std::uint8_t* rows[2] = {row0, row1};
+    float* outs[2 * C];
+    for (int c = 0; c < C; ++c)
+      outs[c] = outs[C + c] = out[c];
+    HorizontalBlocksRows<C, 2>(ax, rows, channel, outs, offset, false, w);
+    return true;
+  }
+#if HWY_TARGET == HWY_AVX3_DL
+  if (TakesPermutes(ax) && !ax.picks && !HasPatternPicks<C>(ax, offset)) {
+    switch (ax.windows) {
+      case 1:
+        HorizontalPermutesW<C, false, 1>(ax, row0, channel, out, offset, false, row1, w, ahead);
+        break;
+      case 2:
+        HorizontalPermutesW<C, false, 2>(ax, row0, channel, out, offset, false, row1, w, ahead);
+        break;
+      default:
+        HorizontalPermutesW<C, false, 4>(ax, row0, channel, out, offset, false, row1, w, ahead);
+    }
+    return true;
+  }
+#else
+  (void)ahead;
+#endif
+  return false;
+}
 #endif  // HWY_TARGET == HWY_SCALAR
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
@@ -642,16 +681,23 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   // into 512 and 416 letterboxed 0.95-0.97. In the table (one build, the path
   // off and on, two runs each, 24 rows from 720p and 1080p into 416, 512 and
   // 608): rows at 2x the fastest recipe 6.5 -> 19 of 24.
-  if (!job.nearest && TakesBlocks<1>(ax, {offset}) && TwoRowsWeighed(*job.luma_y, r, w)) {
+  // With VBMI, the rows the permutes take (4K -> 416 to 608, which no blocks
+  // fit) the same way, the next row's rows prefetched, in place of each row
+  // resampled into the cache and the two summed by the final pass: 4K NV12
+  // -> 416 0.91 of the time, -> 512 0.85, letterboxed 0.93; I420 -> 416
+  // letterboxed 0.93, -> 608 0.93 (the frame in the cache); 0.77-0.84 fresh
+  // from memory (in-process A/B, session 21).
+  if (!job.nearest && TwoRowsWeighed(*job.luma_y, r, w)) {
     const std::int64_t src = job.luma_y->first[static_cast<std::size_t>(r)];
-    const std::uint8_t* rows[2] = {job.y + src * job.y_stride, job.y + (src + 1) * job.y_stride};
     float* row = s.fused.get();
-    float* outs[2] = {row, row};
-    HorizontalBlocksRows<1, 2>(ax, rows, {0}, outs, {offset}, false, w);
-    s.luma_taps.n = 1;
-    s.luma_taps.row[0] = row;
-    s.luma_taps.w[0] = scale;
-    return;
+    if (HorizontalRowsWeighed<1>(ax, job.y + src * job.y_stride, job.y + (src + 1) * job.y_stride,
+                                 {0}, {row}, {offset}, w,
+                                 FreshRowsAhead(*job.luma_y, r, job.y_stride))) {
+      s.luma_taps.n = 1;
+      s.luma_taps.row[0] = row;
+      s.luma_taps.w[0] = scale;
+      return;
+    }
   }
 #endif
   auto fill2 = [&](std::int64_t src0, float* h0, std::int64_t src1, float* h1) {
@@ -917,24 +963,26 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   };
 #if HWY_TARGET != HWY_SCALAR
   float w[2];
-  if (!raw && TwoRowsWeighed(*job.chroma_y, r, w) &&
-      (job.interleaved_uv ? TakesBlocks<2>(ax, {offset, offset}) : TakesBlocks<1>(ax, {offset}))) {
+  // Both planes' rows weighed in one pass each (LumaRowBlocks' note).
+  auto weighed = [&](float* cu, float* cv) {
     const std::int64_t src = job.chroma_y->first[static_cast<std::size_t>(r)];
-    float* cu = s.fused.get() + s.fused_width;
-    float* cv = cu + s.fused_width;
     if (job.interleaved_uv) {
       const std::uint8_t* uv = std::min(job.u, job.v);
-      const std::uint8_t* rows[2] = {uv + src * job.u_stride, uv + (src + 1) * job.u_stride};
-      float* outs[4] = {cu, cv, cu, cv};
-      HorizontalBlocksRows<2, 2>(ax, rows, {u, 1 - u}, outs, {offset, offset}, false, w);
-    } else {
-      const std::uint8_t* urows[2] = {job.u + src * job.u_stride, job.u + (src + 1) * job.u_stride};
-      const std::uint8_t* vrows[2] = {job.v + src * job.v_stride, job.v + (src + 1) * job.v_stride};
-      float* uo[2] = {cu, cu};
-      float* vo[2] = {cv, cv};
-      HorizontalBlocksRows<1, 2>(ax, urows, {0}, uo, {offset}, false, w);
-      HorizontalBlocksRows<1, 2>(ax, vrows, {0}, vo, {offset}, false, w);
+      return HorizontalRowsWeighed<2>(ax, uv + src * job.u_stride, uv + (src + 1) * job.u_stride,
+                                      {u, 1 - u}, {cu, cv}, {offset, offset}, w,
+                                      FreshRowsAhead(*job.chroma_y, r, job.u_stride));
     }
+    // Both planes or neither: the one axis decides.
+    return HorizontalRowsWeighed<1>(ax, job.u + src * job.u_stride,
+                                    job.u + (src + 1) * job.u_stride, {0}, {cu}, {offset}, w,
+                                    FreshRowsAhead(*job.chroma_y, r, job.u_stride)) &&
+           HorizontalRowsWeighed<1>(ax, job.v + src * job.v_stride,
+                                    job.v + (src + 1) * job.v_stride, {0}, {cv}, {offset}, w,
+                                    FreshRowsAhead(*job.chroma_y, r, job.v_stride));
+  };
+  float* cu = s.fused.get() + s.fused_width;
+  float* cv = cu + s.fused_width;
+  if (!raw && TwoRowsWeighed(*job.chroma_y, r, w) && weighed(cu, cv)) {
     s.u_taps.n = s.v_taps.n = 1;
     s.u_taps.row[0] = cu;
     s.v_taps.row[0] = cv;

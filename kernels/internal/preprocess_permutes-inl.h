@@ -42,9 +42,21 @@ HWY_INLINE hn::Vec<DI> MulAddPairs(hn::Vec<DW> a, hn::Vec<DW> b, hn::Vec<DI> acc
 // (the low byte's channel, `channel`) halved.
 // kWindows: ax.windows, known at compile time so that the windows stay in
 // registers.
+//
+// row2 (bytes, not picks, not raw): a second row of the same axis, its sums
+// weighed by weights[1] and row's by weights[0] into one row (bilinear's two
+// rows down; HorizontalBlocksRows' row_weights). ahead (non-zero): the bytes
+// row + ahead on (and row2 + ahead) are prefetched as these are read, as
+// PermutePicks' ahead, but into the L2 only (T1): here each vector's permutes
+// take long enough that lines fetched a row early are likely gone from the L1
+// (4K -> 416 to 608 with the frame in the cache: T1 0.96-1.00 of T0's time,
+// 0.97-1.02 of no prefetch's; with frames fresh from memory, 0.83-0.96 of no
+// prefetch's; in-process A/B, session 21, Intel Xeon).
 template <int C, bool kWords, int kWindows>
 void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                         float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+                         float* const (&out)[C], const std::int32_t (&offset)[C], bool raw,
+                         const std::uint8_t* row2 = nullptr, const float* weights = nullptr,
+                         std::ptrdiff_t ahead = 0) {
   const DF df;
   const DI di;
   const DW dw;
@@ -74,7 +86,7 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
     byte_table[c] = ax.permute[channel[c]].data();
   }
   const std::int32_t* const window_base = ax.window_base.data();
-  const std::int16_t* const weights = ax.pair_weight.data();
+  const std::int16_t* const pair_weights = ax.pair_weight.data();
   const std::int64_t count = ax.count, block_count = ax.block_count;
   // The tap pairs of vector v, pass p, channel c, from the loaded windows.
   const __m512i low_byte = _mm512_set1_epi16(0x00FF);
@@ -122,17 +134,36 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
   // no test of them runs per vector; one pass fuses its multiply-add and add
   // (1080p -> 416 letterboxed bilinear, whose chroma rows take a third of the
   // time: 0.085 -> 0.078 ms; area 2-3%; same-session A/B).
-  auto run = [&](auto pick_c, auto uv_c, auto one_pass_c) {
+  const bool two = row2 != nullptr && weights != nullptr;
+  const VF w_first = hn::Set(df, two ? weights[0] : 0.f),
+           w_next = hn::Set(df, two ? weights[1] : 0.f);
+  auto run = [&](auto pick_c, auto uv_c, auto one_pass_c, auto two_c) {
     constexpr bool kPick = decltype(pick_c)::value;
     constexpr bool kUv = decltype(uv_c)::value;
     constexpr bool kOnePass = decltype(one_pass_c)::value;
+    constexpr bool kTwo = decltype(two_c)::value;
     const int passes = kOnePass ? 1 : ax.passes;
     for (std::int64_t v = 0; v * 16 < count; ++v) {
-      __m512i lo[4], hi[4];
+      __m512i lo[4], hi[4], lo2[4], hi2[4];
       for (int w = 0; w < windows; ++w) {
         const std::uint8_t* p = row + window_base[4 * v + w];
         lo[w] = _mm512_loadu_si512(p);
         hi[w] = _mm512_loadu_si512(p + 64);
+        if constexpr (kTwo) {
+          const std::uint8_t* p2 = row2 + window_base[4 * v + w];
+          lo2[w] = _mm512_loadu_si512(p2);
+          hi2[w] = _mm512_loadu_si512(p2 + 64);
+        }
+      }
+      if (ahead != 0) {  // this vector's first window to the next one's: each line once
+        const std::int64_t from = window_base[4 * v];
+        const std::int64_t to =
+            (v + 1) * 16 < count ? window_base[4 * v + 4] : window_base[4 * v + windows - 1] + 128;
+        for (std::int64_t b = from; b < to; b += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(row + ahead + b), _MM_HINT_T1);
+          if constexpr (kTwo)
+            _mm_prefetch(reinterpret_cast<const char*>(row2 + ahead + b), _MM_HINT_T1);
+        }
       }
       if constexpr (kPick) {
         for (int c = 0; c < C; ++c) {
@@ -145,34 +176,55 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
         }
         continue;
       }
-      hn::Vec<DI> acc[C];
-      for (int c = 0; c < C; ++c)
-        acc[c] = hn::Set(di, dst_offset[c]);
-      for (int p = 0; p < passes; ++p) {
-        const auto w8 = hn::LoadU(dw, weights + (p * block_count + 4 * v) * 8);
-        if constexpr (kUv) {  // both bytes of each UV pair in one word permute
-          const __m512i words = gather_words(lo, hi, p * vectors + v, 0);
-          acc[0] =
-              MulAddPairs<kOnePass>(hn::Vec<DW>{_mm512_and_si512(words, low_byte)}, w8, acc[0]);
-          acc[1] = MulAddPairs<kOnePass>(hn::Vec<DW>{_mm512_srli_epi16(words, 8)}, w8, acc[1]);
-        } else {
-          for (int c = 0; c < C; ++c) {
-            const hn::Vec<DW> pairs{gather(lo, hi, p * vectors + v, c)};
-            acc[c] = MulAddPairs<kOnePass>(pairs, w8, acc[c]);
+      // The sums of one row's windows, offset included.
+      auto sums = [&](const __m512i* l, const __m512i* h, hn::Vec<DI>* acc) {
+        for (int c = 0; c < C; ++c)
+          acc[c] = hn::Set(di, dst_offset[c]);
+        for (int p = 0; p < passes; ++p) {
+          const auto w8 = hn::LoadU(dw, pair_weights + (p * block_count + 4 * v) * 8);
+          if constexpr (kUv) {  // both bytes of each UV pair in one word permute
+            const __m512i words = gather_words(l, h, p * vectors + v, 0);
+            acc[0] =
+                MulAddPairs<kOnePass>(hn::Vec<DW>{_mm512_and_si512(words, low_byte)}, w8, acc[0]);
+            acc[1] = MulAddPairs<kOnePass>(hn::Vec<DW>{_mm512_srli_epi16(words, 8)}, w8, acc[1]);
+          } else {
+            for (int c = 0; c < C; ++c) {
+              const hn::Vec<DW> pairs{gather(l, h, p * vectors + v, c)};
+              acc[c] = MulAddPairs<kOnePass>(pairs, w8, acc[c]);
+            }
           }
         }
+      };
+      hn::Vec<DI> acc[C];
+      sums(lo, hi, acc);
+      if constexpr (kTwo) {
+        hn::Vec<DI> acc2[C];
+        sums(lo2, hi2, acc2);
+        for (int c = 0; c < C; ++c) {
+          const VF first = hn::ConvertTo(df, acc[c]), next = hn::ConvertTo(df, acc2[c]);
+          hn::StoreU(hn::MulAdd(first, w_first, hn::Mul(next, w_next)), df, dst[c] + 16 * v);
+        }
+      } else {
+        for (int c = 0; c < C; ++c)
+          StoreSums(acc[c], raw, dst[c] + 16 * v);
       }
-      for (int c = 0; c < C; ++c)
-        StoreSums(acc[c], raw, dst[c] + 16 * v);
     }
   };
   using Yes = std::true_type;
   using No = std::false_type;
-  if (pick) return run(Yes(), No(), Yes());
-  if constexpr (C == 2 && !kWords) {
-    if (uv_words) return ax.passes == 1 ? run(No(), Yes(), Yes()) : run(No(), Yes(), No());
+  if (pick) return run(Yes(), No(), Yes(), No());
+  if (two && !kWords && !raw) {
+    if constexpr (C == 2 && !kWords) {
+      if (uv_words)
+        return ax.passes == 1 ? run(No(), Yes(), Yes(), Yes()) : run(No(), Yes(), No(), Yes());
+    }
+    return ax.passes == 1 ? run(No(), No(), Yes(), Yes()) : run(No(), No(), No(), Yes());
   }
-  ax.passes == 1 ? run(No(), No(), Yes()) : run(No(), No(), No());
+  if constexpr (C == 2 && !kWords) {
+    if (uv_words)
+      return ax.passes == 1 ? run(No(), Yes(), Yes(), No()) : run(No(), Yes(), No(), No());
+  }
+  ax.passes == 1 ? run(No(), No(), Yes(), No()) : run(No(), No(), No(), No());
 }
 
 template <int C, bool kWords = false>

@@ -619,6 +619,38 @@ TEST(PreprocessAccuracy, BilinearAtEvenRatiosAcrossIsTheMeanOfEachPair) {
   }
 }
 
+// Bilinear at 2 or more rows down, where no two output rows share a source
+// row, weighs each output row's two rows into one in one pass: the 16-byte
+// blocks (1080p -> 416), or with VBMI the permutes out of windows (4K -> 416
+// to 608, whose rows do not fit the blocks), with the next row's rows
+// prefetched. Each 4:2:0 layout, tails (counts not a whole number of
+// vectors), letterboxed, each engine, against the exact reference.
+TEST(PreprocessAccuracy, BilinearTwoRowsDownAreWeighedInOnePass) {
+  const struct {
+    Case c;
+    ResizeMode mode;
+  } cases[] = {
+      {{3840, 2160, 416, 416}, ResizeMode::Stretch},    // 9.2x across, 5.2x down: two windows
+      {{3840, 2160, 512, 512}, ResizeMode::Letterbox},  // 7.5x both ways, 288 rows
+      {{3840, 2160, 608, 608}, ResizeMode::Stretch},    // 6.3x, 3.6x
+      {{3852, 2172, 421, 409}, ResizeMode::Stretch},    // tails of 5 and 10 outputs (UV)
+      {{1920, 1080, 416, 416}, ResizeMode::Letterbox},  // 4.6x: the blocks
+  };
+  for (const auto& [c, mode] : cases) {
+    for (PixelFormat f :
+         {PixelFormat::NV12, PixelFormat::NV21, PixelFormat::I420, PixelFormat::YV12}) {
+      const NeatTensor frame = frame_of(f, c.sw, c.sh, 31);
+      PreprocessParams p = imagenet(c.ow, c.oh);
+      p.interpolation = Interpolation::Bilinear;
+      p.resize_mode = mode;
+      expect_within_on_each_engine(frame, p, reference(frame, p), 0.02, 0.002,
+                                   std::to_string(c.sw) + "x" + std::to_string(c.sh) + " -> " +
+                                       std::to_string(c.ow) + "x" + std::to_string(c.oh) + " " +
+                                       std::string(to_string(f)));
+    }
+  }
+}
+
 // The frame with each plane in memory of exactly its bytes (rows unpadded,
 // nothing after the last): a read past a plane is a read past its memory.
 NeatTensor exact_planes(const NeatTensor& f) {
