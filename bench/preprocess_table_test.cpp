@@ -15,6 +15,14 @@ namespace {
 using neat::cli_test::CliRun;
 using neat::cli_test::run;
 
+// The line of the table's output that starts with `start`, whole (no line
+// break); empty when there is none.
+std::string line_of(const std::string& out, const std::string& start) {
+  const auto at = out.find(start);
+  if (at == std::string::npos) return {};
+  return out.substr(at, out.find('\n', at) - at);
+}
+
 TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
   const struct {
     const char* args;
@@ -49,9 +57,8 @@ TEST(PreprocessTable, ARowPrintsEveryColumn) {
   // Which machine: the same code ranks differently on different cores.
   EXPECT_NE(r.out.find("host: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(family "), std::string::npos) << r.out;
-  const auto at = r.out.find("| 720p | i420 | 32 | letterbox | area | 1 |");
-  ASSERT_NE(at, std::string::npos) << r.out;
-  const std::string row = r.out.substr(at, r.out.find('\n', at) - at);
+  const std::string row = line_of(r.out, "| 720p | i420 | 32 | letterbox | area | 1 |");
+  ASSERT_FALSE(row.empty()) << r.out;
   int bars = 0;
   for (char c : row)
     bars += c == '|';
@@ -72,9 +79,8 @@ TEST(PreprocessTable, FreshFramesAreSaidAndMeasured) {
           "--seconds 0.001 --fresh");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("frames: fresh (--fresh)"), std::string::npos) << r.out;
-  const auto at = r.out.find("| 720p | nv12 | 32 | square | nearest | 1 |");
-  ASSERT_NE(at, std::string::npos) << r.out;
-  const std::string row = r.out.substr(at, r.out.find('\n', at) - at);
+  const std::string row = line_of(r.out, "| 720p | nv12 | 32 | square | nearest | 1 |");
+  ASSERT_FALSE(row.empty()) << r.out;
   EXPECT_EQ(row.substr(row.size() - 5), "| 0 |") << "allocations per call once warm: " << row;
 }
 
@@ -85,10 +91,10 @@ TEST(PreprocessTable, TheSummaryCountsTheRowsAgainstTheGoals) {
       run("--sources 720p --formats i420 --sizes 32 --modes letterbox --interp area --threads 1 "
           "--seconds 0.001");
   ASSERT_EQ(r.status, 0) << r.out;
-  const auto at = r.out.find("| 720p | i420 | 32 | letterbox | area | 1 |");
-  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = line_of(r.out, "| 720p | i420 | 32 | letterbox | area | 1 |");
+  ASSERT_FALSE(line.empty()) << r.out;
   std::vector<std::string> cells;
-  std::stringstream row(r.out.substr(at + 1, r.out.find('\n', at) - at - 1));
+  std::stringstream row(line.substr(1));
   for (std::string cell; std::getline(row, cell, '|');)
     cells.push_back(cell.substr(1, cell.size() - 2));
   ASSERT_EQ(cells.size(), 13u) << r.out;
