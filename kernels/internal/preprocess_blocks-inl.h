@@ -609,7 +609,8 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
       }
 #endif
       PairSums(from, n, ax.source - x0, job.luma_x_pick, 1, 0, ax.count,
-               static_cast<float>(2 * n * job.yuv->y_offset), kOne / 2.f, low);
+               static_cast<float>(2 * n * job.yuv->y_offset), kOne / 2.f, low,
+               FreshRowsAhead(*job.luma_y, r, job.y_stride));
       taps.row[taps.n] = low;
       taps.w[taps.n++] = weight;
     };
@@ -926,16 +927,19 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
       if (job.interleaved_uv) {
         for (int t = 0; t < n; ++t)
           from[t] = std::min(job.u, job.v) + rows[t] * job.u_stride + 2 * x0;
-        PairSums(from, n, 2 * (ax.source - x0), g, 2, u, ax.count, bias, kOne / 2.f, low);
+        PairSums(from, n, 2 * (ax.source - x0), g, 2, u, ax.count, bias, kOne / 2.f, low,
+                 FreshRowsAhead(*job.chroma_y, r, job.u_stride));  // V reads the same lines
         PairSums(from, n, 2 * (ax.source - x0), g, 2, 1 - u, ax.count, bias, kOne / 2.f,
                  low + width);
       } else {
         for (int t = 0; t < n; ++t)
           from[t] = job.u + rows[t] * job.u_stride + x0;
-        PairSums(from, n, ax.source - x0, g, 1, 0, ax.count, bias, kOne / 2.f, low);
+        PairSums(from, n, ax.source - x0, g, 1, 0, ax.count, bias, kOne / 2.f, low,
+                 FreshRowsAhead(*job.chroma_y, r, job.u_stride));
         for (int t = 0; t < n; ++t)
           from[t] = job.v + rows[t] * job.v_stride + x0;
-        PairSums(from, n, ax.source - x0, g, 1, 0, ax.count, bias, kOne / 2.f, low + width);
+        PairSums(from, n, ax.source - x0, g, 1, 0, ax.count, bias, kOne / 2.f, low + width,
+                 FreshRowsAhead(*job.chroma_y, r, job.v_stride));
       }
       taps.row[taps.n] = low;
       taps.w[taps.n++] = weight;
