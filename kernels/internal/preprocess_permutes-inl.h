@@ -212,17 +212,19 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
   };
   using Yes = std::true_type;
   using No = std::false_type;
-  if (pick) return run(Yes(), No(), Yes(), No());
-  if (two && !kWords && !raw) {
-    if constexpr (C == 2 && !kWords) {
-      if (uv_words)
-        return ax.passes == 1 ? run(No(), Yes(), Yes(), Yes()) : run(No(), Yes(), No(), Yes());
+  if constexpr (!kWords) {  // rows of sums take neither picks, UV words nor two rows
+    if (pick) return run(Yes(), No(), Yes(), No());
+    if (two && !raw) {
+      if constexpr (C == 2) {
+        if (uv_words)
+          return ax.passes == 1 ? run(No(), Yes(), Yes(), Yes()) : run(No(), Yes(), No(), Yes());
+      }
+      return ax.passes == 1 ? run(No(), No(), Yes(), Yes()) : run(No(), No(), No(), Yes());
     }
-    return ax.passes == 1 ? run(No(), No(), Yes(), Yes()) : run(No(), No(), No(), Yes());
-  }
-  if constexpr (C == 2 && !kWords) {
-    if (uv_words)
-      return ax.passes == 1 ? run(No(), Yes(), Yes(), No()) : run(No(), Yes(), No(), No());
+    if constexpr (C == 2) {
+      if (uv_words)
+        return ax.passes == 1 ? run(No(), Yes(), Yes(), No()) : run(No(), Yes(), No(), No());
+    }
   }
   ax.passes == 1 ? run(No(), No(), Yes(), No()) : run(No(), No(), No(), No());
 }
