@@ -567,11 +567,12 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 
 #if HWY_TARGET == HWY_AVX3_DL
 // Picks with AVX-512 VBMI: vector v (outputs [16 v, 16 v + 16)) loads the
-// `span` bytes (at most 128: one register, or two) at row + v span, masked
-// to the `avail` bytes of the row (no read past it), and output i of
-// channel c takes byte base[i] + channel[c] of them (base: one per 32-bit
-// lane) into the low byte of its 32-bit lane: one permute across the one or
-// two registers, no tables. As XPickRow stores: whole levels (raw), else
+// `span` bytes (one, two or three registers; see span below) at row + v
+// span, whole registers while they lie within the `avail` bytes of the row
+// and masked to them after (no read past it), and output i of channel c
+// takes byte base[i] + channel[c] of them (base: one per 32-bit lane) into
+// the low byte of its 32-bit lane: one permute across the registers, no
+// tables. As XPickRow stores: whole levels (raw), else
 // level x 32767 + offset in float; whole vectors (the rows are padded to
 // them). `pair` (bilinear at an even ratio; not raw): each output is the mean
 // of its byte and the byte `pair` on, both taken by the one permute (bytes 0
