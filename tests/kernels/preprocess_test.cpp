@@ -528,6 +528,44 @@ void expect_area_within(const Case& c, ResizeMode mode, double max, double mean)
   }
 }
 
+// Box 2 (luma 2 x 2, chroma 1 x 1: 720p -> 640 letterboxed) sums, converts
+// and stores each vector in one pass (preprocess_simd.cpp, Box2Row): every
+// layout, dtype and engine, rows a whole number of vectors, ending a few
+// samples in (the row's last outputs copied first) or past the first half of
+// a pair of vectors, aligned for streaming stores or not.
+TEST(PreprocessAccuracy, BoxTwoInOnePassInEveryLayoutDtypeAndEngine) {
+  struct Box {
+    std::int64_t sw, sh, ow, oh;
+    Interpolation m;
+    ResizeMode mode;
+  };
+  const Box boxes[] = {
+      {1280, 720, 640, 640, Interpolation::Area, ResizeMode::Letterbox},    // streamed
+      {1302, 722, 651, 361, Interpolation::Bilinear, ResizeMode::Stretch},  // 11 past 640
+      {114, 62, 57, 31, Interpolation::Bilinear, ResizeMode::Stretch},      // 25 past 32
+      {80, 60, 40, 43, Interpolation::Area, ResizeMode::Letterbox},         // 8 past 32
+      {4, 4, 2, 2, Interpolation::Bilinear, ResizeMode::Stretch},           // only the last
+  };
+  for (const Box& b : boxes) {
+    for (PixelFormat f :
+         {PixelFormat::NV12, PixelFormat::NV21, PixelFormat::I420, PixelFormat::YV12}) {
+      const NeatTensor frame = frame_of(f, b.sw, b.sh, 29);
+      for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+        PreprocessParams p = imagenet(b.ow, b.oh);
+        p.interpolation = b.m;
+        p.resize_mode = b.mode;
+        p.out_dtype = dt;
+        const double max = dt == DType::F32 ? 0.02 : dt == DType::F16 ? 0.1 : 0.8;
+        expect_within_on_each_engine(
+            frame, p, reference(frame, p), max, dt == DType::F32 ? 0.002 : 0.25,
+            std::to_string(b.sw) + "x" + std::to_string(b.sh) + " -> " + std::to_string(b.ow) +
+                "x" + std::to_string(b.oh) + " " + std::string(to_string(f)) + " " +
+                std::string(to_string(dt)));
+      }
+    }
+  }
+}
+
 TEST(PreprocessAccuracy, AreaFixedPointVerticalPassStaysWithinItsBound) {
   const Case cases[] = {
       {1920, 1080, 416, 416},  // 4.6x across, 2.6x down
