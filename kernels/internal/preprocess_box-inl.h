@@ -762,6 +762,7 @@ HWY_INLINE hn::Vec<DBox32> PickLoad(const std::uint8_t* p) {
 // Byte `channel` of each lane of PickLoad's elements, as a whole level.
 template <int G>
 HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
+  if constexpr (G == 1) return v;  // bytes promoted, channel 0
   const auto level = hn::ShiftRightSame(v, shift);
   if constexpr (G == 1 || G == 3) return level;  // bytes promoted
   return hn::And(level, hn::Set(DBox32(), 0xFFu));

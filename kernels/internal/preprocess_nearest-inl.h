@@ -28,8 +28,8 @@ struct KApartPicks {
   const std::uint8_t* row;
   std::int64_t avail;  // bytes from row on
   int channel[C];
-  // Whether outputs [o, o + lanes) load within the row.
-  bool Whole(std::int64_t o, std::int64_t lanes) const { return (o + lanes) * G <= avail; }
+  // Outputs [o, o + lanes) load within the row while o + lanes <= WholeEnd().
+  std::int64_t WholeEnd() const { return avail / G; }
   HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
     const auto v = PickLoad<G>(row + o * G);
     for (int c = 0; c < C; ++c)
@@ -45,7 +45,7 @@ struct KApartPicks {
 // tables' own bounds): the tail is a whole vector stored.
 template <class P, int C>
 struct AlwaysWhole {
-  bool Whole(std::int64_t, std::int64_t) const { return true; }
+  std::int64_t WholeEnd() const { return std::numeric_limits<std::int64_t>::max(); }
   void Rest(std::int64_t o, std::int64_t, float* const (&out)[C]) const {
     hn::Vec<DI> v[C];
     static_cast<const P*>(this)->At(o, v);
@@ -56,9 +56,9 @@ struct AlwaysWhole {
 
 #if HWY_TARGET == HWY_AVX3_DL
 // Picks in a periodic pattern of at most 64 bytes per vector (PermutePicks):
-// masked loads, so every vector is whole.
+// whole 64-byte loads inside the row, masked to it after (Rest).
 template <int C>
-struct PatternPicksOf : AlwaysWhole<PatternPicksOf<C>, C> {
+struct PatternPicksOf {
   const std::uint8_t* row;
   std::int64_t avail, span;
   __m512i idx[C];
@@ -68,12 +68,23 @@ struct PatternPicksOf : AlwaysWhole<PatternPicksOf<C>, C> {
     for (int c = 0; c < C; ++c)
       idx[c] = _mm512_add_epi32(base, _mm512_set1_epi32(channel[c]));
   }
+  // Vectors whose 64 bytes lie in the row: v span + 64 <= avail.
+  std::int64_t WholeEnd() const { return avail < 64 ? 0 : ((avail - 64) / span + 1) * 16; }
   HWY_INLINE void At(std::int64_t o, hn::Vec<DI> (&out)[C]) const {
+    Permute(_mm512_loadu_si512(row + o / 16 * span), out);
+  }
+  // Outputs [o, o + n) (n at most a vector), the load masked to the row.
+  void Rest(std::int64_t o, std::int64_t, float* const (&out)[C]) const {
     const std::int64_t v = o / 16;
     const std::int64_t left = std::min(avail - v * span, span);
     const auto mask =
         left <= 0 ? __mmask64{0} : static_cast<__mmask64>(left >= 64 ? ~0ull : (1ull << left) - 1);
-    const __m512i bytes = _mm512_maskz_loadu_epi8(mask, row + v * span);
+    hn::Vec<DI> picked[C];
+    Permute(_mm512_maskz_loadu_epi8(mask, row + v * span), picked);
+    for (int c = 0; c < C; ++c)
+      hn::Store(hn::BitCast(DF(), picked[c]), DF(), out[c]);
+  }
+  HWY_INLINE void Permute(__m512i bytes, hn::Vec<DI> (&out)[C]) const {
     for (int c = 0; c < C; ++c)
       out[c] = hn::Vec<DI>{_mm512_maskz_permutexvar_epi8(0x1111111111111111ull, idx[c], bytes)};
   }
@@ -132,7 +143,7 @@ struct WindowPicks : AlwaysWhole<WindowPicks<C, W>, C> {
 template <class P>
 struct PairChroma {
   P uv;
-  bool Whole(std::int64_t o, std::int64_t lanes) const { return uv.Whole(o, lanes); }
+  std::int64_t WholeEnd() const { return uv.WholeEnd(); }
   HWY_INLINE void At(std::int64_t o, hn::Vec<DI>& u, hn::Vec<DI>& v) const {
     hn::Vec<DI> t[2];
     uv.At(o, t);
@@ -144,9 +155,7 @@ struct PairChroma {
 template <class P>
 struct PlanarChroma {
   P u, v;
-  bool Whole(std::int64_t o, std::int64_t lanes) const {
-    return u.Whole(o, lanes) && v.Whole(o, lanes);
-  }
+  std::int64_t WholeEnd() const { return std::min(u.WholeEnd(), v.WholeEnd()); }
   HWY_INLINE void At(std::int64_t o, hn::Vec<DI>& cu, hn::Vec<DI>& cv) const {
     hn::Vec<DI> a[1], b[1];
     u.At(o, a);
@@ -209,9 +218,11 @@ HWY_NOINLINE void NearestRest(const PreprocessJob& job, const L& luma, const Ch&
   }
 }
 
-// The pickers by value: their fields stay in registers across the stores.
+// Whole vectors while every picker loads within its rows, from copies of
+// the pickers that never leave this loop: their fields stay in registers
+// across the stores, which could otherwise write over them.
 template <Store kStore, class L, class Ch>
-void NearestRowT(const PreprocessJob& job, const L luma, const Ch chroma, std::int64_t out_r) {
+void NearestRowT(const PreprocessJob& job, const L& luma, const Ch& chroma, std::int64_t out_r) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   const NearestOut convert(job);
@@ -219,25 +230,30 @@ void NearestRowT(const PreprocessJob& job, const L luma, const Ch chroma, std::i
   float* const pr = reinterpret_cast<float*>(job.planes[job.r_plane]) + start;
   float* const pg = reinterpret_cast<float*>(job.planes[1]) + start;
   float* const pb = reinterpret_cast<float*>(job.planes[job.b_plane]) + start;
+  const std::int64_t end = std::min({box_w, luma.WholeEnd(), chroma.WholeEnd()});
   std::int64_t x = 0;
-  for (; x + lanes <= box_w && luma.Whole(x, lanes) && chroma.Whole(x, lanes); x += lanes) {
-    hn::Vec<DI> y[1], u, v;
-    luma.At(x, y);
-    chroma.At(x, u, v);
-    VF r, g, b;
-    convert(y[0], u, v, r, g, b);
-    if constexpr (kStore == Store::F32Stream) {
-      hn::Stream(r, df, pr + x);
-      hn::Stream(g, df, pg + x);
-      hn::Stream(b, df, pb + x);
-    } else if constexpr (kStore == Store::F32) {
-      hn::StoreU(r, df, pr + x);
-      hn::StoreU(g, df, pg + x);
-      hn::StoreU(b, df, pb + x);
-    } else {
-      StoreOut(job, r, job.planes[job.r_plane], start + x, lanes);
-      StoreOut(job, g, job.planes[1], start + x, lanes);
-      StoreOut(job, b, job.planes[job.b_plane], start + x, lanes);
+  {
+    const L l = luma;
+    const Ch ch = chroma;
+    for (; x + lanes <= end; x += lanes) {
+      hn::Vec<DI> y[1], u, v;
+      l.At(x, y);
+      ch.At(x, u, v);
+      VF r, g, b;
+      convert(y[0], u, v, r, g, b);
+      if constexpr (kStore == Store::F32Stream) {
+        hn::Stream(r, df, pr + x);
+        hn::Stream(g, df, pg + x);
+        hn::Stream(b, df, pb + x);
+      } else if constexpr (kStore == Store::F32) {
+        hn::StoreU(r, df, pr + x);
+        hn::StoreU(g, df, pg + x);
+        hn::StoreU(b, df, pb + x);
+      } else {
+        StoreOut(job, r, job.planes[job.r_plane], start + x, lanes);
+        StoreOut(job, g, job.planes[1], start + x, lanes);
+        StoreOut(job, b, job.planes[job.b_plane], start + x, lanes);
+      }
     }
   }
   if (x < box_w) NearestRest(job, luma, chroma, out_r, x);

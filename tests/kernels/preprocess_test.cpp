@@ -723,6 +723,7 @@ TEST(PreprocessAccuracy, NoPathReadsPastAPlane) {
       {963, 541, 321, 200},    // 3x, chroma 1.5x
       {1920, 1080, 416, 416},  // 4.6x area: output by output (AVX2), sums and bytes
       {3843, 723, 270, 601},   // 14.2x area across (16 taps), chroma 7.1x
+      {1280, 720, 512, 720},   // 2.5x across (VBMI pattern picks), every row read
   };
   for (const Case& c : cases) {
     for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
