@@ -528,12 +528,13 @@ void expect_area_within(const Case& c, ResizeMode mode, double max, double mean)
   }
 }
 
-// Box 2 (luma 2 x 2, chroma 1 x 1: 720p -> 640 letterboxed) sums, converts
-// and stores each vector in one pass (preprocess_simd.cpp, Box2Row): every
-// layout, dtype and engine, rows a whole number of vectors, ending a few
-// samples in (the row's last outputs copied first) or past the first half of
-// a pair of vectors, aligned for streaming stores or not.
-TEST(PreprocessAccuracy, BoxTwoInOnePassInEveryLayoutDtypeAndEngine) {
+// Boxes of 2 and 4 (luma 2 x 2 and chroma 1 x 1: 720p -> 640 letterboxed;
+// 4 x 4 and 2 x 2: 720p -> 320 letterboxed area) sum, convert and store each
+// vector in one pass (preprocess_simd.cpp, BoxRowFused): every layout, dtype
+// and engine, rows a whole number of vectors, ending a few samples in (the
+// row's last outputs copied first) or, for box 2's pairs of vectors, past the
+// first, aligned for streaming stores or not.
+TEST(PreprocessAccuracy, BoxesOfTwoAndFourInOnePassInEveryLayoutDtypeAndEngine) {
   struct Box {
     std::int64_t sw, sh, ow, oh;
     Interpolation m;
@@ -545,6 +546,10 @@ TEST(PreprocessAccuracy, BoxTwoInOnePassInEveryLayoutDtypeAndEngine) {
       {114, 62, 57, 31, Interpolation::Bilinear, ResizeMode::Stretch},      // 25 past 32
       {80, 60, 40, 43, Interpolation::Area, ResizeMode::Letterbox},         // 8 past 32
       {4, 4, 2, 2, Interpolation::Bilinear, ResizeMode::Stretch},           // only the last
+      {1280, 720, 320, 320, Interpolation::Area, ResizeMode::Letterbox},    // 4: streamed
+      {1304, 724, 326, 181, Interpolation::Area, ResizeMode::Stretch},      // 4: 6 past 320
+      {92, 64, 23, 16, Interpolation::Area, ResizeMode::Stretch},           // 4: 7 past 16
+      {8, 8, 2, 2, Interpolation::Area, ResizeMode::Stretch},               // 4: only the last
   };
   for (const Box& b : boxes) {
     for (PixelFormat f :
