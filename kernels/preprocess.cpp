@@ -467,6 +467,10 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
           });
           return {};
         }
+        // Every slot the stripes may take grown here (not capped by
+        // OpenCV's thread count, which may change between calls).
+        const auto stripes = static_cast<int>(std::min<std::int64_t>(options.threads, p.height));
+        if (stripes > 1) detail::reserve_scratch(job, stripes);
         parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
           detail::preprocess_rows(job, r0, r1);
         });

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -659,9 +660,8 @@ LeasePool<Scratch, 32>& ScratchPool() {
   return *pool;
 }
 
-void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end) {
-  const auto lease = ScratchPool().take();
-  Scratch& s = *lease;
+// Scratch s grown to the job's rows and its per-call state reset.
+void PrepareScratch(const PreprocessJob& job, Scratch& s) {
   // Gathers may read taps - 1 samples past a row (with weight 0), windows
   // up to 4 vectors past the last block's first sample.
   const std::int64_t slack = 4 * static_cast<std::int64_t>(hn::Lanes(DF()));
@@ -697,6 +697,31 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
       grow(s.chroma_sums, 4 * job.chroma_x->stride);
     }
   }
+}
+
+// Grows the scratch of as many slots as the call has stripes, each held at
+// once so that they are distinct: whichever slots the stripes then take
+// (the first free ones), they find them grown, however the call's stripes
+// were scheduled before. Without it a slot grew only when stripes first
+// ran side by side: a call whose warm-up stripes all ran on one thread (a
+// worker busy or asleep) allocated later, when they first overlapped
+// (0.03-1.2 allocations per call in two-thread rows of the table while the
+// host was busy).
+void ReserveScratch(const PreprocessJob& job, int stripes) {
+  using Pool = LeasePool<Scratch, 32>;
+  std::optional<Pool::Lease> held[32];
+  const int n = std::clamp(stripes, 0, 32);
+  for (int i = 0; i < n; ++i) {
+    held[i].emplace(ScratchPool().take());
+    PrepareScratch(job, **held[i]);
+  }
+}
+
+void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end) {
+  const auto lease = ScratchPool().take();
+  Scratch& s = *lease;
+  PrepareScratch(job, s);
+  const bool blocks = UseBlocks(job);
   // The blocks path's rows hold levels x 32767 (nearest: levels); FinishRow
   // takes luma times ys.
   const float unit = job.nearest ? 1.f : 1.f / 32767.f;
@@ -774,10 +799,15 @@ HWY_AFTER_NAMESPACE();
 namespace neat::detail {
 
 HWY_EXPORT(PreprocessRows);
+HWY_EXPORT(ReserveScratch);
 HWY_EXPORT(TargetName);
 
 void preprocess_rows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end) {
   HWY_DYNAMIC_DISPATCH(PreprocessRows)(job, row_begin, row_end);
+}
+
+void reserve_scratch(const PreprocessJob& job, int stripes) {
+  HWY_DYNAMIC_DISPATCH(ReserveScratch)(job, stripes);
 }
 
 const char* preprocess_simd_target() {

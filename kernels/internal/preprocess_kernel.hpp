@@ -247,6 +247,11 @@ const StorePlan& host_store_plan();
 /// per-thread scratch is reused across calls (no allocation once warm).
 void preprocess_rows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end);
 
+/// Grows the scratch rows of `stripes` pool slots to the job (the slots a
+/// call's stripes take, however they are scheduled), before a call on
+/// several threads: once warm, no stripe allocates.
+void reserve_scratch(const PreprocessJob& job, int stripes);
+
 /// The instruction set the dispatcher chose, e.g. "AVX3" or "AVX2".
 const char* preprocess_simd_target();
 

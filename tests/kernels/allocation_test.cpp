@@ -7,11 +7,14 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include <opencv2/core/utility.hpp>
 
 #include "neat/kernels/detections.hpp"
 #include "neat/kernels/preprocess.hpp"
@@ -22,10 +25,16 @@
 namespace {
 thread_local bool g_counting = false;
 thread_local std::uint64_t g_allocations = 0;
+// Every thread's, while a test asks (allocations_on_every_thread_in).
+std::atomic<bool> g_counting_all{false};
+std::atomic<std::uint64_t> g_all_allocations{0};
 }  // namespace
 
 void* operator new(std::size_t n) {
   if (g_counting) ++g_allocations;
+  if (g_counting_all.load(std::memory_order_relaxed)) {
+    g_all_allocations.fetch_add(1, std::memory_order_relaxed);
+  }
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
@@ -49,6 +58,16 @@ std::uint64_t allocations_in(F&& f) {
   f();
   g_counting = false;
   return g_allocations;
+}
+
+// Allocations made by `f`, on any thread (the kernels' workers too).
+template <class F>
+std::uint64_t allocations_on_every_thread_in(F&& f) {
+  g_all_allocations = 0;
+  g_counting_all = true;
+  f();
+  g_counting_all = false;
+  return g_all_allocations.load();
 }
 
 TEST(SteadyState, TheCounterSeesAnAllocation) {
@@ -108,6 +127,41 @@ TEST(SteadyState, PreprocessOnAFreshThreadAllocatesNothingOnceWarm) {
       }).join();
       EXPECT_EQ(fresh, 0u) << to_string(m) << ", round " << round;
     }
+  }
+}
+
+// A call on two threads grows the scratch of both its stripes, however they
+// run: here its stripes run one after the other on one thread (OpenCV's pool
+// held to one), as a warm-up's may when a worker is busy or asleep; the
+// calls after, whose stripes run side by side, allocate nothing on any
+// thread. Before, the second stripe's rows grew the first time two stripes
+// overlapped, calls after the warm-up.
+TEST(SteadyState, PreprocessOnTwoThreadsFindsBothStripesGrownHoweverTheyRan) {
+  const NeatTensor frame = testing::random_frame(PixelFormat::NV12, 1920, 1080, 9);
+  {  // OpenCV's pool and its per-thread state, first used on two threads
+    PreprocessParams small;
+    small.width = small.height = 160;
+    for (int i = 0; i < 3; ++i)
+      NEAT_ASSERT_OK(preprocess(frame, small, {.threads = 2}));
+  }
+  // A geometry wider than the other tests' (their rows grew to less).
+  for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+    PreprocessParams p;
+    p.interpolation = m;
+    p.width = 1100 + (m == Interpolation::Area ? 100 : 0);
+    p.height = 700;
+    const int threads = cv::getNumThreads();
+    cv::setNumThreads(1);
+    NEAT_ASSERT_OK(preprocess(frame, p, {.threads = 2}));
+    cv::setNumThreads(2);
+    const std::uint64_t n = allocations_on_every_thread_in([&] {
+      for (int i = 0; i < 20; ++i) {
+        auto out = preprocess(frame, p, {.threads = 2});
+        ASSERT_TRUE(out.ok());
+      }
+    });
+    cv::setNumThreads(threads);
+    EXPECT_EQ(n, 0u) << to_string(m);
   }
 }
 
