@@ -244,7 +244,8 @@ StorePlan store_plan(std::int64_t l2, std::int64_t l3, bool socket_wide_l3);
 const StorePlan& host_store_plan();
 
 /// Writes output rows [row_begin, row_end). Thread-safe for disjoint rows;
-/// per-thread scratch is reused across calls (no allocation once warm).
+/// its scratch rows are lent from a process-wide pool and reused across
+/// calls (no allocation once warm).
 void preprocess_rows(const PreprocessJob& job, std::int64_t row_begin, std::int64_t row_end);
 
 /// Grows the scratch rows of `stripes` pool slots to the job (the slots a
