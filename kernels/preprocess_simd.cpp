@@ -288,24 +288,61 @@ struct ToRgb {
   hn::Vec<DI> izero, itop, i128, iy0, iys, half, irv, igu, igv, ibu, itop_bits;
 };
 
+// The final step of every path: RGB levels normalized (x a + b per plane)
+// and stored at element `at` of row out_r's content; whole vectors by
+// kStore, a row's last (n < lanes) and other dtypes through StoreOut.
+template <Store kStore>
+struct RgbOut {
+  RgbOut(const PreprocessJob& of, std::int64_t out_r) : job(of) {
+    const DF df;
+    const int ri = job.r_plane, bi = job.b_plane;
+    ra = hn::Set(df, job.a[ri]);
+    rb = hn::Set(df, job.b[ri]);
+    ga = hn::Set(df, job.a[1]);
+    gb = hn::Set(df, job.b[1]);
+    ba = hn::Set(df, job.a[bi]);
+    bb = hn::Set(df, job.b[bi]);
+    start = out_r * job.out_w + job.box_x;
+    pr = reinterpret_cast<float*>(job.planes[ri]) + start;
+    pg = reinterpret_cast<float*>(job.planes[1]) + start;
+    pb = reinterpret_cast<float*>(job.planes[bi]) + start;
+  }
+  HWY_INLINE void operator()(std::int64_t at, VF r8, VF g8, VF b8, std::int64_t n) const {
+    const DF df;
+    const VF r = hn::MulAdd(r8, ra, rb), g = hn::MulAdd(g8, ga, gb), b = hn::MulAdd(b8, ba, bb);
+    if (kStore != Store::Any && n == static_cast<std::int64_t>(hn::Lanes(df))) {
+      if constexpr (kStore == Store::F32Stream) {
+        hn::Stream(r, df, pr + at);
+        hn::Stream(g, df, pg + at);
+        hn::Stream(b, df, pb + at);
+      } else {
+        hn::StoreU(r, df, pr + at);
+        hn::StoreU(g, df, pg + at);
+        hn::StoreU(b, df, pb + at);
+      }
+      return;
+    }
+    StoreOut(job, r, job.planes[job.r_plane], start + at, n);
+    StoreOut(job, g, job.planes[1], start + at, n);
+    StoreOut(job, b, job.planes[job.b_plane], start + at, n);
+  }
+  const PreprocessJob& job;
+  VF ra, rb, ga, gb, ba, bb;
+  std::int64_t start;
+  float *pr, *pg, *pb;
+};
+
 template <int LN, int CN, Store kStore, Conv kConv>
 void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                 std::int64_t out_r) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   const ToRgb<kConv> to_rgb(job);
-  const int ri = job.r_plane, bi = job.b_plane;
-  const VF ra = hn::Set(df, job.a[ri]), rb = hn::Set(df, job.b[ri]);
-  const VF ga = hn::Set(df, job.a[1]), gb = hn::Set(df, job.b[1]);
-  const VF ba = hn::Set(df, job.a[bi]), bb = hn::Set(df, job.b[bi]);
+  const RgbOut<kStore> out(job, out_r);
   const FixedTaps<LN> yt(luma);
   const FixedTaps<CN> ut(cu), vt(cv);
-  const std::int64_t start = out_r * job.out_w + job.box_x, box_w = job.box_w;
-  float* const pr = reinterpret_cast<float*>(job.planes[ri]) + start;
-  float* const pg = reinterpret_cast<float*>(job.planes[1]) + start;
-  float* const pb = reinterpret_cast<float*>(job.planes[bi]) + start;
+  const std::int64_t box_w = job.box_w;
   for (std::int64_t x = 0; x < box_w; x += lanes) {
-    const std::int64_t count = std::min(lanes, box_w - x);
     VF r8, g8, b8;
     if constexpr (kConv == Conv::Nearest) {  // one tap of weight 1: the row as it is
       to_rgb(hn::LoadU(df, yt.r[0] + x), hn::LoadU(df, ut.r[0] + x), hn::LoadU(df, vt.r[0] + x), r8,
@@ -313,22 +350,7 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
     } else {
       to_rgb(yt.At(x), ut.At(x), vt.At(x), r8, g8, b8);
     }
-    const VF r = hn::MulAdd(r8, ra, rb), g = hn::MulAdd(g8, ga, gb), b = hn::MulAdd(b8, ba, bb);
-    if (kStore != Store::Any && count == lanes) {
-      if constexpr (kStore == Store::F32Stream) {
-        hn::Stream(r, df, pr + x);
-        hn::Stream(g, df, pg + x);
-        hn::Stream(b, df, pb + x);
-      } else {
-        hn::StoreU(r, df, pr + x);
-        hn::StoreU(g, df, pg + x);
-        hn::StoreU(b, df, pb + x);
-      }
-      continue;
-    }
-    StoreOut(job, r, job.planes[ri], start + x, count);
-    StoreOut(job, g, job.planes[1], start + x, count);
-    StoreOut(job, b, job.planes[bi], start + x, count);
+    out(x, r8, g8, b8, std::min(lanes, box_w - x));
   }
 }
 
@@ -380,232 +402,8 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
   kByTaps[ln][cn](job, luma, cu, cv, out_r);
 }
 
-// ---- exact boxes of 2 and 4 in one pass -------------------------------------------
-// Each luma output the sum of k x k samples, each chroma output of k/2 x k/2
-// (job.box_k 2 or 4 with box_chroma: 720p into a 640 letterbox, bilinear
-// or area; into a 320 letterbox, area): each vector of outputs is summed,
-// converted and stored straight from the source rows, with no row of sums
-// written and read again in between (BoxRow and FinishRow's passes). The
-// same values: the sums are exact, then (sum - k^2 y_offset) x ys / k^2 and
-// (chroma sum - (k/2)^2 128) / (k/2)^2. One thread, time one pass / two
-// (in-process A/B): 720p NV12 and I420 -> 640 letterboxed 0.87-0.90, frames
-// fresh from memory 0.93, AVX2 0.77-0.79, two threads 0.86; -> 320
-// letterboxed area 0.88-0.92, fresh 0.98, AVX2 0.82, two threads 0.86.
-#if HWY_TARGET != HWY_SCALAR
-struct BoxRowsK {
-  const std::uint8_t* y[4];  // luma rows, at the first output's first sample
-  const std::uint8_t* u[2];  // NV12: the UV pairs' rows; I420: the U plane's
-  const std::uint8_t* v[2];  // I420: the V plane's rows
-  bool u_high;               // NV12: U is the high byte of each pair (NV21)
-};
-
-// Box 2: outputs [x, x + Lanes(DBox16)) as luma sums and chroma levels, 16-bit.
-template <bool kPairs>
-HWY_INLINE void Box2Load(const BoxRowsK& s, std::int64_t x, hn::Vec<DBox16>& y, hn::Vec<DBox16>& u,
-                         hn::Vec<DBox16>& v) {
-  const DBox16 d16;
-  const std::uint8_t* a = s.y[0] + 2 * x;
-  const std::uint8_t* b = s.y[1] + 2 * x;
-  y = hn::Add(hn::Add(Bytes16<0>(a), Bytes16<1>(a)), hn::Add(Bytes16<0>(b), Bytes16<1>(b)));
-  if constexpr (kPairs) {
-    const std::uint8_t* p = s.u[0] + 2 * x;
-    const auto lo = Bytes16<0>(p), hi = Bytes16<1>(p);
-    u = s.u_high ? hi : lo;
-    v = s.u_high ? lo : hi;
-  } else {
-    const hn::Rebind<std::uint8_t, DBox16> d8;
-    u = hn::PromoteTo(d16, hn::LoadU(d8, s.u[0] + x));
-    v = hn::PromoteTo(d16, hn::LoadU(d8, s.v[0] + x));
-  }
-}
-
-// Each 32-bit lane's two 16-bit sums added.
-HWY_INLINE hn::Vec<DBox32> AddHalves(hn::Vec<DBox16> sums) {
-  const DBox32 d32;
-  const auto wide = hn::BitCast(d32, sums);
-  return hn::Add(hn::And(wide, hn::Set(d32, 0xFFFFu)), hn::ShiftRight<16>(wide));
-}
-
-// Box 4: outputs [x, x + Lanes(DBox32)) as 32-bit sums, luma of 4 x 4,
-// chroma of 2 x 2 (the 16-bit pair sums stay below 2^12).
-template <bool kPairs>
-HWY_INLINE void Box4Load(const BoxRowsK& s, std::int64_t x, hn::Vec<DBox32>& y, hn::Vec<DBox32>& u,
-                         hn::Vec<DBox32>& v) {
-  const DBox32 d32;
-  hn::Vec<DBox16> acc = hn::Zero(DBox16());
-  for (int t = 0; t < 4; ++t) {
-    const std::uint8_t* p = s.y[t] + 4 * x;
-    acc = hn::Add(acc, hn::Add(Bytes16<0>(p), Bytes16<1>(p)));
-  }
-  y = AddHalves(acc);
-  if constexpr (kPairs) {  // U0 V0 U1 V1 per output
-    const std::uint8_t* p = s.u[0] + 4 * x;
-    const std::uint8_t* q = s.u[1] + 4 * x;
-    const auto lo = AddHalves(hn::Add(Bytes16<0>(p), Bytes16<0>(q)));
-    const auto hi = AddHalves(hn::Add(Bytes16<1>(p), Bytes16<1>(q)));
-    u = s.u_high ? hi : lo;
-    v = s.u_high ? lo : hi;
-  } else {  // two bytes per output and row, in the low half of a 32-bit lane
-    const hn::Rebind<std::uint16_t, DBox32> d16h;
-    auto pair = [&](const std::uint8_t* p) {
-      const auto w = hn::PromoteTo(d32, hn::LoadU(d16h, reinterpret_cast<const std::uint16_t*>(p)));
-      return hn::Add(hn::And(w, hn::Set(d32, 0xFFu)), hn::ShiftRight<8>(w));
-    };
-    u = hn::Add(pair(s.u[0] + 2 * x), pair(s.u[1] + 2 * x));
-    v = hn::Add(pair(s.v[0] + 2 * x), pair(s.v[1] + 2 * x));
-  }
-}
-
-// A box's sums -> the normalized output, stored.
-template <int K, Store kStore>
-struct BoxOut {
-  BoxOut(const PreprocessJob& job, std::int64_t out_r) : job(job), to_rgb(job) {
-    const DF df;
-    const int ri = job.r_plane, bi = job.b_plane;
-    ra = hn::Set(df, job.a[ri]);
-    rb = hn::Set(df, job.b[ri]);
-    ga = hn::Set(df, job.a[1]);
-    gb = hn::Set(df, job.b[1]);
-    ba = hn::Set(df, job.a[bi]);
-    bb = hn::Set(df, job.b[bi]);
-    ybias = hn::Set(df, static_cast<float>(K * K * job.yuv->y_offset));
-    yw = hn::Set(df, job.yuv->fy / static_cast<float>(K * K));
-    cbias = hn::Set(df, static_cast<float>(K * K / 4 * 128));
-    cw = hn::Set(df, 4.f / static_cast<float>(K * K));
-    start = out_r * job.out_w + job.box_x;
-    pr = reinterpret_cast<float*>(job.planes[ri]) + start;
-    pg = reinterpret_cast<float*>(job.planes[1]) + start;
-    pb = reinterpret_cast<float*>(job.planes[bi]) + start;
-  }
-  HWY_INLINE static VF Float(hn::Vec<DBox32> sums) {
-    return hn::ConvertTo(DF(), hn::BitCast(DI(), sums));
-  }
-  HWY_INLINE static VF Float(hn::Vec<hn::Half<DBox16>> sums) {
-    return Float(hn::PromoteTo(DBox32(), sums));
-  }
-  // Outputs [at, at + n) from their sums (n <= lanes; fewer: the row's
-  // last, by count).
-  template <class V>
-  HWY_INLINE void operator()(std::int64_t at, V ys, V us, V vs, std::int64_t n) const {
-    const DF df;
-    VF cu = hn::Sub(Float(us), cbias), cv = hn::Sub(Float(vs), cbias);
-    if constexpr (K != 2) {
-      cu = hn::Mul(cu, cw);
-      cv = hn::Mul(cv, cw);
-    }
-    VF r8, g8, b8;
-    to_rgb(hn::Mul(hn::Sub(Float(ys), ybias), yw), cu, cv, r8, g8, b8);
-    const VF r = hn::MulAdd(r8, ra, rb), g = hn::MulAdd(g8, ga, gb), b = hn::MulAdd(b8, ba, bb);
-    if (kStore != Store::Any && n == static_cast<std::int64_t>(hn::Lanes(df))) {
-      if constexpr (kStore == Store::F32Stream) {
-        hn::Stream(r, df, pr + at);
-        hn::Stream(g, df, pg + at);
-        hn::Stream(b, df, pb + at);
-      } else {
-        hn::StoreU(r, df, pr + at);
-        hn::StoreU(g, df, pg + at);
-        hn::StoreU(b, df, pb + at);
-      }
-      return;
-    }
-    StoreOut(job, r, job.planes[job.r_plane], start + at, n);
-    StoreOut(job, g, job.planes[1], start + at, n);
-    StoreOut(job, b, job.planes[job.b_plane], start + at, n);
-  }
-  const PreprocessJob& job;
-  ToRgb<Conv::Folded> to_rgb;
-  VF ra, rb, ga, gb, ba, bb, ybias, yw, cbias, cw;
-  std::int64_t start;
-  float *pr, *pg, *pb;
-};
-
-// One step of the row's loop: Lanes(DBox16) outputs for box 2 (two float
-// vectors), Lanes(DBox32) for box 4; n < the step: the row's last.
-template <int K, bool kPairs, Store kStore>
-HWY_INLINE void BoxStep(const BoxOut<K, kStore>& out, const BoxRowsK& rows, std::int64_t from,
-                        std::int64_t at, std::int64_t n) {
-  const auto lanes = static_cast<std::int64_t>(hn::Lanes(DF()));
-  if constexpr (K == 2) {
-    const hn::Half<DBox16> dh;
-    hn::Vec<DBox16> y, u, v;
-    Box2Load<kPairs>(rows, from, y, u, v);
-    out(at, hn::LowerHalf(dh, y), hn::LowerHalf(dh, u), hn::LowerHalf(dh, v), std::min(n, lanes));
-    if (n > lanes) {
-      out(at + lanes, hn::UpperHalf(dh, y), hn::UpperHalf(dh, u), hn::UpperHalf(dh, v), n - lanes);
-    }
-  } else {
-    hn::Vec<DBox32> y, u, v;
-    Box4Load<kPairs>(rows, from, y, u, v);
-    out(at, y, u, v, n);
-  }
-}
-
-// The row's last outputs, from x on: their bytes copied into whole vectors
-// first (a load there would pass the rows' end).
-template <int K, bool kPairs, Store kStore>
-HWY_NOINLINE void BoxRest(const BoxOut<K, kStore>& out, const BoxRowsK& rows, std::int64_t x,
-                          std::int64_t n) {
-  constexpr std::size_t kMax = 2 * hn::MaxLanes(DBox16());  // a step's bytes of a row
-  HWY_ALIGN std::uint8_t ys[K][kMax] = {}, us[K / 2][kMax] = {}, vs[K / 2][kMax] = {};
-  BoxRowsK rest{};
-  rest.u_high = rows.u_high;
-  for (int t = 0; t < K; ++t) {
-    std::memcpy(ys[t], rows.y[t] + K * x, static_cast<std::size_t>(K * n));
-    rest.y[t] = ys[t];
-  }
-  for (int t = 0; t < K / 2; ++t) {
-    if constexpr (kPairs) {
-      std::memcpy(us[t], rows.u[t] + K * x, static_cast<std::size_t>(K * n));
-    } else {
-      std::memcpy(us[t], rows.u[t] + K / 2 * x, static_cast<std::size_t>(K / 2 * n));
-      std::memcpy(vs[t], rows.v[t] + K / 2 * x, static_cast<std::size_t>(K / 2 * n));
-    }
-    rest.u[t] = us[t];
-    rest.v[t] = vs[t];
-  }
-  BoxStep<K, kPairs>(out, rest, 0, x, n);
-}
-
-template <int K, bool kPairs, Store kStore>
-void BoxRowT(const PreprocessJob& job, const BoxRowsK& rows, std::int64_t out_r) {
-  const auto step = static_cast<std::int64_t>(K == 2 ? hn::Lanes(DBox16()) : hn::Lanes(DBox32()));
-  const BoxOut<K, kStore> out(job, out_r);
-  const std::int64_t box_w = job.box_w;
-  std::int64_t x = 0;
-  for (; x + step <= box_w; x += step)
-    BoxStep<K, kPairs>(out, rows, x, x, step);
-  if (x < box_w) BoxRest<K, kPairs>(out, rows, x, box_w - x);
-}
-
-// Output row out_r (box row r) by BoxRowT.
-template <int K>
-void BoxRowFused(const PreprocessJob& job, std::int64_t r, std::int64_t out_r) {
-  const auto i = static_cast<std::size_t>(r);
-  const std::int64_t lx = job.luma_x->first[0], ly = job.luma_y->first[i];
-  const std::int64_t cx = job.chroma_x->first[0], cy = job.chroma_y->first[i];
-  BoxRowsK rows{};
-  for (int t = 0; t < K; ++t)
-    rows.y[t] = job.y + (ly + t) * job.y_stride + lx;
-  for (int t = 0; t < K / 2; ++t) {
-    if (job.interleaved_uv) {
-      rows.u[t] = std::min(job.u, job.v) + (cy + t) * job.u_stride + 2 * cx;
-    } else {
-      rows.u[t] = job.u + (cy + t) * job.u_stride + cx;
-      rows.v[t] = job.v + (cy + t) * job.v_stride + cx;
-    }
-  }
-  rows.u_high = job.interleaved_uv && job.v < job.u;
-  auto run = [&]<bool kPairs>() {
-    if (job.out_dtype != DType::F32) return BoxRowT<K, kPairs, Store::Any>(job, rows, out_r);
-    if (job.stream && RowAligned(job, out_r)) {
-      return BoxRowT<K, kPairs, Store::F32Stream>(job, rows, out_r);
-    }
-    BoxRowT<K, kPairs, Store::F32>(job, rows, out_r);
-  };
-  if (job.interleaved_uv) return run.template operator()<true>();
-  run.template operator()<false>();
-}
-#endif  // HWY_TARGET != HWY_SCALAR
+// The exact boxes of 2 and 4 in one pass (BoxRowFused).
+#include "kernels/internal/preprocess_box_one_pass-inl.h"
 
 // Nearest picked and converted in one pass (FusedNearest).
 #include "kernels/internal/preprocess_nearest-inl.h"

@@ -764,7 +764,7 @@ template <int G>
 HWY_INLINE hn::Vec<DBox32> PickChannel(hn::Vec<DBox32> v, int shift) {
   if constexpr (G == 1) return v;  // bytes promoted, channel 0
   const auto level = hn::ShiftRightSame(v, shift);
-  if constexpr (G == 1 || G == 3) return level;  // bytes promoted
+  if constexpr (G == 3) return level;  // bytes promoted
   return hn::And(level, hn::Set(DBox32(), 0xFFu));
 }
 #endif

@@ -1,7 +1,7 @@
 // The preprocess engine's nearest in one pass (see the comment below).
 // A fragment of kernels/preprocess_simd.cpp (not a header of its own): it is
 // included there once per SIMD target, inside neat::detail::HWY_NAMESPACE,
-// after what it uses (ToRgb, StoreOut, RowAligned, the pick loads of
+// after what it uses (ToRgb, RgbOut, RowAligned, the pick loads of
 // preprocess_box-inl.h and the tables of preprocess_blocks-inl.h). The guard
 // toggles with each target, as Highway's own -inl.h files do.
 #if defined(NEAT_KERNELS_INTERNAL_PREPROCESS_NEAREST_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -169,30 +169,12 @@ struct PlanarChroma {
   }
 };
 
-// Whole levels -> the normalized output of one vector.
-struct NearestOut {
-  explicit NearestOut(const PreprocessJob& job) : to_rgb(job) {
-    const DF df;
-    const int ri = job.r_plane, bi = job.b_plane;
-    ra = hn::Set(df, job.a[ri]);
-    rb = hn::Set(df, job.b[ri]);
-    ga = hn::Set(df, job.a[1]);
-    gb = hn::Set(df, job.b[1]);
-    ba = hn::Set(df, job.a[bi]);
-    bb = hn::Set(df, job.b[bi]);
-  }
-  HWY_INLINE void operator()(hn::Vec<DI> y, hn::Vec<DI> u, hn::Vec<DI> v, VF& r, VF& g,
-                             VF& b) const {
-    const DF df;
-    VF r8, g8, b8;
-    to_rgb(hn::BitCast(df, y), hn::BitCast(df, u), hn::BitCast(df, v), r8, g8, b8);
-    r = hn::MulAdd(r8, ra, rb);
-    g = hn::MulAdd(g8, ga, gb);
-    b = hn::MulAdd(b8, ba, bb);
-  }
-  ToRgb<Conv::Nearest> to_rgb;
-  VF ra, rb, ga, gb, ba, bb;
-};
+// Whole levels of one vector -> RGB levels (convert_color's integer formula).
+HWY_INLINE void NearestRgb(const ToRgb<Conv::Nearest>& to_rgb, hn::Vec<DI> y, hn::Vec<DI> u,
+                           hn::Vec<DI> v, VF& r8, VF& g8, VF& b8) {
+  const DF df;
+  to_rgb(hn::BitCast(df, y), hn::BitCast(df, u), hn::BitCast(df, v), r8, g8, b8);
+}
 
 // Outputs [x, box_w) of row out_r, whose loads would pass a row's end or
 // that end mid-vector: picked into rows on the stack first, stored by count.
@@ -202,19 +184,17 @@ HWY_NOINLINE void NearestRest(const PreprocessJob& job, const L& luma, const Ch&
   const DF df;
   const DI di;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const NearestOut convert(job);
-  const std::int64_t start = out_r * job.out_w + job.box_x;
+  const ToRgb<Conv::Nearest> to_rgb(job);
+  const RgbOut<Store::Any> out(job, out_r);
   for (; x < job.box_w; x += lanes) {
     const std::int64_t n = std::min(lanes, job.box_w - x);
     HWY_ALIGN float ys[hn::MaxLanes(df)], us[hn::MaxLanes(df)], vs[hn::MaxLanes(df)];
     luma.Rest(x, n, {ys});
     chroma.Rest(x, n, us, vs);
-    VF r, g, b;
-    convert(hn::BitCast(di, hn::Load(df, ys)), hn::BitCast(di, hn::Load(df, us)),
-            hn::BitCast(di, hn::Load(df, vs)), r, g, b);
-    StoreOut(job, r, job.planes[job.r_plane], start + x, n);
-    StoreOut(job, g, job.planes[1], start + x, n);
-    StoreOut(job, b, job.planes[job.b_plane], start + x, n);
+    VF r8, g8, b8;
+    NearestRgb(to_rgb, hn::BitCast(di, hn::Load(df, ys)), hn::BitCast(di, hn::Load(df, us)),
+               hn::BitCast(di, hn::Load(df, vs)), r8, g8, b8);
+    out(x, r8, g8, b8, n);
   }
 }
 
@@ -223,13 +203,10 @@ HWY_NOINLINE void NearestRest(const PreprocessJob& job, const L& luma, const Ch&
 // across the stores, which could otherwise write over them.
 template <Store kStore, class L, class Ch>
 void NearestRowT(const PreprocessJob& job, const L& luma, const Ch& chroma, std::int64_t out_r) {
-  const DF df;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  const NearestOut convert(job);
-  const std::int64_t start = out_r * job.out_w + job.box_x, box_w = job.box_w;
-  float* const pr = reinterpret_cast<float*>(job.planes[job.r_plane]) + start;
-  float* const pg = reinterpret_cast<float*>(job.planes[1]) + start;
-  float* const pb = reinterpret_cast<float*>(job.planes[job.b_plane]) + start;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(DF()));
+  const ToRgb<Conv::Nearest> to_rgb(job);
+  const RgbOut<kStore> out(job, out_r);
+  const std::int64_t box_w = job.box_w;
   const std::int64_t end = std::min({box_w, luma.WholeEnd(), chroma.WholeEnd()});
   std::int64_t x = 0;
   {
@@ -239,21 +216,9 @@ void NearestRowT(const PreprocessJob& job, const L& luma, const Ch& chroma, std:
       hn::Vec<DI> y[1], u, v;
       l.At(x, y);
       ch.At(x, u, v);
-      VF r, g, b;
-      convert(y[0], u, v, r, g, b);
-      if constexpr (kStore == Store::F32Stream) {
-        hn::Stream(r, df, pr + x);
-        hn::Stream(g, df, pg + x);
-        hn::Stream(b, df, pb + x);
-      } else if constexpr (kStore == Store::F32) {
-        hn::StoreU(r, df, pr + x);
-        hn::StoreU(g, df, pg + x);
-        hn::StoreU(b, df, pb + x);
-      } else {
-        StoreOut(job, r, job.planes[job.r_plane], start + x, lanes);
-        StoreOut(job, g, job.planes[1], start + x, lanes);
-        StoreOut(job, b, job.planes[job.b_plane], start + x, lanes);
-      }
+      VF r8, g8, b8;
+      NearestRgb(to_rgb, y[0], u, v, r8, g8, b8);
+      out(x, r8, g8, b8, lanes);
     }
   }
   if (x < box_w) NearestRest(job, luma, chroma, out_r, x);
