@@ -25,7 +25,7 @@
 namespace {
 thread_local bool g_counting = false;
 thread_local std::uint64_t g_allocations = 0;
-// Every thread's, while a test asks (allocations_on_every_thread_in).
+// Every thread's, while a test asks (allocations_in with Threads::Every).
 std::atomic<bool> g_counting_all{false};
 std::atomic<std::uint64_t> g_all_allocations{0};
 }  // namespace
@@ -50,24 +50,22 @@ namespace {
 
 void* volatile observed = nullptr;  // keeps the self-test's vector alive to the optimizer
 
-// Allocations made by `f` on this thread.
+// Which threads' allocations a count takes.
+enum class Threads { This, Every };
+
+// Allocations made by `f` on this thread, or on every thread (the kernels'
+// workers too).
 template <class F>
-std::uint64_t allocations_in(F&& f) {
+std::uint64_t allocations_in(F&& f, Threads threads = Threads::This) {
+  const bool every = threads == Threads::Every;
   g_allocations = 0;
-  g_counting = true;
+  g_all_allocations = 0;
+  g_counting = !every;
+  g_counting_all = every;
   f();
   g_counting = false;
-  return g_allocations;
-}
-
-// Allocations made by `f`, on any thread (the kernels' workers too).
-template <class F>
-std::uint64_t allocations_on_every_thread_in(F&& f) {
-  g_all_allocations = 0;
-  g_counting_all = true;
-  f();
   g_counting_all = false;
-  return g_all_allocations.load();
+  return every ? g_all_allocations.load() : g_allocations;
 }
 
 TEST(SteadyState, TheCounterSeesAnAllocation) {
@@ -154,12 +152,14 @@ TEST(SteadyState, PreprocessOnTwoThreadsFindsBothStripesGrownHoweverTheyRan) {
     cv::setNumThreads(1);
     NEAT_ASSERT_OK(preprocess(frame, p, {.threads = 2}));
     cv::setNumThreads(2);
-    const std::uint64_t n = allocations_on_every_thread_in([&] {
-      for (int i = 0; i < 20; ++i) {
-        auto out = preprocess(frame, p, {.threads = 2});
-        ASSERT_TRUE(out.ok());
-      }
-    });
+    const std::uint64_t n = allocations_in(
+        [&] {
+          for (int i = 0; i < 20; ++i) {
+            auto out = preprocess(frame, p, {.threads = 2});
+            ASSERT_TRUE(out.ok());
+          }
+        },
+        Threads::Every);
     cv::setNumThreads(threads);
     EXPECT_EQ(n, 0u) << to_string(m);
   }
