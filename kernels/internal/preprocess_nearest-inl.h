@@ -377,22 +377,16 @@ NearestRowsFn FusedNearest(const PreprocessJob& job) {
       return NearestRows<6, kPattern, true>;
     case key(kWindows, kWindows, false):
     case key(kWindows, kWindows, true): {
-      // The windows compiled in for the counts real ratios make (NV12: UV
-      // pairs as many as luma; I420: each chroma plane half as many, or as
-      // many at one), in place of the count read per vector: 4K NV12 -> 416
-      // and 512 0.96-0.98 of the time, I420 unchanged (in-process A/B,
-      // session 22).
+      // NV12: the windows compiled in for the counts real ratios make (UV
+      // pairs as many as luma), in place of the count read per vector: 4K
+      // NV12 -> 416 and 512 0.96-0.98 of the time. I420 reads its counts:
+      // compiled in, they were no faster (in-process A/B, session 22).
+      if (planar) return NearestRows<kWindows, kWindows, true>;
       const int lw = job.luma_x->windows, cw = job.chroma_x->windows;
-      if (!planar) {
-        if (lw == 1 && cw == 1) return NearestRows<kWindows, kWindows, false, 1, 1>;
-        if (lw == 2 && cw == 2) return NearestRows<kWindows, kWindows, false, 2, 2>;
-        if (lw == 4 && cw == 4) return NearestRows<kWindows, kWindows, false, 4, 4>;
-        return NearestRows<kWindows, kWindows, false>;
-      }
-      if (lw == 1 && cw == 1) return NearestRows<kWindows, kWindows, true, 1, 1>;
-      if (lw == 2 && cw == 1) return NearestRows<kWindows, kWindows, true, 2, 1>;
-      if (lw == 4 && cw == 2) return NearestRows<kWindows, kWindows, true, 4, 2>;
-      return NearestRows<kWindows, kWindows, true>;
+      if (lw == 1 && cw == 1) return NearestRows<kWindows, kWindows, false, 1, 1>;
+      if (lw == 2 && cw == 2) return NearestRows<kWindows, kWindows, false, 2, 2>;
+      if (lw == 4 && cw == 4) return NearestRows<kWindows, kWindows, false, 4, 4>;
+      return NearestRows<kWindows, kWindows, false>;
     }
     case key(kWindows, kBlocks, false):
       return NearestRows<kWindows, kBlocks, false>;
