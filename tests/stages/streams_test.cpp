@@ -73,12 +73,17 @@ TEST_F(Streams, AStalledStreamNeverHoldsTheOthersBack) {
   NEAT_ASSERT_OK(g);
   NEAT_ASSERT_OK(g->start());
   std::map<std::string, int> got;
-  while (got["live"] < 20) {
-    auto f = out->pull(10s);  // the live stream's frames come while the other is silent
+  // Every live frame comes while the other stream is silent; the stalled
+  // stream's one frame comes before or among them (its source thread may be
+  // scheduled after the live one has sent all of its frames).
+  while (got["live"] < 20 || got["stalled"] < 1) {
+    auto f = out->pull(10s);
     ASSERT_TRUE(f.has_value()) << "live " << got["live"] << ", stalled " << got["stalled"];
     ++got[std::string(f->meta().stream.name)];
   }
+  EXPECT_FALSE(out->pull(50ms).has_value()) << "the stalled stream sent one frame only";
   EXPECT_EQ(got["stalled"], 1);
+  EXPECT_EQ(got["live"], 20);
   EXPECT_FALSE(g->done()) << "the stalled stream has not ended";
   g->stop();
   NEAT_ASSERT_OK(g->wait());
