@@ -205,7 +205,7 @@ struct FixedTaps {
   VF w[N == 0 ? 1 : N];
 };
 
-// How FinishRow stores whole vectors: F32 plain or streamed (the row's
+// How RgbOut stores whole vectors: F32 plain or streamed (the row's
 // planes aligned to the vector), or anything through StoreOut.
 enum class Store : std::uint8_t { F32, F32Stream, Any };
 
