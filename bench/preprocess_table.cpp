@@ -569,6 +569,42 @@ void print_goals(const std::vector<Measured>& rows) {
   }
 }
 
+// The run a row reports out of several: the one of median speed-up (the
+// lower of the middle two for an even count), so that its times, floor and
+// bound are one measurement; allocations per call are the most of any run,
+// so that a run that allocated is never hidden.
+Result median_run(std::vector<Result> runs) {
+  std::sort(runs.begin(), runs.end(), [](const Result& a, const Result& b) {
+    return a.best_us / a.ours_us < b.best_us / b.ours_us;
+  });
+  Result r = runs[(runs.size() - 1) / 2];
+  for (const Result& x : runs)
+    r.allocs = std::max(r.allocs, x.allocs);
+  return r;
+}
+
+// " (1.91-2.20)": the speed-ups of a row's runs, lowest to highest; empty
+// for one run.
+std::string speedup_range(const std::vector<Result>& runs) {
+  if (runs.size() < 2) return {};
+  double lo = 1e300, hi = 0;
+  for (const Result& x : runs) {
+    lo = std::min(lo, x.best_us / x.ours_us);
+    hi = std::max(hi, x.best_us / x.ours_us);
+  }
+  char text[48];
+  std::snprintf(text, sizeof text, " (%.2f-%.2f)", lo, hi);
+  return text;
+}
+
+std::string runs_text(int runs) {
+  if (runs < 2) return {};
+  return "runs: " + std::to_string(runs) +
+         " per row, in passes over each source and format's rows; each row prints its run of "
+         "median speed-up, the range of all its runs in brackets, and the most allocations per "
+         "call of any run\n\n";
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -584,6 +620,7 @@ int main(int argc, char** argv) {
   std::string sources = "720p,1080p,4k", formats = "nv12,i420", sizes = "320,416,512,608,640,1280",
               modes = "square,letterbox", interps = "bilinear,area,nearest", threads = "1,2";
   double seconds = 0.3;
+  int runs = 1;
   bool fresh = false;
   app.add_option("--sources", sources, "720p, 1080p, 4k");
   app.add_option("--formats", formats, "nv12, i420");
@@ -592,6 +629,11 @@ int main(int argc, char** argv) {
   app.add_option("--interp", interps, "bilinear, area, nearest");
   app.add_option("--threads", threads, "1, 2");
   app.add_option("--seconds", seconds, "measuring time per row")->check(CLI::Range(0.001, 3600.0));
+  app.add_option("--runs", runs,
+                 "measure every row this many times, in passes over each source and format's "
+                 "rows, and print the run of median speed-up (its range beside it); allocations "
+                 "per call are the most of any run")
+      ->check(CLI::Range(1, 99));
   app.add_flag("--fresh", fresh,
                "each call reads the next of enough frames (twice the last-level cache) that "
                "none is cached when it comes round again: frames fresh from memory, as a "
@@ -638,13 +680,14 @@ int main(int argc, char** argv) {
       "faster stores); "
       "reachable = the fastest recipe / the bound (the needed rows read once, the tensor written "
       "once, by plain or streaming stores, whichever is faster): the most any implementation could "
-      "be faster than that recipe\n\nhost: %s%s\n\nframes: %s\n\n",
+      "be faster than that recipe\n\nhost: %s%s\n\nframes: %s\n\n%s",
       neat::preprocess_simd_target(), host_summary().c_str(),
       simd == "avx2" ? "; --simd avx2: OpenCV and libyuv without AVX-512 too" : "",
       fresh ? "fresh (--fresh): each call reads the next of enough copies, twice the last-level "
               "cache, that none is cached when it comes round again"
             : "one, read by every call (it stays in the caches that hold it; --fresh for frames "
-              "from memory)");
+              "from memory)",
+      runs_text(runs).c_str());
   std::printf(
       "| source | format | output | mode | interp | threads | ours ms | fastest recipe "
       "| its ms | speed-up | vs floor | reachable | allocs/call |\n");
@@ -675,6 +718,15 @@ int main(int argc, char** argv) {
         for (std::int64_t i = 1; i < n; ++i)  // copies of the first: the same content
           frames.push_back(frames.front().clone().value());
       }
+      // The block's rows, each measured `runs` times: pass after pass over
+      // them all, so that a spell of host noise lands on different rows in
+      // different passes rather than on one row every time.
+      struct Planned {
+        Row row;
+        std::string size, mode, interp, threads;
+        std::vector<Result> results;
+      };
+      std::vector<Planned> planned;
       for (const std::string& size : split_list(sizes)) {
         for (const std::string& mode : split_list(modes)) {
           // The recipes' 4:2:0 steps (cvtColor, libyuv) need an even content size.
@@ -695,21 +747,30 @@ int main(int argc, char** argv) {
                                                : in == "area"  ? neat::Interpolation::Area
                                                                : neat::Interpolation::Bilinear;
             for (const std::string& t : split_list(threads)) {
-              const Row row{source, nv12,        std::stoi(size), mode == "letterbox",
-                            interp, std::stoi(t)};
-              const Result r = measure(row, frames, seconds);
-              measured.push_back({source->name, fmt, mode, in, std::stoi(size), std::stoi(t), r});
-              std::printf(
-                  "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx | %.2fx | %.2fx | "
-                  "%s |\n",
-                  source->name.c_str(), fmt.c_str(), size.c_str(), mode.c_str(), in.c_str(),
-                  t.c_str(), r.ours_us / 1e3, r.best.c_str(), r.best_us / 1e3,
-                  r.best_us / r.ours_us, r.ours_us / r.floor_us, r.best_us / r.bound_us,
-                  allocs_text(r.allocs).c_str());
-              std::fflush(stdout);
+              planned.push_back({Row{source, nv12, out, mode == "letterbox", interp, std::stoi(t)},
+                                 size,
+                                 mode,
+                                 in,
+                                 t,
+                                 {}});
             }
           }
         }
+      }
+      for (int pass = 0; pass < runs; ++pass)
+        for (Planned& p : planned)
+          p.results.push_back(measure(p.row, frames, seconds));
+      for (Planned& p : planned) {
+        const Result r = median_run(p.results);
+        measured.push_back({source->name, fmt, p.mode, p.interp, p.row.out, p.row.threads, r});
+        std::printf(
+            "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx%s | %.2fx | %.2fx | "
+            "%s |\n",
+            source->name.c_str(), fmt.c_str(), p.size.c_str(), p.mode.c_str(), p.interp.c_str(),
+            p.threads.c_str(), r.ours_us / 1e3, r.best.c_str(), r.best_us / 1e3,
+            r.best_us / r.ours_us, speedup_range(p.results).c_str(), r.ours_us / r.floor_us,
+            r.best_us / r.bound_us, allocs_text(r.allocs).c_str());
+        std::fflush(stdout);
       }
     }
   }

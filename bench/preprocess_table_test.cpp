@@ -4,6 +4,7 @@
 // the host's CPU.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
       {"--sources 8k --sizes 16", "unknown source '8k' (720p, 1080p, 4k)"},
       {"--formats p010 --sizes 16", "unknown format 'p010' (nv12, i420)"},
       {"--seconds 0", "--seconds"},
+      {"--runs 0", "--runs: Value 0 not in range 1 to 99"},
+      {"--runs 100", "--runs: Value 100 not in range 1 to 99"},
+      {"--runs two", "--runs"},
       {"--simd avx512", "--simd: avx512 not in {native,avx2}"},
       {"--sources 720p --sizes 16 --modes letterbox",
        "720p letterbox into 16: the content is 16x9; the recipes' 4:2:0 steps need an even"},
@@ -82,6 +86,38 @@ TEST(PreprocessTable, FreshFramesAreSaidAndMeasured) {
   const std::string row = line_of(r.out, "| 720p | nv12 | 32 | square | nearest | 1 |");
   ASSERT_FALSE(row.empty()) << r.out;
   EXPECT_EQ(row.substr(row.size() - 5), "| 0 |") << "allocations per call once warm: " << row;
+}
+
+// --runs 3: each row measured three times; it prints the run of median
+// speed-up and, in brackets, the lowest and highest of the three, and the
+// header says so. One run prints no brackets.
+TEST(PreprocessTable, RunsPrintTheMedianAndTheRange) {
+  const char* args =
+      "--sources 720p --formats nv12 --sizes 32 --modes square --interp bilinear --threads 1 "
+      "--seconds 0.001";
+  const CliRun one = run(args);
+  ASSERT_EQ(one.status, 0) << one.out;
+  const std::string single = line_of(one.out, "| 720p | nv12 | 32 | square | bilinear | 1 |");
+  ASSERT_FALSE(single.empty()) << one.out;
+  EXPECT_EQ(single.find('('), std::string::npos) << single;
+  EXPECT_EQ(one.out.find("runs: "), std::string::npos) << one.out;
+
+  const CliRun r = run(std::string(args) + " --runs 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("runs: 3 per row"), std::string::npos) << r.out;
+  const std::string line = line_of(r.out, "| 720p | nv12 | 32 | square | bilinear | 1 |");
+  ASSERT_FALSE(line.empty()) << r.out;
+  std::vector<std::string> cells;
+  std::stringstream row(line.substr(1));
+  for (std::string cell; std::getline(row, cell, '|');)
+    cells.push_back(cell.substr(1, cell.size() - 2));
+  ASSERT_EQ(cells.size(), 13u) << line;
+  // "2.31x (2.20-2.45)": the median within its runs' range.
+  double median = 0, lo = 0, hi = 0;
+  ASSERT_EQ(std::sscanf(cells[9].c_str(), "%lfx (%lf-%lf)", &median, &lo, &hi), 3) << line;
+  EXPECT_LE(lo, median) << line;
+  EXPECT_LE(median, hi) << line;
+  EXPECT_EQ(cells[12], "0") << "allocations per call, the most of any run: " << line;
 }
 
 // The summary after the rows counts the rows against the goals: here one
