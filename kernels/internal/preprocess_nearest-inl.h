@@ -360,6 +360,16 @@ NearestRowsFn FusedNearest(const PreprocessJob& job) {
       return NearestRows<6, 3, true>;
     case key(12, 6, true):
       return NearestRows<12, 6, true>;
+    // Without VBMI, luma 3 apart (1080p -> 640, 4K -> 1280) or 1 apart
+    // (720p -> 1280) with chroma at 1.5x or 0.5x by the 16-byte blocks.
+    case key(3, kBlocks, false):
+      return NearestRows<3, kBlocks, false>;
+    case key(3, kBlocks, true):
+      return NearestRows<3, kBlocks, true>;
+    case key(1, kBlocks, false):
+      return NearestRows<1, kBlocks, false>;
+    case key(1, kBlocks, true):
+      return NearestRows<1, kBlocks, true>;
     case key(kBlocks, kBlocks, false):
       return NearestRows<kBlocks, kBlocks, false>;
     case key(kBlocks, kBlocks, true):

@@ -190,6 +190,13 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 3x: planar chroma two per three
     {PixelFormat::NV21, 1923, 1080, 1282, 720, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 1.5x: luma two per three
+    // Without VBMI: luma k apart and the chroma by the tables, in one pass.
+    {PixelFormat::NV12, 1926, 1080, 642, 360, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // luma every third, UV pairs two per three
+    {PixelFormat::NV12, 642, 362, 642, 500, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // luma 1x across, UV pairs each twice (up)
+    {PixelFormat::I420, 642, 362, 642, 500, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // luma 1x across, planar chroma each twice (up)
     {PixelFormat::I420, 1284, 724, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch,
      DType::F32},  // 4x: luma rows of half weight summed, chroma picks alone
     // Area at large ratios: rows summed first, then 17-64 taps across per output.
