@@ -5,7 +5,8 @@
 // iteration in an order that rotates, so load and cache state hit all alike;
 // the row reports ours, the fastest recipe, the speed-up (recipe / ours) and
 // ours / the read-once-write-once floor, and heap allocations per call of
-// ours once warm.
+// ours once warm. --runs N measures every row N times, in passes over each
+// source and format's rows, and prints the run of median speed-up.
 //
 // Recipes (buffers kept across calls, as a careful user keeps them):
 //   cv-planes   cv::resize of the Y and chroma planes to the content size,
