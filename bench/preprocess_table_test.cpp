@@ -24,6 +24,15 @@ std::string line_of(const std::string& out, const std::string& start) {
   return out.substr(at, out.find('\n', at) - at);
 }
 
+// A table row's cells, without the bars and the space either side.
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream row(line.substr(1));
+  for (std::string cell; std::getline(row, cell, '|');)
+    cells.push_back(cell.substr(1, cell.size() - 2));
+  return cells;
+}
+
 TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
   const struct {
     const char* args;
@@ -107,10 +116,7 @@ TEST(PreprocessTable, RunsPrintTheMedianAndTheRange) {
   EXPECT_NE(r.out.find("runs: 3 per row"), std::string::npos) << r.out;
   const std::string line = line_of(r.out, "| 720p | nv12 | 32 | square | bilinear | 1 |");
   ASSERT_FALSE(line.empty()) << r.out;
-  std::vector<std::string> cells;
-  std::stringstream row(line.substr(1));
-  for (std::string cell; std::getline(row, cell, '|');)
-    cells.push_back(cell.substr(1, cell.size() - 2));
+  const std::vector<std::string> cells = cells_of(line);
   ASSERT_EQ(cells.size(), 13u) << line;
   // "2.31x (2.20-2.45)": the median within its runs' range.
   double median = 0, lo = 0, hi = 0;
@@ -129,10 +135,7 @@ TEST(PreprocessTable, TheSummaryCountsTheRowsAgainstTheGoals) {
   ASSERT_EQ(r.status, 0) << r.out;
   const std::string line = line_of(r.out, "| 720p | i420 | 32 | letterbox | area | 1 |");
   ASSERT_FALSE(line.empty()) << r.out;
-  std::vector<std::string> cells;
-  std::stringstream row(line.substr(1));
-  for (std::string cell; std::getline(row, cell, '|');)
-    cells.push_back(cell.substr(1, cell.size() - 2));
+  const std::vector<std::string> cells = cells_of(line);
   ASSERT_EQ(cells.size(), 13u) << r.out;
   const double speedup = std::stod(cells[9]), reachable = std::stod(cells[11]);
   const double vs_floor = std::stod(cells[10]);
