@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -309,11 +310,15 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.box_w = box.width;
   j.box_h = box.height;
   j.out_dtype = p.out_dtype;
-  const detail::StorePlan& plan = detail::host_store_plan();
-  const std::int64_t tensor = 3 * p.width * p.height * item_size(p.out_dtype);
-  j.stream = tensor > plan.stream_above;
-  const std::int64_t frame = s.y_stride * s.height * 3 / 2;  // 4:2:0
-  j.stream_bars = j.stream && frame + tensor > plan.bars_cached_within;
+  if (p.stores == StoreMode::Auto) {
+    const detail::StorePlan& plan = detail::host_store_plan();
+    const std::int64_t tensor = 3 * p.width * p.height * item_size(p.out_dtype);
+    j.stream = tensor > plan.stream_above;
+    const std::int64_t frame = s.y_stride * s.height * 3 / 2;  // 4:2:0
+    j.stream_bars = j.stream && frame + tensor > plan.bars_cached_within;
+  } else {
+    j.stream = j.stream_bars = p.stores == StoreMode::Streamed;
+  }
   for (int c = 0; c < 3; ++c) {
     j.planes[c] = planes[c];
     j.a[c] = k.a[c];
@@ -331,28 +336,44 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
 
 namespace detail {
 
-StorePlan store_plan(std::int64_t l2, std::int64_t l3, bool socket_wide_l3) {
+StorePlan store_plan(std::int64_t l2, std::int64_t l3, StoreHost host) {
+  constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
   if (l2 <= 0) l2 = std::int64_t{1} << 20;
   if (l3 <= 0) l3 = std::int64_t{8} << 20;
-  if (socket_wide_l3) return {l2 / 2, 0};
-  return {l2, l3 / 3};
+  switch (host) {
+    case StoreHost::SocketWideL3:
+      return {l2 / 2, 0};
+    case StoreHost::CcdL3:
+      return {l2, l3 / 3};
+    case StoreHost::Unmeasured:
+      break;
+  }
+  return {kNever, kNever};
+}
+
+StoreHost store_host() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return StoreHost::Unmeasured;
+  char vendor[12];
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  if (std::memcmp(vendor, "GenuineIntel", 12) == 0) return StoreHost::SocketWideL3;
+  if (std::memcmp(vendor, "AuthenticAMD", 12) == 0) {
+    // AVX-512F (leaf 7, EBX bit 16) tells Zen 4 and later from Zen 3 and
+    // earlier, whose streaming stores measured slower at every size.
+    unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
+    const bool avx512 = __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) != 0 && (b7 >> 16 & 1u) != 0;
+    return avx512 ? StoreHost::CcdL3 : StoreHost::Unmeasured;
+  }
+#endif
+  return StoreHost::Unmeasured;
 }
 
 const StorePlan& host_store_plan() {
-  static const StorePlan plan = [] {
-    bool intel = false;
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (__get_cpuid(0, &a, &b, &c, &d) != 0) {
-      char vendor[12];
-      std::memcpy(vendor, &b, 4);
-      std::memcpy(vendor + 4, &d, 4);
-      std::memcpy(vendor + 8, &c, 4);
-      intel = std::memcmp(vendor, "GenuineIntel", 12) == 0;
-    }
-#endif
-    return store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), intel);
-  }();
+  static const StorePlan plan =
+      store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), store_host());
   return plan;
 }
 
@@ -360,6 +381,18 @@ const StorePlan& host_store_plan() {
 
 const char* preprocess_simd_target() noexcept {
   return detail::preprocess_simd_target();
+}
+
+const char* to_string(StoreMode mode) noexcept {
+  switch (mode) {
+    case StoreMode::Auto:
+      return "auto";
+    case StoreMode::Cached:
+      return "cached";
+    case StoreMode::Streamed:
+      return "streamed";
+  }
+  return "unknown";
 }
 
 LetterboxBox letterbox_box(std::int64_t sw, std::int64_t sh, std::int64_t ow,
@@ -404,6 +437,11 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
   if (!(std::isfinite(p.pad_value) && p.pad_value >= 0.f && p.pad_value <= 255.f)) {
     return invalid_argument("preprocess: pad_value " + std::to_string(p.pad_value) +
                             " must be a pixel level from 0 to 255");
+  }
+  if (p.stores != StoreMode::Auto && p.stores != StoreMode::Cached &&
+      p.stores != StoreMode::Streamed) {
+    return invalid_argument("preprocess: stores must be Auto, Cached or Streamed, not " +
+                            std::to_string(static_cast<int>(p.stores)));
   }
   if (p.out_dtype != DType::F32 && p.out_dtype != DType::F16 && p.out_dtype != DType::BF16) {
     return invalid_argument("preprocess: out_dtype must be f32, f16 or bf16, not " +

@@ -46,6 +46,20 @@ enum class ResizeMode : std::uint8_t {
   Letterbox,  ///< keep the aspect ratio, centre, pad the rest with pad_value
 };
 
+/// How the preprocess writes the tensor: through the caches (plain stores,
+/// as OpenCV and libyuv do) or around them (streaming stores, which skip
+/// reading each destination line first). Which wins depends on the core and
+/// on what runs between calls; Auto follows the host's measured rule
+/// (docs/conversions.md, "Which stores bypass the caches").
+enum class StoreMode : std::uint8_t {
+  Auto,      ///< the host's rule: by its CPU and cache sizes, and the tensor's size
+  Cached,    ///< plain stores everywhere (a consumer reads the tensor at once)
+  Streamed,  ///< streaming stores for every whole aligned vector, letterbox bars too
+};
+
+/// "auto", "cached" or "streamed".
+const char* to_string(StoreMode mode) noexcept;
+
 /// Where a letterboxed frame lands in the output: the scaled content's size
 /// and its top-left corner (the padding on the left and on top).
 struct LetterboxBox {
@@ -81,6 +95,9 @@ struct PreprocessParams {
   /// Letterbox padding, as a pixel level 0..255 before scale / mean / std
   /// (114: the grey Ultralytics' detectors are trained with).
   float pad_value = 114.0f;
+  /// Through the caches or around them (the speed only: the values are the
+  /// same either way). Auto suits most hosts; see StoreMode.
+  StoreMode stores = StoreMode::Auto;
 };
 
 /// The instruction set the preprocess engine runs with on this CPU, chosen at

@@ -360,6 +360,10 @@ void add_preprocess_stage(std::vector<ElementSpec>& r) {
         prop("pad", T::Number, "114", "letterbox padding, a pixel level 0..255"),
         prop("batch", T::Choice, "false", "add a leading batch dimension: [1, 3, H, W]",
              {"false", "true"}),
+        prop("stores", T::Choice, "auto",
+             "write the tensor through the caches or around them (streaming stores): auto "
+             "follows the host's measured rule; the values are the same either way",
+             {"auto", "cached", "streamed"}),
         kInterp, kColorimetry},
        [](ElementArgs& a, ElementRole) -> Result<BuiltElement> {
          PreprocessParams pp;
@@ -374,6 +378,10 @@ void add_preprocess_stage(std::vector<ElementSpec>& r) {
          }
          NEAT_ASSIGN_OR_RETURN(pp.batch_dim,
                                a.choice<bool>("batch", false, {{"false", false}, {"true", true}}));
+         NEAT_ASSIGN_OR_RETURN(pp.stores, a.choice<StoreMode>("stores", StoreMode::Auto,
+                                                              {{"auto", StoreMode::Auto},
+                                                               {"cached", StoreMode::Cached},
+                                                               {"streamed", StoreMode::Streamed}}));
          NEAT_ASSIGN_OR_RETURN(auto size, a.size("size", false));
          if (size.first > 0) pp.width = size.first, pp.height = size.second;
          NEAT_ASSIGN_OR_RETURN(pp.scale, a.number("scale", pp.scale));

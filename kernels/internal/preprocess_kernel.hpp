@@ -215,10 +215,10 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   bool stream_bars = false;
 };
 
-/// Which stores of an output bypass the caches, by the host's caches.
-/// Measured in one process, calls alternated, with other work taking part
-/// of the caches between calls (as the table's recipes do, and a
-/// pipeline's model between frames):
+/// Which stores of an output bypass the caches (PreprocessParams::stores
+/// Auto), by the host. Measured in one process, calls alternated, with other
+/// work taking part of the caches between calls (as the table's recipes do,
+/// and a pipeline's model between frames):
 /// * AMD Zen 4 (L2 1 MiB; sysconf's L3 is one CCD's 32 MiB, shared by its 8
 ///   cores): streamed above the L2; bars through the cache while the frame
 ///   and the tensor fit a third of the L3 (1080p -> 640 letterboxed on two
@@ -230,17 +230,29 @@ struct PreprocessJob : YuvPlanes {  // the source planes
 ///   bilinear 0.80-0.82, -> 512 0.78-0.82, -> 320 and 416 letterboxed
 ///   0.74-0.84, -> 640 nearest 0.78-0.84; 4K -> 640 letterboxed 0.79; two
 ///   threads 0.87-0.96). No last-level cache is counted on there.
+/// * AMD Zen 3 (EPYC, L2 512 KiB, L3 32 MiB, no AVX-512): streaming lost
+///   at every size (time cached / streamed, one thread, 24 MiB written
+///   between calls: 1080p -> 640 bilinear 0.80, -> 416 letterboxed 0.87;
+///   into 1280 the streamed rows took up to 5x the time), so nothing streams
+///   there, nor on any host not measured.
 struct StorePlan {
   std::int64_t stream_above = 0;        ///< bytes of tensor
   std::int64_t bars_cached_within = 0;  ///< bytes of frame and tensor
 };
 
-/// The plan for caches of these sizes in bytes (<= 0: unknown, taken as 1
-/// MiB and 8 MiB), the L3 one socket's cores share whole or not.
-StorePlan store_plan(std::int64_t l2, std::int64_t l3, bool socket_wide_l3);
+/// The hosts the rule tells apart: Intel (a socket-wide L3), AMD with
+/// AVX-512 (Zen 4 and later: one CCD's L3), and every other (Zen 3 and
+/// earlier, other vendors and architectures), which stores through the caches.
+enum class StoreHost : std::uint8_t { SocketWideL3, CcdL3, Unmeasured };
 
-/// This host's plan: its cache sizes from sysconf, and whether its L3 is
-/// socket-wide (an Intel processor, by CPUID), read once.
+/// The plan for caches of these sizes in bytes (<= 0: unknown, taken as 1
+/// MiB and 8 MiB) on such a host.
+StorePlan store_plan(std::int64_t l2, std::int64_t l3, StoreHost host);
+
+/// This host's kind, by CPUID.
+StoreHost store_host();
+
+/// This host's plan: its cache sizes from sysconf and its kind, read once.
 const StorePlan& host_store_plan();
 
 /// Writes output rows [row_begin, row_end). Thread-safe for disjoint rows;

@@ -540,6 +540,10 @@ TEST(Preprocess, BadInput) {
   p.interpolation = static_cast<Interpolation>(9);
   NEAT_EXPECT_ERROR(preprocess(*nv12, p), ErrorCode::InvalidArgument,
                     "interpolation must be Nearest, Bilinear or Area");
+  p = {};
+  p.stores = static_cast<StoreMode>(3);
+  NEAT_EXPECT_ERROR(preprocess(*nv12, p), ErrorCode::InvalidArgument,
+                    "stores must be Auto, Cached or Streamed, not 3");
 }
 
 TEST(Preprocess, LetterboxBoxKeepsTheAspectAndCentres) {

@@ -282,10 +282,11 @@ TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
   }
 }
 
-// Large outputs are stored with streaming stores, the letterbox bars and
-// nearest's pixels too where the host's plan says so (detail::StorePlan:
-// on an Intel host every tensor here; on a 32 MB AMD L3 the F32 ones, the
-// F16 and BF16 ones writing their bars through the cache): bars of every
+// Large outputs through the caches and around them (streaming stores), the
+// letterbox bars and nearest's pixels too: by the host's plan (Auto:
+// detail::StorePlan; on an Intel host every tensor here streams, on an AMD
+// Zen 4 the F32 ones with the F16 and BF16 ones' bars cached, on a Zen 3
+// none), and each way forced, so that every host runs both: bars of every
 // alignment (odd widths and heights put the bars' first samples anywhere in
 // a vector), in every dtype. (Nearest's, against the chain:
 // kernels_test.cpp, NearestLetterboxedEqualsTheChainInItsBoxAndPadsTheBars.)
@@ -296,53 +297,88 @@ TEST(PreprocessAccuracy, LargeLetterboxesStreamTheirBarsInEveryDtype) {
     for (std::int64_t side : {1021, 1280}) {
       for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
         for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
-          PreprocessParams p = imagenet(side, side + 3);
-          p.resize_mode = ResizeMode::Letterbox;
-          p.out_dtype = dt;
-          p.interpolation = m;
-          auto ours = preprocess(*frame, p);
-          ASSERT_TRUE(ours.ok()) << ours.error().message();
-          const double max = dt == DType::F32 ? 0.02 : dt == DType::F16 ? 0.1 : 0.8;
-          const Errors e = level_errors(*ours, reference(*frame, p), p);
-          EXPECT_LE(e.max, max) << frame->to_string() << " -> " << side << " " << to_string(dt);
-          EXPECT_LE(e.mean, dt == DType::F32 ? 0.002 : 0.25);
+          for (StoreMode stores : {StoreMode::Auto, StoreMode::Cached, StoreMode::Streamed}) {
+            PreprocessParams p = imagenet(side, side + 3);
+            p.resize_mode = ResizeMode::Letterbox;
+            p.out_dtype = dt;
+            p.interpolation = m;
+            p.stores = stores;
+            auto ours = preprocess(*frame, p);
+            ASSERT_TRUE(ours.ok()) << ours.error().message();
+            const double max = dt == DType::F32 ? 0.02 : dt == DType::F16 ? 0.1 : 0.8;
+            const Errors e = level_errors(*ours, reference(*frame, p), p);
+            EXPECT_LE(e.max, max) << frame->to_string() << " -> " << side << " " << to_string(dt)
+                                  << " " << to_string(stores);
+            EXPECT_LE(e.mean, dt == DType::F32 ? 0.002 : 0.25);
+          }
         }
       }
     }
   }
 }
 
-// Which stores bypass the caches, by the host's caches: on a CCD's L3 (AMD)
-// the bars of a frame and tensor that fit a third of it go through the
-// cache; on a socket-wide L3 (Intel) nothing is counted on past the L2.
+// Which stores bypass the caches, by the host: on a CCD's L3 (AMD Zen 4 and
+// later) the bars of a frame and tensor that fit a third of it go through
+// the cache; on a socket-wide L3 (Intel) nothing is counted on past the L2;
+// elsewhere (Zen 3 and earlier, hosts not measured) nothing streams.
 TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
   constexpr std::int64_t kMiB = 1 << 20;
   const std::int64_t frame_1080p = 1920 * 1080 * 3 / 2, tensor_640 = 3 * 640 * 640 * 4,
-                     tensor_320 = 3 * 320 * 320 * 4;
-  const detail::StorePlan amd = detail::store_plan(kMiB, 32 * kMiB, false);
+                     tensor_320 = 3 * 320 * 320 * 4, tensor_1280 = 3 * 1280 * 1280 * 4;
+  const detail::StorePlan amd = detail::store_plan(kMiB, 32 * kMiB, detail::StoreHost::CcdL3);
   EXPECT_EQ(amd.stream_above, kMiB);
   EXPECT_GT(tensor_640, amd.stream_above);                              // streamed ...
   EXPECT_LE(frame_1080p + tensor_640, amd.bars_cached_within);          // ... but its bars cached
   EXPECT_GT(3840 * 2160 * 3 / 2 + tensor_640, amd.bars_cached_within);  // from 4K streamed
-  const detail::StorePlan intel = detail::store_plan(2 * kMiB, 260 * kMiB, true);
+  const detail::StorePlan intel =
+      detail::store_plan(2 * kMiB, 260 * kMiB, detail::StoreHost::SocketWideL3);
   EXPECT_EQ(intel.stream_above, kMiB);
   EXPECT_GT(tensor_320, intel.stream_above);
   EXPECT_EQ(intel.bars_cached_within, 0);  // the bars stream with the pixels
-  const detail::StorePlan unknown = detail::store_plan(-1, 0, false);
+  const detail::StorePlan unknown = detail::store_plan(-1, 0, detail::StoreHost::CcdL3);
   EXPECT_EQ(unknown.stream_above, kMiB);
   EXPECT_EQ(unknown.bars_cached_within, 8 * kMiB / 3);
-  // This host's is one of the two, from its own sizes.
+  const detail::StorePlan zen3 =
+      detail::store_plan(kMiB / 2, 32 * kMiB, detail::StoreHost::Unmeasured);
+  EXPECT_LE(4 * tensor_1280, zen3.stream_above);  // nothing streams
+  EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, zen3.bars_cached_within);
+  // This host's is the one for its kind, from its own sizes.
   const detail::StorePlan& host = detail::host_store_plan();
   EXPECT_EQ(&host, &detail::host_store_plan());  // read once
-  const detail::StorePlan ccd =
-      detail::store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), false);
-  const detail::StorePlan socket =
-      detail::store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), true);
-  const bool is_ccd =
-      host.stream_above == ccd.stream_above && host.bars_cached_within == ccd.bars_cached_within;
-  const bool is_socket = host.stream_above == socket.stream_above &&
-                         host.bars_cached_within == socket.bars_cached_within;
-  EXPECT_TRUE(is_ccd || is_socket) << host.stream_above << " " << host.bars_cached_within;
+  const detail::StorePlan own = detail::store_plan(
+      sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), detail::store_host());
+  EXPECT_EQ(host.stream_above, own.stream_above);
+  EXPECT_EQ(host.bars_cached_within, own.bars_cached_within);
+}
+
+// The stores change the speed only: cached and streamed write the same
+// values, stretched and letterboxed (odd sizes put rows and bars anywhere
+// in a vector), every interpolation, F32 and BF16, on one thread and two.
+TEST(PreprocessStores, CachedAndStreamedWriteTheSameValues) {
+  const NeatTensor frame = frame_of(PixelFormat::NV12, 1280, 720, 23);
+  for (std::int64_t side : {317, 640}) {
+    for (ResizeMode fit : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
+      for (Interpolation m :
+           {Interpolation::Nearest, Interpolation::Bilinear, Interpolation::Area}) {
+        for (DType dt : {DType::F32, DType::BF16}) {
+          for (int threads : {1, 2}) {
+            PreprocessParams p = imagenet(side, side + 1);
+            p.resize_mode = fit;
+            p.interpolation = m;
+            p.out_dtype = dt;
+            p.stores = StoreMode::Cached;
+            auto cached = preprocess(frame, p, {.threads = threads});
+            p.stores = StoreMode::Streamed;
+            auto streamed = preprocess(frame, p, {.threads = threads});
+            ASSERT_TRUE(cached.ok() && streamed.ok());
+            EXPECT_TRUE(values(*cached) == values(*streamed))
+                << side << (fit == ResizeMode::Letterbox ? " letterboxed " : " stretched ")
+                << to_string(m) << " " << to_string(dt) << ", threads " << threads;
+          }
+        }
+      }
+    }
+  }
 }
 
 // Degenerate and extreme geometries: one-pixel frames and outputs, area

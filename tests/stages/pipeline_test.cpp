@@ -108,6 +108,8 @@ TEST(PipelineDeclare, BadPropertiesAndPlacementsAreTypedErrors) {
       {"default ! convert format=RGB colorimetry=bt.709 ! appsink",
        "colorimetry=bt.709 is not one of: bt601, bt709, bt2020"},
       {"default ! preprocess colorimetry=rec709 ! appsink", "colorimetry=rec709 is not one of"},
+      {"default ! preprocess stores=nontemporal ! appsink",
+       "stores=nontemporal is not one of: auto, cached, streamed"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
