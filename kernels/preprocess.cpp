@@ -216,7 +216,8 @@ struct AxisSet {
 
 // Axis tables lent per call (detail::LeasePool): a call finds the tables
 // of its geometry if any call made them, whichever thread it ran on, and a
-// thread that alternates two geometries keeps both. Never destroyed, as a
+// process that alternates geometries keeps each (a new one takes a slot no
+// geometry has used while there is one). Never destroyed, as a
 // call may still run while the process exits.
 detail::LeasePool<AxisSet, 16>& axis_pool() {
   static auto* pool = new detail::LeasePool<AxisSet, 16>();
@@ -497,7 +498,9 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
         const std::int64_t plane_bytes = p.height * p.width * item;
         std::byte* planes[3] = {base, base + plane_bytes, base + 2 * plane_bytes};
         const AxisSet::Key key = AxisSet::key_of(s, p, box);
-        const auto axes = axis_pool().take([&](const AxisSet& a) { return a.key == key; });
+        const auto axes =
+            axis_pool().take([&](const AxisSet& a) { return a.key == key; },
+                             [](const AxisSet& a) { return a.key == AxisSet::Key{}; });
         detail::PreprocessJob job = make_job(s, k, p, box, planes, *axes);
         if (job.nearest && !(job.luma_x->blocks && job.chroma_x->blocks)) {
           parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {

@@ -16,7 +16,7 @@ template <class T, std::size_t N>
 class LeasePool {
   struct alignas(64) Slot {  // a slot's flag on no other slot's line
     std::atomic<bool> busy{false};
-    T value;
+    T value{};  // value-initialized: a slot no holder has used is T{}
   };
 
  public:
@@ -44,22 +44,32 @@ class LeasePool {
   };
 
   // The first free slot whose value `fits` (its last holder left it as this
-  // one needs it: the same geometry), else the first free slot, else the
-  // calling thread's own value.
-  template <class Fits>
-  Lease take(Fits&& fits) {
-    for (int pass = 0; pass < 2; ++pass) {
+  // one needs it: the same geometry), else the first free slot no holder has
+  // used (`unused`), else the first free slot, else the calling thread's own
+  // value. Unused slots before used ones: a process that alternates
+  // geometries keeps each in a slot of its own, up to N of them, rather than
+  // making the first slot's again on every change.
+  template <class Fits, class Unused>
+  Lease take(Fits&& fits, Unused&& unused) {
+    for (int pass = 0; pass < 3; ++pass) {
       for (Slot& slot : slots_) {
         if (slot.busy.load(std::memory_order_relaxed) ||
             slot.busy.exchange(true, std::memory_order_acquire)) {
           continue;
         }
-        if (pass == 1 || fits(static_cast<const T&>(slot.value))) return Lease(&slot, &slot.value);
+        const T& value = slot.value;
+        if (pass == 2 || (pass == 0 ? fits(value) : unused(value))) {
+          return Lease(&slot, &slot.value);
+        }
         slot.busy.store(false, std::memory_order_release);
       }
     }
     thread_local T own;
     return Lease(nullptr, &own);
+  }
+  template <class Fits>
+  Lease take(Fits&& fits) {
+    return take(std::forward<Fits>(fits), [](const T&) { return false; });
   }
   Lease take() {
     return take([](const T&) { return true; });

@@ -40,6 +40,28 @@ TEST(LeasePool, LendsEachSlotToOneHolderAtATime) {
   EXPECT_EQ(*pool.take([](const int& v) { return v == 7; }), 1);  // none fits: the first free
 }
 
+// Where no slot fits, one no holder has used goes before the first free
+// one, so that alternating values each keep a slot; with none unused, the
+// first free.
+TEST(LeasePool, AnUnusedSlotGoesBeforeOneThatHoldsAnotherValue) {
+  detail::LeasePool<int, 3> pool;  // values start at int{}, 0: unused
+  auto unused = [](const int& v) { return v == 0; };
+  *pool.take([](const int& v) { return v == 1; }, unused) = 1;  // slot 0
+  {
+    auto second = pool.take([](const int& v) { return v == 2; }, unused);
+    EXPECT_EQ(*second, 0);  // slot 1, not slot 0's 1
+    *second = 2;
+  }
+  for (int round = 0; round < 3; ++round) {  // alternating: each finds its own
+    EXPECT_EQ(*pool.take([](const int& v) { return v == 1; }, unused), 1);
+    EXPECT_EQ(*pool.take([](const int& v) { return v == 2; }, unused), 2);
+  }
+  *pool.take([](const int& v) { return v == 3; }, unused) = 3;  // slot 2, the last unused
+  auto fourth = pool.take([](const int& v) { return v == 4; }, unused);
+  EXPECT_TRUE(fourth.pooled());
+  EXPECT_EQ(*fourth, 1);  // none unused: the first free
+}
+
 // Threads taking and giving back at once never hold the same slot.
 TEST(LeasePool, ThreadsTakingAtOnceNeverShareASlot) {
   detail::LeasePool<int, 3> pool;
