@@ -8,9 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -66,6 +70,32 @@ std::uint64_t allocations_in(F&& f, Threads threads = Threads::This) {
   g_counting = false;
   g_counting_all = false;
   return every ? g_all_allocations.load() : g_allocations;
+}
+
+// Runs an OpenCV parallel body on `n` threads of its pool at once: each
+// stripe waits for the others to arrive (up to 5 s, so a pool that never
+// lends a worker delays and does not hang), which a caller running every
+// stripe itself cannot satisfy. Returns how many distinct threads ran one.
+std::size_t every_pool_thread_runs_an_opencv_body(int n) {
+  std::mutex m;
+  std::condition_variable arrived;
+  std::set<std::thread::id> ids;
+  int count = 0;
+  n = std::min(n, cv::getNumThreads());
+  for (int attempt = 0; attempt < 3 && static_cast<int>(ids.size()) < n; ++attempt) {
+    count = 0;
+    cv::parallel_for_(
+        cv::Range(0, n),
+        [&](const cv::Range& r) {
+          std::unique_lock lock(m);
+          ids.insert(std::this_thread::get_id());
+          count += r.size();
+          arrived.notify_all();
+          arrived.wait_for(lock, std::chrono::seconds(5), [&] { return count >= n; });
+        },
+        n);
+  }
+  return ids.size();
 }
 
 TEST(SteadyState, TheCounterSeesAnAllocation) {
@@ -137,14 +167,17 @@ TEST(SteadyState, PreprocessOnAFreshThreadAllocatesNothingOnceWarm) {
 TEST(SteadyState, PreprocessOnTwoThreadsFindsBothStripesGrownHoweverTheyRan) {
   const NeatTensor frame = testing::random_frame(PixelFormat::NV12, 1920, 1080, 9);
   // OpenCV's pool and its per-thread state, used on two threads. With the
-  // TBB backend, cv::setNumThreads makes a new arena, whose worker may be a
-  // thread OpenCV has not run on yet (its first parallel body allocates
-  // OpenCV's thread-local state): warmed after each change with a geometry
-  // smaller than the measured one, which grows none of its rows. Without it
-  // a loaded host (ctest -j2) counted 3 such allocations now and then.
+  // TBB backend, cv::setNumThreads makes a new arena, and the first parallel
+  // body a pool thread runs makes OpenCV's thread-local state (its RNG and
+  // trace slots: 3 allocations). Calls warm the engine, but cannot make the
+  // pool's worker take a stripe: on a loaded host (ctest -j2) the caller ran
+  // both stripes of every warm-up call now and then, and the worker's first
+  // stripe came in the measured calls (CI counted 3, twice). So after each
+  // change, every pool thread runs a body before anything is counted.
   PreprocessParams small;
   small.width = small.height = 160;
   auto warm_pool = [&] {
+    every_pool_thread_runs_an_opencv_body(2);
     for (int i = 0; i < 3; ++i)
       NEAT_ASSERT_OK(preprocess(frame, small, {.threads = 2}));
   };
