@@ -9,11 +9,12 @@
 //
 //  * The blocks path (preprocess_blocks-inl.h), taken whenever the target can:
 //    horizontal taps first, from the 8-bit rows by byte shuffles (16-byte
-//    blocks; a 4-byte gather per output; AVX-512 VBMI permutes out of
-//    128-byte windows; on AVX2, each output's samples loaded as one vector)
-//    and 16-bit multiply-adds, into float rows cached per source row; output
-//    rows read the cached rows their vertical taps name (area: the rows summed
-//    first, in integers, and resampled once).
+//    blocks; where none fits, 4 bytes per output, gathered, or on AVX2 by
+//    eight scalar loads; AVX-512 VBMI permutes out of 128-byte windows; on
+//    AVX2, each output's samples loaded as one vector) and 16-bit
+//    multiply-adds, into float rows cached per source row; output rows read
+//    the cached rows their vertical taps name (area: the rows summed first,
+//    in integers, and resampled once).
 //  * The vertical-first path (preprocess_general-inl.h): the vertical taps
 //    over the whole row in float, then the horizontal taps. It serves SSE4
 //    and the other targets at large area ratios, more than 16 taps across
