@@ -5,6 +5,7 @@
 #include <cpuid.h>
 #endif
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -311,15 +312,12 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.box_w = box.width;
   j.box_h = box.height;
   j.out_dtype = p.out_dtype;
-  if (p.stores == StoreMode::Auto) {
-    const detail::StorePlan& plan = detail::host_store_plan();
-    const std::int64_t tensor = 3 * p.width * p.height * item_size(p.out_dtype);
-    j.stream = tensor > plan.stream_above;
-    const std::int64_t frame = s.y_stride * s.height * 3 / 2;  // 4:2:0
-    j.stream_bars = j.stream && frame + tensor > plan.bars_cached_within;
-  } else {
-    j.stream = j.stream_bars = p.stores == StoreMode::Streamed;
-  }
+  const detail::StoreChoice stores = detail::choose_stores(
+      p.stores, detail::active_store_plan(), 3 * p.width * p.height * item_size(p.out_dtype),
+      s.y_stride * s.height * 3 / 2, p.out_dtype);  // 4:2:0
+  j.stream = stores.stream;
+  j.stream_bars = stores.stream_bars;
+  j.stream_rows = stores.stream_rows;
   for (int c = 0; c < 3; ++c) {
     j.planes[c] = planes[c];
     j.a[c] = k.a[c];
@@ -346,6 +344,8 @@ StorePlan store_plan(std::int64_t l2, std::int64_t l3, StoreHost host) {
       return {l2 / 2, 0};
     case StoreHost::CcdL3:
       return {l2, l3 / 3};
+    case StoreHost::AmdBeforeZen4:
+      return {l2, kNever, true};
     case StoreHost::Unmeasured:
       break;
   }
@@ -363,10 +363,11 @@ StoreHost store_host() {
   if (std::memcmp(vendor, "GenuineIntel", 12) == 0) return StoreHost::SocketWideL3;
   if (std::memcmp(vendor, "AuthenticAMD", 12) == 0) {
     // AVX-512F (leaf 7, EBX bit 16) tells Zen 4 and later from Zen 3 and
-    // earlier, whose streaming stores measured slower at every size.
+    // earlier, whose streaming stores to three planes in turn measured
+    // slower at every size.
     unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
     const bool avx512 = __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) != 0 && (b7 >> 16 & 1u) != 0;
-    return avx512 ? StoreHost::CcdL3 : StoreHost::Unmeasured;
+    return avx512 ? StoreHost::CcdL3 : StoreHost::AmdBeforeZen4;
   }
 #endif
   return StoreHost::Unmeasured;
@@ -376,6 +377,36 @@ const StorePlan& host_store_plan() {
   static const StorePlan plan =
       store_plan(sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), store_host());
   return plan;
+}
+
+namespace {
+std::atomic<const StorePlan*> g_plan_override{nullptr};
+}  // namespace
+
+void override_store_plan(const StorePlan* plan) {
+  g_plan_override.store(plan, std::memory_order_release);
+}
+
+const StorePlan& active_store_plan() {
+  const StorePlan* plan = g_plan_override.load(std::memory_order_acquire);
+  return plan != nullptr ? *plan : host_store_plan();
+}
+
+StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t tensor_bytes,
+                          std::int64_t frame_bytes, DType dtype) {
+  StoreChoice c;
+  if (mode != StoreMode::Auto) {
+    c.stream = c.stream_bars = mode == StoreMode::Streamed;
+    return c;
+  }
+  const bool large = tensor_bytes > plan.stream_above;
+  if (plan.by_rows) {
+    c.stream_rows = large && dtype == DType::F32;
+    return c;
+  }
+  c.stream = large;
+  c.stream_bars = large && frame_bytes + tensor_bytes > plan.bars_cached_within;
+  return c;
 }
 
 }  // namespace detail

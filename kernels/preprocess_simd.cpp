@@ -113,7 +113,16 @@ struct Scratch {
   // two output rows.
   hwy::AlignedFreeUniquePtr<float[]> fused;
   std::int64_t fused_width = 0;
+  // job.stream_rows: an output row's three planes, computed here (cached)
+  // and then streamed to the tensor a plane at a time (StagedWidth each).
+  hwy::AlignedFreeUniquePtr<float[]> staged;
+  std::int64_t staged_width = 0;
 };
+
+// Floats per staged plane row: the content row in whole vectors.
+inline std::int64_t StagedWidth(const PreprocessJob& job) {
+  return (job.box_w + 16 + 15) / 16 * 16;
+}
 
 inline void grow(std::vector<float>& v, std::int64_t n) {
   const auto want =
@@ -207,8 +216,25 @@ struct FixedTaps {
 };
 
 // How RgbOut stores whole vectors: F32 plain or streamed (the row's
-// planes aligned to the vector), or anything through StoreOut.
-enum class Store : std::uint8_t { F32, F32Stream, Any };
+// planes aligned to the vector), F32 to the staged rows (job.stream_rows;
+// the last vector too), or anything through StoreOut.
+enum class Store : std::uint8_t { F32, F32Stream, F32Rows, Any };
+
+// n floats from a cached row to one of the tensor's, streamed from the
+// first vector-aligned float on; the ends by plain stores.
+HWY_INLINE void StreamRow(const float* from, float* to, std::int64_t n) {
+  const DF df;
+  const auto lanes = static_cast<std::int64_t>(hn::Lanes(df));
+  constexpr std::uintptr_t kBytes = sizeof(float) * hn::MaxLanes(DF());
+  std::int64_t i = 0;
+  while (i < n && (reinterpret_cast<std::uintptr_t>(to + i) & (kBytes - 1)) != 0)
+    ++i;
+  if (n - i < lanes) i = n;  // too short to stream: one plain copy
+  std::memcpy(to, from, static_cast<std::size_t>(i) * sizeof(float));
+  for (; i + lanes <= n; i += lanes)
+    hn::Stream(hn::LoadU(df, from + i), df, to + i);
+  std::memcpy(to + i, from + i, static_cast<std::size_t>(n - i) * sizeof(float));
+}
 
 // What the final pass reads: the blocks path's rows, offsets folded in (luma
 // (level - y_offset) x ys, chroma level - 128); the vertical-first path's
@@ -294,7 +320,7 @@ struct ToRgb {
 // kStore, a row's last (n < lanes) and other dtypes through StoreOut.
 template <Store kStore>
 struct RgbOut {
-  RgbOut(const PreprocessJob& of, std::int64_t out_r) : job(of) {
+  RgbOut(const PreprocessJob& of, std::int64_t out_r, float* staged = nullptr) : job(of) {
     const DF df;
     const int ri = job.r_plane, bi = job.b_plane;
     ra = hn::Set(df, job.a[ri]);
@@ -307,10 +333,22 @@ struct RgbOut {
     pr = reinterpret_cast<float*>(job.planes[ri]) + start;
     pg = reinterpret_cast<float*>(job.planes[1]) + start;
     pb = reinterpret_cast<float*>(job.planes[bi]) + start;
+    if constexpr (kStore == Store::F32Rows) {
+      const std::int64_t width = StagedWidth(job);
+      sr = staged;
+      sg = staged + width;
+      sb = staged + 2 * width;
+    }
   }
   HWY_INLINE void operator()(std::int64_t at, VF r8, VF g8, VF b8, std::int64_t n) const {
     const DF df;
     const VF r = hn::MulAdd(r8, ra, rb), g = hn::MulAdd(g8, ga, gb), b = hn::MulAdd(b8, ba, bb);
+    if constexpr (kStore == Store::F32Rows) {  // whole vectors: the staged rows are padded
+      hn::Store(r, df, sr + at);
+      hn::Store(g, df, sg + at);
+      hn::Store(b, df, sb + at);
+      return;
+    }
     if (kStore != Store::Any && n == static_cast<std::int64_t>(hn::Lanes(df))) {
       if constexpr (kStore == Store::F32Stream) {
         hn::Stream(r, df, pr + at);
@@ -327,19 +365,26 @@ struct RgbOut {
     StoreOut(job, g, job.planes[1], start + at, n);
     StoreOut(job, b, job.planes[job.b_plane], start + at, n);
   }
+  // F32Rows: the staged row's n floats to each plane, one plane at a time.
+  void StreamRows(std::int64_t n) const {
+    StreamRow(sr, pr, n);
+    StreamRow(sg, pg, n);
+    StreamRow(sb, pb, n);
+  }
   const PreprocessJob& job;
   VF ra, rb, ga, gb, ba, bb;
   std::int64_t start;
   float *pr, *pg, *pb;
+  float *sr = nullptr, *sg = nullptr, *sb = nullptr;
 };
 
 template <int LN, int CN, Store kStore, Conv kConv>
 void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
-                std::int64_t out_r) {
+                std::int64_t out_r, float* staged) {
   const DF df;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
   const ToRgb<kConv> to_rgb(job);
-  const RgbOut<kStore> out(job, out_r);
+  const RgbOut<kStore> out(job, out_r, staged);
   const FixedTaps<LN> yt(luma);
   const FixedTaps<CN> ut(cu), vt(cv);
   const std::int64_t box_w = job.box_w;
@@ -353,6 +398,7 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
     }
     out(x, r8, g8, b8, std::min(lanes, box_w - x));
   }
+  if constexpr (kStore == Store::F32Rows) out.StreamRows(box_w);
 }
 
 // Whether output row out_r's content starts on a whole vector in every
@@ -368,27 +414,31 @@ bool RowAligned(const PreprocessJob& job, std::int64_t out_r) {
   return aligned;
 }
 
+// `staged`: the scratch's staged rows (job.stream_rows).
 template <int LN, int CN, Conv kConv>
 void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
-                std::int64_t out_r) {
+                std::int64_t out_r, float* staged) {
   if (job.out_dtype != DType::F32) {
-    return FinishRowT<LN, CN, Store::Any, kConv>(job, luma, cu, cv, out_r);
+    return FinishRowT<LN, CN, Store::Any, kConv>(job, luma, cu, cv, out_r, staged);
+  }
+  if (job.stream_rows) {
+    return FinishRowT<LN, CN, Store::F32Rows, kConv>(job, luma, cu, cv, out_r, staged);
   }
   if (job.stream && RowAligned(job, out_r)) {
-    return FinishRowT<LN, CN, Store::F32Stream, kConv>(job, luma, cu, cv, out_r);
+    return FinishRowT<LN, CN, Store::F32Stream, kConv>(job, luma, cu, cv, out_r, staged);
   }
-  FinishRowT<LN, CN, Store::F32, kConv>(job, luma, cu, cv, out_r);
+  FinishRowT<LN, CN, Store::F32, kConv>(job, luma, cu, cv, out_r, staged);
 }
 
 // Output row out_r from the blocks path's rows.
 void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
-               std::int64_t out_r) {
-  if (job.nearest) return FinishRowS<1, 1, Conv::Nearest>(job, luma, cu, cv, out_r);
+               std::int64_t out_r, float* staged) {
+  if (job.nearest) return FinishRowS<1, 1, Conv::Nearest>(job, luma, cu, cv, out_r, staged);
   // Tap counts compiled: luma 1-4, chroma 1-3 (bilinear 1-2; area's summed
   // rows and partial rows 2-4; 4K -> 416 area: 3 and 3); others any.
   const int ln = luma.n <= 4 ? luma.n : 0, cn = cu.n <= 3 ? cu.n : 0;
-  using Fn =
-      void (*)(const PreprocessJob&, const RowTaps&, const RowTaps&, const RowTaps&, std::int64_t);
+  using Fn = void (*)(const PreprocessJob&, const RowTaps&, const RowTaps&, const RowTaps&,
+                      std::int64_t, float*);
   static constexpr Fn kByTaps[5][4] = {
       {FinishRowS<0, 0, Conv::Folded>, FinishRowS<0, 0, Conv::Folded>,
        FinishRowS<0, 0, Conv::Folded>, FinishRowS<0, 0, Conv::Folded>},
@@ -400,7 +450,7 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
        FinishRowS<3, 2, Conv::Folded>, FinishRowS<3, 3, Conv::Folded>},
       {FinishRowS<0, 0, Conv::Folded>, FinishRowS<4, 1, Conv::Folded>,
        FinishRowS<4, 2, Conv::Folded>, FinishRowS<4, 3, Conv::Folded>}};
-  kByTaps[ln][cn](job, luma, cu, cv, out_r);
+  kByTaps[ln][cn](job, luma, cu, cv, out_r, staged);
 }
 
 // The exact boxes of 2 and 4 in one pass (BoxRowFused).
@@ -485,6 +535,12 @@ void PrepareScratch(const PreprocessJob& job, Scratch& s) {
     s.fused_width = width;
     std::fill_n(s.fused.get(), 3 * s.fused_width, 0.f);
   }
+  if (job.stream_rows && s.staged_width < StagedWidth(job)) {
+    s.staged_width = 0;  // as `fused`: claimed once the rows exist
+    s.staged = hwy::AllocateAligned<float>(static_cast<std::size_t>(3 * StagedWidth(job)));
+    if (!s.staged) throw std::bad_alloc();
+    s.staged_width = StagedWidth(job);
+  }
   if (blocks) {
     s.luma_rows.reset(job.luma_y->taps + 1, job.luma_x->stride);
     s.chroma_rows.reset(job.chroma_y->taps + 1, 2 * job.chroma_x->stride);
@@ -535,6 +591,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   plain_u.w[0] = plain_v.w[0] = 1.f;
   const std::uint8_t* reuse = job.chroma_y->same_as_previous.data();
   const NearestRowsFn nearest = FusedNearest(job);
+  float* const staged = s.staged.get();
   for (std::int64_t out_r = row_begin; out_r < row_end; ++out_r) {
     const std::int64_t row_start = out_r * job.out_w;
     if (out_r < job.box_y || out_r >= job.box_y + job.box_h) {
@@ -562,28 +619,28 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     if (job.box_k != 0 && (job.box_chroma || blocks)) {
       BoxRow(job, s, r);
       if (job.box_chroma) {
-        FinishRowS<1, 1, Conv::Folded>(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
+        FinishRowS<1, 1, Conv::Folded>(job, s.luma_taps, s.u_taps, s.v_taps, out_r, staged);
         continue;
       }
       if (!same_chroma) ChromaRowBlocks(job, s, r, unit);  // 3x: chroma's 1.5x by its tables
-      FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
+      FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r, staged);
       continue;
     }
     if (blocks) {
       LumaRowBlocks(job, s, r, luma_scale);
       if (!same_chroma) ChromaRowBlocks(job, s, r, unit);
-      FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r);
+      FinishRow(job, s.luma_taps, s.u_taps, s.v_taps, out_r, staged);
       continue;
     }
     LumaRow(job, s, r);
     if (!same_chroma) ChromaRow(job, s, r);
-    FinishRowS<1, 1, Conv::Levels>(job, plain_luma, plain_u, plain_v, out_r);
+    FinishRowS<1, 1, Conv::Levels>(job, plain_luma, plain_u, plain_v, out_r, staged);
   }
   if (nearest != nullptr) {
     nearest(job, std::clamp(job.box_y, row_begin, row_end),
             std::clamp(job.box_y + job.box_h, row_begin, row_end));
   }
-  if (job.stream) hwy::FlushStream();  // streamed stores are visible before the stripe ends
+  if (job.stream || job.stream_rows) hwy::FlushStream();  // visible before the stripe ends
 }
 
 const char* TargetName() {

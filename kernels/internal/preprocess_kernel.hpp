@@ -17,6 +17,7 @@
 
 #include "neat/contract/dtype.hpp"
 #include "neat/kernels/internal/yuv_planes.hpp"
+#include "neat/kernels/preprocess.hpp"
 #include "neat/kernels/yuv_matrix.hpp"
 
 namespace neat::detail {
@@ -213,6 +214,12 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// tensor. The fused nearest rows (preprocess_simd.cpp) follow it for
   /// their pixels too: their stores are most of their time.
   bool stream_bars = false;
+  /// F32 rows of the blocks and vertical-first paths written to a cached
+  /// row per plane first, then each plane's row streamed on its own (set,
+  /// in place of `stream`, where StorePlan::by_rows says: hosts whose
+  /// streaming stores to three planes in turn are slow, but to one row at a
+  /// time are not).
+  bool stream_rows = false;
 };
 
 /// Which stores of an output bypass the caches (PreprocessParams::stores
@@ -233,17 +240,25 @@ struct PreprocessJob : YuvPlanes {  // the source planes
 /// * AMD Zen 3 (EPYC, L2 512 KiB, L3 32 MiB, no AVX-512): streaming lost
 ///   at every size (time cached / streamed, one thread, 24 MiB written
 ///   between calls: 1080p -> 640 bilinear 0.80, -> 416 letterboxed 0.87;
-///   into 1280 the streamed rows took up to 5x the time), so nothing streams
-///   there, nor on any host not measured.
+///   into 1280 the streamed rows took up to 5x the time). What is slow
+///   there is the interleaving, not streaming: each output row computed
+///   into a cached row per plane, then each plane's row streamed, took
+///   0.65-0.88 of the time of cached stores for 3 x 416 x 416 to 3 x 1280 x
+///   1280 F32 (a final-pass microbenchmark: 1280 2026 -> 1479 µs, 640 605
+///   -> 405, 416 263 -> 170), so there the F32 rows above the L2 are
+///   streamed row by row (`by_rows`), and nothing else streams. No host
+///   not measured streams at all.
 struct StorePlan {
   std::int64_t stream_above = 0;        ///< bytes of tensor
   std::int64_t bars_cached_within = 0;  ///< bytes of frame and tensor
+  bool by_rows = false;                 ///< stream_rows in place of stream
 };
 
 /// The hosts the rule tells apart: Intel (a socket-wide L3), AMD with
-/// AVX-512 (Zen 4 and later: one CCD's L3), and every other (Zen 3 and
-/// earlier, other vendors and architectures), which stores through the caches.
-enum class StoreHost : std::uint8_t { SocketWideL3, CcdL3, Unmeasured };
+/// AVX-512 (Zen 4 and later: one CCD's L3), AMD without it (Zen 3 and
+/// earlier: rows streamed a plane at a time), and every other (other
+/// vendors and architectures), which stores through the caches.
+enum class StoreHost : std::uint8_t { SocketWideL3, CcdL3, AmdBeforeZen4, Unmeasured };
 
 /// The plan for caches of these sizes in bytes (<= 0: unknown, taken as 1
 /// MiB and 8 MiB) on such a host.
@@ -254,6 +269,24 @@ StoreHost store_host();
 
 /// This host's plan: its cache sizes from sysconf and its kind, read once.
 const StorePlan& host_store_plan();
+
+/// The plan StoreMode::Auto follows: this host's, or the one a test set.
+const StorePlan& active_store_plan();
+
+/// Tests: Auto follows `plan` (kept alive by the caller) in place of this
+/// host's until called again with nullptr. Set it between calls only.
+void override_store_plan(const StorePlan* plan);
+
+/// The job's store flags (PreprocessJob::stream, stream_bars, stream_rows)
+/// for a call: the user's mode, or Auto by the plan, for a tensor and a
+/// frame of these sizes in bytes and the tensor's dtype.
+struct StoreChoice {
+  bool stream = false;
+  bool stream_bars = false;
+  bool stream_rows = false;
+};
+StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t tensor_bytes,
+                          std::int64_t frame_bytes, DType dtype);
 
 /// Writes output rows [row_begin, row_end). Thread-safe for disjoint rows;
 /// its scratch rows are lent from a process-wide pool and reused across

@@ -320,7 +320,8 @@ TEST(PreprocessAccuracy, LargeLetterboxesStreamTheirBarsInEveryDtype) {
 // Which stores bypass the caches, by the host: on a CCD's L3 (AMD Zen 4 and
 // later) the bars of a frame and tensor that fit a third of it go through
 // the cache; on a socket-wide L3 (Intel) nothing is counted on past the L2;
-// elsewhere (Zen 3 and earlier, hosts not measured) nothing streams.
+// on AMD before Zen 4, F32 rows above the L2 stream a plane at a time and
+// nothing else streams; on hosts not measured nothing streams.
 TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
   constexpr std::int64_t kMiB = 1 << 20;
   const std::int64_t frame_1080p = 1920 * 1080 * 3 / 2, tensor_640 = 3 * 640 * 640 * 4,
@@ -339,9 +340,16 @@ TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
   EXPECT_EQ(unknown.stream_above, kMiB);
   EXPECT_EQ(unknown.bars_cached_within, 8 * kMiB / 3);
   const detail::StorePlan zen3 =
+      detail::store_plan(kMiB / 2, 256 * kMiB, detail::StoreHost::AmdBeforeZen4);
+  EXPECT_EQ(zen3.stream_above, kMiB / 2);
+  EXPECT_TRUE(zen3.by_rows);
+  EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, zen3.bars_cached_within);  // bars cached
+  const detail::StorePlan other =
       detail::store_plan(kMiB / 2, 32 * kMiB, detail::StoreHost::Unmeasured);
-  EXPECT_LE(4 * tensor_1280, zen3.stream_above);  // nothing streams
-  EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, zen3.bars_cached_within);
+  EXPECT_LE(4 * tensor_1280, other.stream_above);  // nothing streams
+  EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, other.bars_cached_within);
+  EXPECT_FALSE(other.by_rows);
+  EXPECT_FALSE(intel.by_rows || amd.by_rows);
   // This host's is the one for its kind, from its own sizes.
   const detail::StorePlan& host = detail::host_store_plan();
   EXPECT_EQ(&host, &detail::host_store_plan());  // read once
@@ -349,6 +357,40 @@ TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
       sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), detail::store_host());
   EXPECT_EQ(host.stream_above, own.stream_above);
   EXPECT_EQ(host.bars_cached_within, own.bars_cached_within);
+  EXPECT_EQ(host.by_rows, own.by_rows);
+}
+
+// A call's store flags: the user's mode as it says; Auto by the plan, the
+// rows a plane at a time (F32 only) where the plan says by_rows.
+TEST(PreprocessStores, TheModeAndThePlanChooseTheFlags) {
+  constexpr std::int64_t kMiB = 1 << 20;
+  const std::int64_t frame = 1920 * 1080 * 3 / 2, f32_640 = 3 * 640 * 640 * 4,
+                     f32_160 = 3 * 160 * 160 * 4;
+  const detail::StorePlan zen3 =
+      detail::store_plan(kMiB / 2, 256 * kMiB, detail::StoreHost::AmdBeforeZen4);
+  const detail::StorePlan intel =
+      detail::store_plan(2 * kMiB, 260 * kMiB, detail::StoreHost::SocketWideL3);
+  auto flags = [](detail::StoreChoice c) {
+    return std::string(c.stream ? "stream " : "") + (c.stream_bars ? "bars " : "") +
+           (c.stream_rows ? "rows" : "");
+  };
+  using detail::choose_stores;
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen3, f32_640, frame, DType::F32)), "rows");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen3, f32_160, frame, DType::F32)), "");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen3, f32_640, frame, DType::BF16)), "");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, intel, f32_640, frame, DType::F32)),
+            "stream bars ");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, intel, f32_160, frame, DType::F32)), "");
+  for (const detail::StorePlan* plan : {&zen3, &intel}) {
+    EXPECT_EQ(flags(choose_stores(StoreMode::Cached, *plan, f32_640, frame, DType::F32)), "");
+    EXPECT_EQ(flags(choose_stores(StoreMode::Streamed, *plan, f32_160, frame, DType::BF16)),
+              "stream bars ");
+  }
+  // Auto follows a plan a test sets, and this host's again after.
+  detail::override_store_plan(&zen3);
+  EXPECT_EQ(&detail::active_store_plan(), &zen3);
+  detail::override_store_plan(nullptr);
+  EXPECT_EQ(&detail::active_store_plan(), &detail::host_store_plan());
 }
 
 // The stores change the speed only: cached and streamed write the same
@@ -372,6 +414,45 @@ TEST(PreprocessStores, CachedAndStreamedWriteTheSameValues) {
             auto streamed = preprocess(frame, p, {.threads = threads});
             ASSERT_TRUE(cached.ok() && streamed.ok());
             EXPECT_TRUE(values(*cached) == values(*streamed))
+                << side << (fit == ResizeMode::Letterbox ? " letterboxed " : " stretched ")
+                << to_string(m) << " " << to_string(dt) << ", threads " << threads;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Rows streamed a plane at a time (the plan of AMD before Zen 4, set here
+// on every host, streaming from the smallest tensor) write the values
+// cached stores write: stretched and letterboxed at odd sizes (rows start
+// anywhere in a vector; rows shorter than two vectors), every
+// interpolation, F32 and BF16 (which stays cached), one thread and two.
+TEST(PreprocessStores, RowsStreamedAPlaneAtATimeWriteTheSameValues) {
+  const NeatTensor frame = frame_of(PixelFormat::I420, 1280, 720, 29);
+  detail::StorePlan by_rows = detail::store_plan(0, 0, detail::StoreHost::AmdBeforeZen4);
+  by_rows.stream_above = 0;
+  struct Reset {
+    ~Reset() { detail::override_store_plan(nullptr); }
+  } reset;
+  for (std::int64_t side : {13, 317, 640}) {
+    for (ResizeMode fit : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
+      for (Interpolation m :
+           {Interpolation::Nearest, Interpolation::Bilinear, Interpolation::Area}) {
+        for (DType dt : {DType::F32, DType::BF16}) {
+          for (int threads : {1, 2}) {
+            PreprocessParams p = imagenet(side + 1, side);
+            p.resize_mode = fit;
+            p.interpolation = m;
+            p.out_dtype = dt;
+            p.stores = StoreMode::Cached;
+            auto cached = preprocess(frame, p, {.threads = threads});
+            p.stores = StoreMode::Auto;
+            detail::override_store_plan(&by_rows);
+            auto rows = preprocess(frame, p, {.threads = threads});
+            detail::override_store_plan(nullptr);
+            ASSERT_TRUE(cached.ok() && rows.ok());
+            EXPECT_TRUE(values(*cached) == values(*rows))
                 << side << (fit == ResizeMode::Letterbox ? " letterboxed " : " stretched ")
                 << to_string(m) << " " << to_string(dt) << ", threads " << threads;
           }
