@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <opencv2/imgproc.hpp>
 #include <random>
 #include <string>
@@ -393,12 +394,14 @@ TEST(PreprocessStores, TheModeAndThePlanChooseTheFlags) {
   EXPECT_EQ(&detail::active_store_plan(), &detail::host_store_plan());
 }
 
-// The stores change the speed only: cached and streamed write the same
-// values, stretched and letterboxed (odd sizes put rows and bars anywhere
-// in a vector), every interpolation, F32 and BF16, on one thread and two.
-TEST(PreprocessStores, CachedAndStreamedWriteTheSameValues) {
-  const NeatTensor frame = frame_of(PixelFormat::NV12, 1280, 720, 23);
-  for (std::int64_t side : {317, 640}) {
+// Expects the tensors `other` writes (params with `stores` set as it
+// likes) equal to cached stores', for outputs of `sides` x side + 1 (odd
+// sizes put rows and bars anywhere in a vector), stretched and letterboxed,
+// every interpolation, F32 and BF16, on one thread and two.
+template <class Other>
+void expect_cached_values(const NeatTensor& frame, std::initializer_list<std::int64_t> sides,
+                          Other other) {
+  for (std::int64_t side : sides) {
     for (ResizeMode fit : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
       for (Interpolation m :
            {Interpolation::Nearest, Interpolation::Bilinear, Interpolation::Area}) {
@@ -410,10 +413,9 @@ TEST(PreprocessStores, CachedAndStreamedWriteTheSameValues) {
             p.out_dtype = dt;
             p.stores = StoreMode::Cached;
             auto cached = preprocess(frame, p, {.threads = threads});
-            p.stores = StoreMode::Streamed;
-            auto streamed = preprocess(frame, p, {.threads = threads});
-            ASSERT_TRUE(cached.ok() && streamed.ok());
-            EXPECT_TRUE(values(*cached) == values(*streamed))
+            auto theirs = other(p, threads);
+            ASSERT_TRUE(cached.ok() && theirs.ok());
+            EXPECT_TRUE(values(*cached) == values(*theirs))
                 << side << (fit == ResizeMode::Letterbox ? " letterboxed " : " stretched ")
                 << to_string(m) << " " << to_string(dt) << ", threads " << threads;
           }
@@ -423,11 +425,18 @@ TEST(PreprocessStores, CachedAndStreamedWriteTheSameValues) {
   }
 }
 
+// The stores change the speed only: streamed writes the values cached does.
+TEST(PreprocessStores, CachedAndStreamedWriteTheSameValues) {
+  const NeatTensor frame = frame_of(PixelFormat::NV12, 1280, 720, 23);
+  expect_cached_values(frame, {317, 640}, [&](PreprocessParams p, int threads) {
+    p.stores = StoreMode::Streamed;
+    return preprocess(frame, p, {.threads = threads});
+  });
+}
+
 // Rows streamed a plane at a time (the plan of AMD before Zen 4, set here
 // on every host, streaming from the smallest tensor) write the values
-// cached stores write: stretched and letterboxed at odd sizes (rows start
-// anywhere in a vector; rows shorter than two vectors), every
-// interpolation, F32 and BF16 (which stays cached), one thread and two.
+// cached stores write, rows shorter than two vectors too; BF16 stays cached.
 TEST(PreprocessStores, RowsStreamedAPlaneAtATimeWriteTheSameValues) {
   const NeatTensor frame = frame_of(PixelFormat::I420, 1280, 720, 29);
   detail::StorePlan by_rows = detail::store_plan(0, 0, detail::StoreHost::AmdBeforeZen4);
@@ -435,31 +444,13 @@ TEST(PreprocessStores, RowsStreamedAPlaneAtATimeWriteTheSameValues) {
   struct Reset {
     ~Reset() { detail::override_store_plan(nullptr); }
   } reset;
-  for (std::int64_t side : {13, 317, 640}) {
-    for (ResizeMode fit : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
-      for (Interpolation m :
-           {Interpolation::Nearest, Interpolation::Bilinear, Interpolation::Area}) {
-        for (DType dt : {DType::F32, DType::BF16}) {
-          for (int threads : {1, 2}) {
-            PreprocessParams p = imagenet(side + 1, side);
-            p.resize_mode = fit;
-            p.interpolation = m;
-            p.out_dtype = dt;
-            p.stores = StoreMode::Cached;
-            auto cached = preprocess(frame, p, {.threads = threads});
-            p.stores = StoreMode::Auto;
-            detail::override_store_plan(&by_rows);
-            auto rows = preprocess(frame, p, {.threads = threads});
-            detail::override_store_plan(nullptr);
-            ASSERT_TRUE(cached.ok() && rows.ok());
-            EXPECT_TRUE(values(*cached) == values(*rows))
-                << side << (fit == ResizeMode::Letterbox ? " letterboxed " : " stretched ")
-                << to_string(m) << " " << to_string(dt) << ", threads " << threads;
-          }
-        }
-      }
-    }
-  }
+  expect_cached_values(frame, {13, 317, 640}, [&](PreprocessParams p, int threads) {
+    p.stores = StoreMode::Auto;
+    detail::override_store_plan(&by_rows);
+    auto out = preprocess(frame, p, {.threads = threads});
+    detail::override_store_plan(nullptr);
+    return out;
+  });
 }
 
 // Degenerate and extreme geometries: one-pixel frames and outputs, area
