@@ -93,8 +93,9 @@ test-asan: build-asan
 test-tsan: build-tsan
 	cd $(BUILD_TSAN) && ctest --output-on-failure --timeout 900 -j $(JOBS) -L threaded
 
+# Only the fuzzers: their replay programs run in the normal and ASan suites.
 build-fuzz: deps-test $(BUILD_FUZZ)/build.ninja
-	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target $(FUZZ_TARGETS:%=neat_fuzz_%)
 
 # Each target fuzzes for FUZZ_SECONDS from its seed corpus (tests/fuzz/corpus/<t>),
 # keeping what it finds in build-fuzz/corpus/<t>. A crash stops here: commit the

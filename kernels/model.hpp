@@ -151,6 +151,8 @@ struct TorchBlockCacheStats {
 };
 TorchBlockCacheStats torch_block_cache_stats();
 /// Sets the limit of free bytes held; lowering it gives blocks back now.
+/// Called before the first TorchScript model loads, the limit waits for it
+/// (libtorch is not loaded for it) and stands over NEAT_TORCH_BLOCK_CACHE_MIB.
 /// Errors: InvalidArgument (a negative limit).
 Status set_torch_block_cache_limit(std::int64_t bytes);
 

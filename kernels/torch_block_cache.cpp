@@ -17,20 +17,16 @@
 // size classes; it is taken once per large allocation or free (tens per
 // forward), as glibc's own arena locks are.
 
-#include <cstdlib>
-#include <string>
-
-#include "neat/kernels/internal/model_engine.hpp"
-
-#if NEAT_WITH_TORCH
-
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
 #include <array>
-#include <cerrno>
-#include <charconv>
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
+#include <string>
+
+#include "neat/kernels/internal/model_engine.hpp"
 
 namespace neat {
 namespace {
@@ -224,23 +220,14 @@ class BlockCache final : public c10::Allocator {
 
 }  // namespace
 
-Result<std::int64_t> torch_block_cache_limit_from_env(const char* value) {
-  if (value == nullptr || *value == '\0') return kDefaultTorchBlockCacheBytes;
-  const std::string_view v(value);
-  std::int64_t mib = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mib);
-  if (ec != std::errc() || end != v.data() + v.size() || mib < 0 || mib > (std::int64_t{1} << 40)) {
-    return Error(
-        ErrorCode::InvalidArgument, "NEAT_TORCH_BLOCK_CACHE_MIB",
-        "'" + std::string(v) + "' is not a whole number of MiB (0 keeps libtorch's own allocator)",
-        {Fix{"set it to a number such as 512, or unset it for the default (" +
-                 std::to_string(kDefaultTorchBlockCacheBytes >> 20) + " MiB)",
-             {}}});
-  }
-  return mib << 20;
-}
+namespace torch_plugin {
+namespace {
+// set_torch_block_cache_limit was called (before or after the install): its
+// limit stands, not NEAT_TORCH_BLOCK_CACHE_MIB's.
+std::atomic<bool> g_limit_called{false};
+}  // namespace
 
-Status install_torch_block_cache() {
+Status install_block_cache() {
   static std::once_flag once;
   static Status outcome;
   std::call_once(once, [] {
@@ -252,52 +239,24 @@ Status install_torch_block_cache() {
     if (*limit == 0) return;  // the user keeps torch's allocator
     // A process that installed its own CPU allocator keeps it.
     if (c10::GetCPUAllocator() != c10::GetDefaultCPUAllocator()) return;
-    Shelves::instance().set_limit(*limit);
+    if (!g_limit_called.load()) Shelves::instance().set_limit(*limit);
     c10::SetCPUAllocator(&BlockCache::instance());
   });
   return outcome;
 }
 
-TorchBlockCacheStats torch_block_cache_stats() {
+TorchBlockCacheStats block_cache_stats() {
   TorchBlockCacheStats s = Shelves::instance().stats();
   s.installed = c10::GetCPUAllocator() == &BlockCache::instance();
   return s;
 }
 
-Status set_torch_block_cache_limit(std::int64_t bytes) {
-  if (bytes < 0) {
-    return Error(ErrorCode::InvalidArgument, "set_torch_block_cache_limit",
-                 "the limit is " + std::to_string(bytes) + " bytes; it cannot be negative",
-                 {Fix{"give 0 to hold no free blocks, or a size in bytes", {}}});
-  }
+Status set_block_cache_limit(std::int64_t bytes) {
+  // libneat checked the sign (kernels/torch_engine.cpp)
+  g_limit_called.store(true);
   Shelves::instance().set_limit(bytes);
   return {};
 }
 
+}  // namespace torch_plugin
 }  // namespace neat
-
-#else  // built without libtorch
-
-namespace neat {
-
-Result<std::int64_t> torch_block_cache_limit_from_env(const char*) {
-  return kDefaultTorchBlockCacheBytes;
-}
-Status install_torch_block_cache() {
-  return {};
-}
-TorchBlockCacheStats torch_block_cache_stats() {
-  return {};
-}
-Status set_torch_block_cache_limit(std::int64_t bytes) {
-  if (bytes < 0) {
-    return Error(ErrorCode::InvalidArgument, "set_torch_block_cache_limit",
-                 "the limit is " + std::to_string(bytes) + " bytes; it cannot be negative",
-                 {Fix{"give 0 to hold no free blocks, or a size in bytes", {}}});
-  }
-  return {};
-}
-
-}  // namespace neat
-
-#endif

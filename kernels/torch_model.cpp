@@ -4,10 +4,9 @@
 // for the call); each output is the at::Tensor torch made, shared with the
 // NeatTensor read-only (the NeatTensor's storage keeps the at::Tensor alive).
 // So the model declares no copies: explain lists none and says why.
-
-#include "neat/kernels/internal/model_engine.hpp"
-
-#if NEAT_WITH_TORCH
+//
+// Built into the plugin libneat_torch.so with torch_block_cache.cpp, so that
+// libtorch loads with the first TorchScript model (kernels/torch_engine.cpp).
 
 #include <ATen/Parallel.h>
 #include <torch/script.h>
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "neat/contract/mapping.hpp"
+#include "neat/kernels/internal/model_engine.hpp"
 #include "neat/storage/external.hpp"
 
 namespace neat {
@@ -132,7 +132,7 @@ struct TorchModel final : Model::Impl {
 };
 
 Status TorchModel::open_module(const ModelOptions& options, std::string& metadata) {
-  NEAT_RETURN_IF_ERROR(install_torch_block_cache());
+  NEAT_RETURN_IF_ERROR(torch_plugin::install_block_cache());
   torch::jit::ExtraFilesMap extra{{"neat.json", ""}};
   try {
     module = torch::jit::load(path, torch::kCPU, extra);
@@ -386,9 +386,7 @@ Status TorchModel::run(std::span<const NeatTensor> given, std::vector<NeatTensor
   return {};
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Model::Impl>> open_torch_model(const ModelOptions& options) {
+Result<std::unique_ptr<Model::Impl>> open_model(const ModelOptions& options) {
   auto m = std::make_unique<TorchModel>();
   m->path = options.path;
   // Loaded, frozen and first run where its forwards will run: a load on the
@@ -407,19 +405,14 @@ Result<std::unique_ptr<Model::Impl>> open_torch_model(const ModelOptions& option
   return std::unique_ptr<Model::Impl>(std::move(m));
 }
 
+constexpr TorchEngine kEngine{kTorchEngineAbi, NEAT_PROJECT_VERSION, &open_model,
+                              &torch_plugin::block_cache_stats,
+                              &torch_plugin::set_block_cache_limit};
+
+}  // namespace
 }  // namespace neat
 
-#else  // a build without libtorch
-
-namespace neat {
-
-Result<std::unique_ptr<Model::Impl>> open_torch_model(const ModelOptions& options) {
-  return Error(ErrorCode::Unavailable, "model '" + options.path + "'",
-               "this build of NeatTensor has no libtorch (TorchScript) engine",
-               {Fix{"install libtorch-dev and rebuild", {}},
-                Fix{"give an ONNX export with backend=opencv", {}}});
+// The plugin's one entry point (kernels/torch_engine.cpp looks it up).
+extern "C" __attribute__((visibility("default"))) const neat::TorchEngine* neat_torch_engine() {
+  return &neat::kEngine;
 }
-
-}  // namespace neat
-
-#endif

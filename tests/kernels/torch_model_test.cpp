@@ -1,7 +1,8 @@
 // The libtorch engine of neat::Model: TorchScript files run with nothing
 // copied at the boundary, the same results as the OpenCV engine on the same
 // model, outputs that stay valid and read-only, and typed errors for files
-// and inputs it cannot take. Models: models/make_torch_models.py.
+// and inputs it cannot take. Models: models/make_torch_models.py. Built
+// only with libtorch (neat_torch_tests, which links it to drive torch too).
 
 #include <gtest/gtest.h>
 
@@ -24,13 +25,11 @@
 #include <mutex>
 #include <thread>
 
-#if NEAT_WITH_TORCH
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
 
 #include "neat/kernels/internal/model_engine.hpp"
-#endif
 
 namespace neat {
 namespace {
@@ -39,8 +38,6 @@ using testing::floats_tensor;
 using testing::model_path;
 using testing::ramp;
 using testing::values;
-
-#if NEAT_WITH_TORCH
 
 long minor_faults() {
   rusage u{};
@@ -542,16 +539,6 @@ TEST(TorchBlockCache, TheEnvironmentSetsItsLimitInMiB) {
         << r.error().to_string();
   }
 }
-
-#else
-
-TEST(TorchModel, ABuildWithoutLibtorchSaysSo) {
-  auto r = Model::load({.path = model_path("scale.onnx"), .backend = ModelBackend::Torch});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::Unavailable);
-}
-
-#endif
 
 }  // namespace
 }  // namespace neat

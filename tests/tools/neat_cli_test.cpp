@@ -289,6 +289,25 @@ TEST(NeatCliElements, ListsEveryElementAndOneElementsProperties) {
   EXPECT_NE(bad.out.find("no element 'resise'"), std::string::npos) << bad.out;
 }
 
+// The demo's detector is a TorchScript file: without the libtorch engine's
+// plugin the run stops before any frame, saying what did not load and the
+// fix, and the ONNX export of the same detector still runs.
+TEST(NeatCliRun, AMissingLibtorchEngineStopsTheRunWithTheFix) {
+  ::setenv("NEAT_TORCH_ENGINE", "/nonexistent/libneat_torch.so", 1);
+  const CliRun r = run("run --frames 2");
+  const CliRun onnx =
+      run("run 'default frames=2 pattern=ball ! preprocess size=640x640 fit=letterbox batch=true ! "
+          "infer model=models:detector backend=opencv ! yolo ! appsink'");
+  ::unsetenv("NEAT_TORCH_ENGINE");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("the libtorch engine did not load"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/libneat_torch.so"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NEAT_TORCH_ENGINE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("backend=opencv"), std::string::npos) << r.out;
+  EXPECT_EQ(onnx.status, 0) << onnx.out;
+  EXPECT_NE(onnx.out.find("2 frames in"), std::string::npos) << onnx.out;
+}
+
 TEST(NeatCliRun, TheDefaultPipelineRunsWithAFrameLimit) {
   const std::string trace = write("run.jsonl", "");
   const CliRun r = run("run --frames 5 --trace " + trace);
