@@ -99,6 +99,12 @@ const PreprocessCase kPreprocess[] = {
     // or UV pairs (both from one load); 4, 8 or 16 taps; tails.
     {PixelFormat::NV12, 1920, 1080, 416, 416, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // luma sums 4.6x (8 taps), UV bytes 2.3x (4), chroma rows not summed
+    {PixelFormat::NV21, 1922, 1082, 417, 415, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // the same, V first, a tail of outputs
+    {PixelFormat::NV12, 1920, 1080, 400, 150, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // UV sums 2.4x (4)
+    {PixelFormat::NV21, 1926, 1081, 403, 151, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // the same, V first, a tail
     {PixelFormat::I420, 1922, 1081, 301, 700, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // luma bytes 6.4x (8), planar chroma bytes 3.2x (8), rows not summed
     {PixelFormat::NV21, 3843, 723, 299, 601, Interpolation::Area, ResizeMode::Stretch,
@@ -107,6 +113,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // luma bytes 14.2x (16), UV bytes 7.1x (16)
     {PixelFormat::NV12, 3843, 2161, 417, 417, Interpolation::Area, ResizeMode::Letterbox,
      DType::F32},  // luma sums 9.2x (16), UV sums 4.6x (8)
+    {PixelFormat::NV21, 3843, 2161, 609, 607, Interpolation::Area, ResizeMode::Stretch,
+     DType::F32},  // luma sums 6.3x (8), UV sums 3.2x (8), V first
     {PixelFormat::NV21, 3843, 2161, 270, 152, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // luma sums 14.2x (16), UV sums 7.1x (16)
     // Area with only the horizontal axis an exact box: rows summed across
