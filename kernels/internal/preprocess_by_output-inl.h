@@ -134,7 +134,8 @@ void ByOutputRow(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t a
                                 -128, 0, -128, 2, -128, 4, -128, 6, -128, 1, -128, 3, -128, 5, -128,
                                 7, -128);
   [[maybe_unused]] auto twice = [&](std::int64_t k) {  // output k's 4 weights, twice
-    return _mm_castpd_si128(_mm_loaddup_pd(reinterpret_cast<const double*>(q + k * kT)));
+    const __m128i w = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k * kT));
+    return _mm_unpacklo_epi64(w, w);
   };
   // 8 taps: weights 0-3 twice in the low half, 4-7 twice in the high.
   [[maybe_unused]] const __m256i halves =
