@@ -229,9 +229,22 @@ TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew)
   EXPECT_NE(g->explain().find("appsink 'out' (queue 3 + 1 pulled): 4"), std::string::npos)
       << g->explain();
   NEAT_ASSERT_OK(g->start());
+  // The application pulls nothing until every queue is full (on a slow
+  // machine, as under TSan, a consumer that is merely slow may still outrun
+  // the stages), then pulls slowly.
+  auto backed_up = [&] {
+    const GraphStats s = g->stats();
+    for (const EdgeStats& e : s.edges)
+      if (e.queue_depth < e.capacity) return false;
+    return true;
+  };
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       !backed_up() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(backed_up()) << "the queues did fill up";
   std::set<const std::byte*> half_buffers;
   while (auto f = out->pull(10s)) {
-    std::this_thread::sleep_for(2ms);  // slow: every queue upstream fills up
+    std::this_thread::sleep_for(2ms);  // slow: the queues stay full
     ASSERT_EQ(f->shape(), (Dims{3, 16, 16})) << "normalize read preprocess's CHW output as CHW";
     ASSERT_EQ(f->dtype(), DType::F32);
     auto m = f->map(MapMode::Read);
