@@ -54,8 +54,9 @@ HWY_INLINE __m128i Spread4(const std::int16_t* q) {
 // [0, ax.count) (whole vectors of 8, the tables padded with zero weights)
 // of channels at element ch[c] of each sample, from a row of `avail`
 // elements: outputs whose vectors would read past it are summed one by one.
-// kShared: two channels side by side (UV pairs), taken from one load, the
-// second's weights moved up a lane.
+// kShared: two channels side by side (UV pairs), taken from one load: up to
+// 8 taps shuffled U before V (kPairs, below), beyond that the second's
+// weights moved up a lane.
 template <int C, bool kWords, int kE, int kT, bool kShared>
 void ByOutputRow(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t avail,
                  const int (&ch)[C], float* const (&out)[C], const std::int32_t (&offset)[C],

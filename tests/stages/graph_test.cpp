@@ -241,7 +241,7 @@ TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew)
   for (auto until = std::chrono::steady_clock::now() + 30s;
        !backed_up() && std::chrono::steady_clock::now() < until;)
     std::this_thread::sleep_for(1ms);
-  EXPECT_TRUE(backed_up()) << "the queues did fill up";
+  EXPECT_TRUE(backed_up()) << "every queue full within 30 s";
   std::set<const std::byte*> half_buffers;
   while (auto f = out->pull(10s)) {
     std::this_thread::sleep_for(2ms);  // slow: the queues stay full
