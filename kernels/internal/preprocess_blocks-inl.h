@@ -27,7 +27,8 @@ constexpr std::int32_t kOne = 32767;
 // One lane: the same tables, read one output at a time.
 template <int C>
 void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                      float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+                      float* const (&out)[C], const std::int32_t (&offset)[C], bool raw,
+                      std::ptrdiff_t = 0) {
   for (std::int64_t o = 0; o < ax.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
     // Where the shuffle indices count from (see build_blocks).
@@ -55,7 +56,7 @@ template <int C>
 void HorizontalBlocksPair(const ResampleAxis& ax, const std::uint8_t* row0,
                           const std::uint8_t* row1, const int (&channel)[C],
                           float* const (&out0)[C], float* const (&out1)[C],
-                          const std::int32_t (&offset)[C], bool raw) {
+                          const std::int32_t (&offset)[C], bool raw, std::ptrdiff_t = 0) {
   HorizontalBlocks<C>(ax, row0, channel, out0, offset, raw);
   HorizontalBlocks<C>(ax, row1, channel, out1, offset, raw);
 }
@@ -273,10 +274,18 @@ bool TakesBlocks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 }
 
 // Outputs [0, ax.count) of one row (padded to whole vectors) for C channels
-// of it: out[c] from shuffle[channel[c]].
+// of it: out[c] from shuffle[channel[c]]. `ahead`: as HorizontalBlocksRows',
+// by the 16-byte blocks and the gathers (the rows the row cache fills one
+// by one: nearest, and bilinear's rows that are not weighed in one pass,
+// from about 3x down). AVX2 on Zen 3, calls alternated in one process: 4K
+// NV12 -> 416 nearest 0.73 of the time fresh from memory, 0.97 cached; ->
+// 512 0.70 and 0.88; -> 608 0.74 and 0.74; I420 and letterboxed 0.70-0.78
+// fresh; two threads 0.95-1.00; rows below 3x down and the other paths
+// 0.98-1.03 (noise).
 template <int C>
 void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                      float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+                      float* const (&out)[C], const std::int32_t (&offset)[C], bool raw,
+                      std::ptrdiff_t ahead = 0) {
 #if HWY_TARGET == HWY_AVX3_DL
   // Measured: 16-byte blocks beat the permutes where they apply, picks too
   // (1080p -> 640 bilinear: 2.4x the fastest recipe against 2.1x); the
@@ -299,7 +308,7 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   }
 #endif
   const std::uint8_t* rows[1] = {row};
-  HorizontalBlocksRows<C, 1>(ax, rows, channel, out, offset, raw);
+  HorizontalBlocksRows<C, 1>(ax, rows, channel, out, offset, raw, nullptr, ahead);
 }
 
 // Two rows, each as HorizontalBlocks: in one pass where they take the blocks.
@@ -307,10 +316,10 @@ template <int C>
 void HorizontalBlocksPair(const ResampleAxis& ax, const std::uint8_t* row0,
                           const std::uint8_t* row1, const int (&channel)[C],
                           float* const (&out0)[C], float* const (&out1)[C],
-                          const std::int32_t (&offset)[C], bool raw) {
+                          const std::int32_t (&offset)[C], bool raw, std::ptrdiff_t ahead = 0) {
   if (!TakesBlocks<C>(ax, offset)) {
-    HorizontalBlocks<C>(ax, row0, channel, out0, offset, raw);
-    HorizontalBlocks<C>(ax, row1, channel, out1, offset, raw);
+    HorizontalBlocks<C>(ax, row0, channel, out0, offset, raw, ahead);
+    HorizontalBlocks<C>(ax, row1, channel, out1, offset, raw, ahead);
     return;
   }
   const std::uint8_t* rows[2] = {row0, row1};
@@ -319,7 +328,7 @@ void HorizontalBlocksPair(const ResampleAxis& ax, const std::uint8_t* row0,
     outs[c] = out0[c];
     outs[C + c] = out1[c];
   }
-  HorizontalBlocksRows<C, 2>(ax, rows, channel, outs, offset, raw);
+  HorizontalBlocksRows<C, 2>(ax, rows, channel, outs, offset, raw, nullptr, ahead);
 }
 
 // Two rows of one axis weighed into one row, out[c] = row0's sums x w[0] +
@@ -601,7 +610,8 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
                   FreshRowsAhead(*job.luma_y, r, job.y_stride));
       return;
     }
-    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest);
+    HorizontalBlocks<1>(ax, job.y + src * job.y_stride, {0}, {h}, {offset}, job.nearest,
+                        FreshRowsAhead(*job.luma_y, r, job.y_stride));
   };
   // Bilinear at an even ratio both ways, 2 or 4 samples across (720p -> 320
   // letterboxed): each output's two rows of half weight and two samples of
@@ -735,7 +745,8 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
 #endif
   auto fill2 = [&](std::int64_t src0, float* h0, std::int64_t src1, float* h1) {
     HorizontalBlocksPair<1>(ax, job.y + src0 * job.y_stride, job.y + src1 * job.y_stride, {0}, {h0},
-                            {h1}, {offset}, job.nearest);
+                            {h1}, {offset}, job.nearest,
+                            FreshRowsAhead(*job.luma_y, r, job.y_stride));
   };
   BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill, 0.f, fill2);
 }
@@ -865,7 +876,8 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
     }
     if (job.interleaved_uv) {
       HorizontalBlocks<2>(ax, std::min(job.u, job.v) + src * job.u_stride, {u, 1 - u},
-                          {h, h + width}, {offset, offset}, raw);
+                          {h, h + width}, {offset, offset}, raw,
+                          FreshRowsAhead(*job.chroma_y, r, job.u_stride));
     } else {
       // U and V share the axis: one pass of the blocks takes both rows
       // (their block bases, shuffles and weights loaded once) where the
@@ -875,11 +887,17 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
       // 608 area 0.97; AVX2 0.97-1.01. Where the taps take two passes (area
       // 720p -> 416, 1080p -> 416) the pair came out 1.00-1.02: not there.
       if (ax.passes == 1) {
-        HorizontalBlocksPair<1>(ax, job.u + src * job.u_stride, job.v + src * job.v_stride, {0},
-                                {h}, {h + width}, {offset}, raw);
+        // One distance for both rows: the planes' strides alike (as a
+        // decoder lays them out), else none.
+        HorizontalBlocksPair<1>(
+            ax, job.u + src * job.u_stride, job.v + src * job.v_stride, {0}, {h}, {h + width},
+            {offset}, raw,
+            job.u_stride == job.v_stride ? FreshRowsAhead(*job.chroma_y, r, job.u_stride) : 0);
       } else {
-        HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h}, {offset}, raw);
-        HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width}, {offset}, raw);
+        HorizontalBlocks<1>(ax, job.u + src * job.u_stride, {0}, {h}, {offset}, raw,
+                            FreshRowsAhead(*job.chroma_y, r, job.u_stride));
+        HorizontalBlocks<1>(ax, job.v + src * job.v_stride, {0}, {h + width}, {offset}, raw,
+                            FreshRowsAhead(*job.chroma_y, r, job.v_stride));
       }
     }
   };
