@@ -631,6 +631,7 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
   // with the next row prefetched (PermutePicks' ahead), 4K NV12 -> 320
   // letterboxed 0.84-0.85 of the time, I420 0.81-0.86 (the frame in the
   // cache), 0.73-0.78 (fresh from memory); in-process A/B, session 20.
+  // Without VBMI, PairSums takes 12 as three-way loads of 32-bit elements.
   const bool permutes = job.luma_x_pick == 6 || job.luma_x_pick == 12;
   if (job.luma_sum_x != nullptr && !job.weigh_rows && job.luma_x_pair &&
       (job.luma_x_pick <= 4 || permutes)) {
@@ -940,14 +941,13 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   // As luma's: two rows summed as words (bilinear's halves) beat two rows
   // resampled.
   const bool sums = Usable(job.chroma_sum_x, *job.chroma_x);
-  // As luma's: bilinear's pairs both ways, 2 or 4 bytes an output, straight
-  // from the bytes (PairSums); with VBMI 6 and 12 too (4K -> 320: I420's 6,
-  // NV12's 12), both rows by the permutes (PairPermutes).
+  // As luma's: bilinear's pairs both ways, 2, 4, 6 or 12 bytes an output
+  // (4K -> 320: I420's 6, NV12's 12), straight from the bytes (PairSums);
+  // with VBMI 6 and 12 both rows by the permutes (PairPermutes).
   const int step = job.interleaved_uv ? 2 : 1;
+  const int pitch = job.chroma_x_pick * step;
   if (job.chroma_sum_x != nullptr && !job.weigh_rows && job.chroma_x_pair &&
-      (job.chroma_x_pick * step <= 4 ||
-       (HWY_TARGET == HWY_AVX3_DL &&
-        (job.chroma_x_pick * step == 6 || job.chroma_x_pick * step == 12)))) {
+      (pitch <= 4 || pitch == 6 || pitch == 12)) {
     auto pairs = [&](const std::int64_t* rows, int n, float weight, RowTaps& taps) {
       const std::int64_t x0 = ax.first[0];
       const int g = job.chroma_x_pick * step;
@@ -977,10 +977,10 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
       if (job.interleaved_uv) {
         for (int t = 0; t < n; ++t)
           from[t] = std::min(job.u, job.v) + rows[t] * job.u_stride + 2 * x0;
+        // U and V: at 12 bytes an output from one load, else a pass each
+        // (the second prefetches nothing: the first fetched its lines).
         PairSums(from, n, 2 * (ax.source - x0), g, 2, u, ax.count, bias, kOne / 2.f, low,
-                 FreshRowsAhead(*job.chroma_y, r, job.u_stride));  // V reads the same lines
-        PairSums(from, n, 2 * (ax.source - x0), g, 2, 1 - u, ax.count, bias, kOne / 2.f,
-                 low + width);
+                 FreshRowsAhead(*job.chroma_y, r, job.u_stride), low + width);
       } else {
         for (int t = 0; t < n; ++t)
           from[t] = job.u + rows[t] * job.u_stride + x0;
