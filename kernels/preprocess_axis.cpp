@@ -120,6 +120,7 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   a.windows = 0;
   a.q_taps = 0;
   a.by_output_q.clear();
+  a.by_output_twice.clear();
   a.step = step;
   a.passes = (a.taps + 1) / 2;
   a.block_count = a.stride / 4;
@@ -185,6 +186,19 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
       }
       a.pair_weight[at * 8 + static_cast<std::size_t>(2 * i + t % 2)] =
           static_cast<std::int16_t>(q[t]);
+    }
+  }
+  if (a.q_taps == 4) {
+    a.by_output_twice.assign(static_cast<std::size_t>(a.stride * 8), 0);
+    for (std::int64_t o = 0; o + 8 <= a.stride; o += 8) {
+      for (std::int64_t i = 0; i < 4; ++i) {
+        for (std::int64_t h = 0; h < 4; ++h) {  // o + i, o + i, o + i + 4, o + i + 4
+          for (std::int64_t t = 0; t < 4; ++t) {
+            a.by_output_twice[static_cast<std::size_t>(o * 8 + i * 16 + h * 4 + t)] =
+                a.by_output_q[static_cast<std::size_t>((o + i + h / 2 * 4) * 4 + t)];
+          }
+        }
+      }
     }
   }
   a.blocks = usable;

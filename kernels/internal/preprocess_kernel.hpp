@@ -122,6 +122,10 @@ struct ResampleAxis {
   /// weighed in multiply-adds (preprocess_by_output-inl.h).
   int q_taps = 0;
   std::vector<std::int16_t> by_output_q;
+  /// q_taps 4: the same weights as ByOutputRow's UV pairs load them, 16 at
+  /// a time: per 8 outputs from o, for i < 4, output o + i's 4 weights
+  /// twice, then o + i + 4's twice. Empty for other q_taps.
+  std::vector<std::int16_t> by_output_twice;
   /// Area: each output row's plan for the fixed-point vertical pass
   /// (plan_row_sums); empty for the other samplings.
   std::vector<RowSumPlan> row_sums;
