@@ -517,25 +517,18 @@ void AddSums(RowTaps& taps, const float* low, const float* high, float weight) {
   taps.w[taps.n++] = 256.f * weight;
 }
 
-// Whether an axis's picks (k apart, step bytes per sample; pair: bilinear's
-// two samples) take XPickRow on this target: single picks always; pairs
-// where they measured ahead of the tables' blocks (in-process A/B, session
-// 11). VBMI's blocks (one byte permute) beat pairs from three-way loads:
-// 1080p -> 320 1.02-1.09 of the time, 4K -> 320 1.06-1.13; pairs of 2 or 4
-// bytes per output beat them: 720p -> 320 0.84-0.94, 720p -> 640 0.89-0.94;
-// so do pairs of 6 bytes through one two-register permute (PermutePicks,
-// session 14): 1080p -> 320 0.96-0.97, 4K -> 640 0.88-0.98; and pairs of
-// 12 through two (4K -> 320: session 20, see LumaRowBlocks). On AVX2 the
-// other way round: 1080p -> 320 0.73, 4K -> 320 0.68-0.72, 4K -> 640
-// 0.74-0.91; 720p -> 320 1.09-1.14.
-HWY_INLINE bool TakesPicks(int k, int step, bool pair) {
-  if (k == 0) return false;
-  if (!pair) return true;
-#if HWY_TARGET == HWY_AVX3_DL
-  return k * step <= 4 || k * step == 6 || k * step == 12;
-#else
-  return k * step >= 6;
-#endif
+// Whether an axis's picks (k apart; pair: bilinear's two samples) take
+// XPickRow rather than the tables' blocks: on every target, now that a pair
+// of any pitch is one multiply-add of bytes (PairOf) or, with VBMI, one
+// permute. Measured against the blocks (in-process A/B): VBMI pairs of 2 and
+// 4 bytes 0.84-0.94 of the time (720p -> 320 and -> 640), of 6 and 12 by
+// the permutes (sessions 14 and 20); AVX2 pairs of 6 and 12 0.68-0.91
+// (1080p -> 320, 4K -> 320 and -> 640); AVX2 pairs of 2 and 4, which kept
+// the blocks until session 32 (masks and shifts: 1.09-1.14), with PairOf:
+// 720p NV12 -> 320 0.86-0.96 (the frame cached or fresh), I420 0.93-0.98,
+// -> 640 0.95-0.98, two threads 0.93-0.94.
+HWY_INLINE bool TakesPicks(int k) {
+  return k != 0;
 }
 
 // How far on (in bytes) output row r + 1's source rows lie from row r's,
@@ -601,7 +594,7 @@ void LumaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float s
     BlocksRow(*job.luma_y, r, s.luma_rows, scale, s.luma_taps, fill);
     return;
   }
-  const bool picks = TakesPicks(job.luma_x_pick, 1, job.luma_x_pair);
+  const bool picks = TakesPicks(job.luma_x_pick);
   auto fill = [&](std::int64_t src, float* h) {
     // Picks k apart (nearest; bilinear at odd ratios, pairs at even ones): no tables.
     if (picks) {
@@ -858,7 +851,7 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
   const std::int32_t offset = job.nearest ? 0 : -128 * kOne;
   const bool raw = job.nearest;
   const int u = job.u < job.v ? 0 : 1;  // interleaved: U is the low byte of each pair (NV12)
-  const bool picks = TakesPicks(job.chroma_x_pick, job.interleaved_uv ? 2 : 1, job.chroma_x_pair);
+  const bool picks = TakesPicks(job.chroma_x_pick);
   auto fill = [&](std::int64_t src, float* h) {
     if (const int k = job.chroma_x_pick; picks) {  // picks k apart: no tables
       const std::int64_t x0 = ax.first[0];
