@@ -257,7 +257,9 @@ HWY_INLINE void StoreU16AsFloat(hn::Vec<DBox16> v, VF bias, VF scale, float* out
   StoreU32AsFloat(hn::PromoteTo(d32, hn::UpperHalf(dh, v)), bias, scale, out + hn::Lanes(d32));
 }
 
-#if HWY_ARCH_X86
+// x86 vectors (SSSE3 and up; not the emulated 128-bit target of a build
+// without them, whose vectors are arrays).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
 HWY_INLINE __m128i MulAddBytes(__m128i a, __m128i b) {
   return _mm_maddubs_epi16(a, b);
 }
@@ -287,7 +289,7 @@ HWY_INLINE __m512i MulAddWords(__m512i a, __m512i b) {
 // mask, a shift and an add took three instructions, five for a pair at any
 // two bytes of a 32-bit lane (PairOf). Sums up to 510: no saturation.
 HWY_INLINE hn::Vec<DBox16> BytePairs(hn::Vec<DBox8> v, hn::Vec<DBox8> pattern) {
-#if HWY_ARCH_X86
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
   return hn::Vec<DBox16>{MulAddBytes(v.raw, pattern.raw)};
 #else
   const DBox16 d16;
@@ -299,7 +301,7 @@ HWY_INLINE hn::Vec<DBox16> BytePairs(hn::Vec<DBox8> v, hn::Vec<DBox8> pattern) {
 }
 // The two 16-bit halves of each 32-bit lane added (sums below 2^15).
 HWY_INLINE hn::Vec<DBox32> SumHalves(hn::Vec<DBox16> v) {
-#if HWY_ARCH_X86
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
   return hn::Vec<DBox32>{MulAddWords(v.raw, hn::Set(DBox16(), 1).raw)};
 #else
   const DBox32 d32;
