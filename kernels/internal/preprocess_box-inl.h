@@ -199,9 +199,10 @@ void VerticalSumRow(const std::uint8_t* plane, std::int64_t stride, const RowSum
 // (k = 2, 4, 6 or 12: area at an exact ratio, and bilinear at 2x, which
 // weighs the two samples around each output equally) and of the k/2 x k/2
 // chroma samples under it, the taps need no tables: each output row sums
-// its k source rows and k samples per output with integer adds (bytes as
-// 16-bit lanes: the low byte masked, the high byte shifted down), exactly,
-// and the final pass takes one row per plane. This is the work libyuv's
+// its k source rows and k samples per output with integer adds (a pair of
+// bytes by one multiply-add of bytes, BytePairs; one byte of each 16-bit
+// lane, a channel of UV, masked or shifted down), exactly, and the final
+// pass takes one row per plane. This is the work libyuv's
 // 2x and 4x box rows do, without a pass of their own.
 
 // Outputs [o, count) one at a time: the scalar target's, and the vector
