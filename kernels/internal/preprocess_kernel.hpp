@@ -234,6 +234,9 @@ struct PreprocessJob : YuvPlanes {  // the source planes
 ///   cores): streamed above the L2; bars through the cache while the frame
 ///   and the tensor fit a third of the L3 (1080p -> 640 letterboxed on two
 ///   threads: 0.133 -> 0.092 ms; from 4K, or into 1280, 5-20% slower).
+///   Zen 5 (EPYC, family 26) takes it too: there sysconf's L3 is the
+///   socket's 508 MiB, so the bars never stream, and streamed bars
+///   measured 1.05-1.18x the time of cached ones.
 /// * Intel Xeon (L2 2 MiB; sysconf's L3 is the whole socket's, 260 MiB,
 ///   shared by every core on it and so by other tenants of a cloud host):
 ///   stores through the cache lose from half the L2 up, bars and pixels
