@@ -72,6 +72,18 @@ void plan_row_sums(ResampleAxis& a) {
   a.row_sums.resize(static_cast<std::size_t>(a.count));
   for (std::int64_t o = 0; o < a.count; ++o)
     a.row_sums[static_cast<std::size_t>(o)] = plan_row(a, o);
+  // From 3 rows down, each row's pass prefetches the next output row's rows
+  // (RowSumPlan::ahead), none past the plane's last.
+  if (a.source < 3 * a.count) return;
+  for (std::size_t o = 0; o + 1 < a.row_sums.size(); ++o) {
+    RowSumPlan &v = a.row_sums[o], &next = a.row_sums[o + 1];
+    if (v.n_full == 0 || next.n_full == 0 || next.full_first <= v.full_first) continue;
+    std::int64_t last = v.full_first + v.n_full - 1;
+    for (int i = 0; i < v.n_part; ++i)
+      last = std::max<std::int64_t>(last, v.part[i]);
+    const std::int32_t d = next.full_first - v.full_first;
+    if (last + d < a.source) v.ahead = d;
+  }
 }
 
 }  // namespace neat::detail

@@ -24,11 +24,14 @@
 #if HWY_TARGET != HWY_SCALAR
 // out = (out if add) + the N rows; if finish, then shifted left by f, plus
 // the partial rows p0 and p1 (where not null) times w0 and w1 (samples x 128,
-// a rounding 15-bit fixed-point multiply).
+// a rounding 15-bit fixed-point multiply). ahead (bytes; 0: none): each
+// line read, the line that far on is prefetched, the next output row's rows
+// (RowSumPlan::ahead): memory then works while the word permutes that follow
+// run from the L1.
 template <int N, bool add, bool finish>
 HWY_NOINLINE void SumPass(const std::uint8_t* const* rows, const std::uint8_t* p0,
                           const std::uint8_t* p1, std::int16_t w0, std::int16_t w1, int f,
-                          std::int64_t bytes, std::uint16_t* out) {
+                          std::int64_t bytes, std::uint16_t* out, std::ptrdiff_t ahead) {
   // The pointers in locals: read through `rows` they would be loaded again
   // after every store (the compiler cannot tell the stores miss them).
   const std::uint8_t* r[N > 0 ? N : 1] = {};
@@ -45,8 +48,7 @@ HWY_NOINLINE void SumPass(const std::uint8_t* const* rows, const std::uint8_t* p
     return hn::MulFixedPoint15(hn::ShiftLeft<7>(row(p)), b);
   };
   auto* o = reinterpret_cast<std::int16_t*>(out);
-  std::int64_t x = 0;
-  for (; x + lanes <= bytes; x += lanes) {
+  auto step = [&](std::int64_t x) HWY_ATTR {
     auto acc = hn::Zero(d16);
     if constexpr (add) acc = hn::LoadU(d16, o + x);
     if constexpr (N >= 2) {
@@ -72,7 +74,23 @@ HWY_NOINLINE void SumPass(const std::uint8_t* const* rows, const std::uint8_t* p
       if (p1 != nullptr) acc = hn::Add(acc, term(p1 + x, b1));
     }
     hn::StoreU(acc, d16, o + x);
+  };
+  std::int64_t x = 0;
+  if (ahead != 0) {  // a line of each row at a time, its line `ahead` on prefetched
+    const std::int64_t chunk = std::max<std::int64_t>(64, lanes);
+    for (; x + chunk <= bytes; x += chunk) {
+      for (int i = 0; i < N; ++i)
+        hwy::Prefetch(r[i] + x + ahead);
+      if constexpr (finish) {
+        if (p0 != nullptr) hwy::Prefetch(p0 + x + ahead);
+        if (p1 != nullptr) hwy::Prefetch(p1 + x + ahead);
+      }
+      for (std::int64_t j = 0; j < chunk; j += lanes)
+        step(x + j);
+    }
   }
+  for (; x + lanes <= bytes; x += lanes)
+    step(x);
   for (; x < bytes; ++x) {
     int acc = add ? out[x] : 0;
     for (int i = 0; i < N; ++i)
@@ -92,7 +110,7 @@ HWY_NOINLINE void SumPass(const std::uint8_t* const* rows, const std::uint8_t* p
 HWY_INLINE void SumPasses(const std::uint8_t* plane, std::int64_t stride, const std::int64_t* rows,
                           std::int64_t first, int n, const std::uint8_t* p0, const std::uint8_t* p1,
                           std::int16_t w0, std::int16_t w1, int f, std::int64_t bytes,
-                          std::uint16_t* out) {
+                          std::uint16_t* out, std::ptrdiff_t ahead = 0) {
   const int n_part = (p0 != nullptr) + (p1 != nullptr);
   const int streams = n + n_part, passes = streams > 8 ? (streams + 7) / 8 : 1;
   int done = 0;
@@ -103,8 +121,9 @@ HWY_INLINE void SumPasses(const std::uint8_t* plane, std::int64_t stride, const 
     for (int i = 0; i < k; ++i)
       q[i] = plane + (rows != nullptr ? rows[done + i] : first + done + i) * stride;
     const bool finish = last && (p0 != nullptr || p1 != nullptr || f != 0);
-    using Pass = void (*)(const std::uint8_t* const*, const std::uint8_t*, const std::uint8_t*,
-                          std::int16_t, std::int16_t, int, std::int64_t, std::uint16_t*);
+    using Pass =
+        void (*)(const std::uint8_t* const*, const std::uint8_t*, const std::uint8_t*, std::int16_t,
+                 std::int16_t, int, std::int64_t, std::uint16_t*, std::ptrdiff_t);
     // SumPass<k, add, finish> for k = 0..8, add = pass > 0.
     static constexpr auto kPasses = []<int... K>(std::integer_sequence<int, K...>) {
       return std::array<std::array<Pass, 9>, 4>{{{SumPass<K, false, false>...},
@@ -113,7 +132,7 @@ HWY_INLINE void SumPasses(const std::uint8_t* plane, std::int64_t stride, const 
                                                  {SumPass<K, true, true>...}}};
     }
     (std::make_integer_sequence<int, 9>());
-    kPasses[2 * (pass > 0) + finish][k](q, p0, p1, w0, w1, f, bytes, out);
+    kPasses[2 * (pass > 0) + finish][k](q, p0, p1, w0, w1, f, bytes, out, ahead);
     done += k;
   }
 }
@@ -178,8 +197,8 @@ void VerticalSumRow(const std::uint8_t* plane, std::int64_t stride, const RowSum
   const std::uint8_t* p0 = v.n_part > 0 ? plane + v.part[0] * stride : nullptr;
   const std::uint8_t* p1 = v.n_part > 1 ? plane + v.part[1] * stride : nullptr;
 #if HWY_TARGET != HWY_SCALAR
-  SumPasses(plane, stride, nullptr, v.full_first, v.n_full, p0, p1, v.b[0], v.b[1], v.f, bytes,
-            out);
+  SumPasses(plane, stride, nullptr, v.full_first, v.n_full, p0, p1, v.b[0], v.b[1], v.f, bytes, out,
+            static_cast<std::ptrdiff_t>(v.ahead) * stride);
 #else
   const std::uint8_t* first = plane + v.full_first * stride;
   for (std::int64_t x = 0; x < bytes; ++x) {

@@ -27,7 +27,9 @@ namespace neat::detail {
 /// summed exactly, times 2^f; each partial row part[i] (at the row's edges)
 /// times b[i] / 256, rounded: a sum in units of 2^-f level below 2^15, where
 /// `units` of it make one level of the weighted mean. No rows: no plan (the
-/// rows are taken as they come).
+/// rows are taken as they come). `ahead`: from 3 rows down, how many rows on
+/// the next output row's rows start (0: none, or no next row), prefetched
+/// as these are summed.
 struct RowSumPlan {
   std::int32_t full_first = 0;
   std::int16_t n_full = 0, n_part = 0;
@@ -35,6 +37,7 @@ struct RowSumPlan {
   std::int16_t b[2] = {};
   int f = 0;
   float units = 0.f;
+  std::int32_t ahead = 0;
 };
 
 /// One axis of a separable resampling: output sample o is

@@ -945,6 +945,54 @@ TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
   }
 }
 
+// Area's row-sum plans prefetch the next output row's rows from 3 rows
+// down (RowSumPlan::ahead): exactly where those rows start, never a row past
+// the plane, none for the last row; below 3 rows down, none at all.
+TEST(PreprocessAxis, RowSumPlansPrefetchTheNextRowsFromThreeDown) {
+  using detail::build_axis;
+  using detail::ResampleAxis;
+  using detail::RowSumPlan;
+  using detail::Sampling;
+  struct PlanCase {
+    std::int64_t count, grid;
+    int shift;
+    bool ahead;
+  };
+  const PlanCase cases[] = {
+      {416, 2160, 0, true},   // 4K -> 416: 5.2 rows down
+      {608, 2160, 0, true},   // 3.6 down
+      {342, 2160, 0, true},   // 4K -> 608 letterboxed: 6.3 down
+      {100, 1083, 0, true},   // 10.8 down, uneven
+      {360, 1080, 0, true},   // exactly 3 down
+      {416, 2160, 1, false},  // its chroma: 2.6 down
+      {416, 1080, 0, false},  // 1080p -> 416: 2.6 down
+      {640, 1080, 0, false},
+  };
+  for (const PlanCase& c : cases) {
+    ResampleAxis a;
+    build_axis(a, c.count, c.grid, c.shift, Sampling::Area);
+    const std::string what = std::to_string(c.grid) + " -> " + std::to_string(c.count);
+    ASSERT_EQ(a.row_sums.size(), static_cast<std::size_t>(c.count)) << what;
+    EXPECT_EQ(a.row_sums.back().ahead, 0) << what;
+    std::int64_t with = 0;
+    for (std::size_t o = 0; o + 1 < a.row_sums.size(); ++o) {
+      const RowSumPlan &v = a.row_sums[o], &next = a.row_sums[o + 1];
+      if (v.ahead == 0) continue;
+      ++with;
+      EXPECT_EQ(v.ahead, next.full_first - v.full_first) << what << " row " << o;
+      std::int64_t last = v.full_first + v.n_full - 1;
+      for (int i = 0; i < v.n_part; ++i)
+        last = std::max<std::int64_t>(last, v.part[i]);
+      EXPECT_LT(last + v.ahead, a.source) << what << " row " << o;
+    }
+    if (c.ahead) {
+      EXPECT_GE(with, c.count - 2) << what;  // all but the last (and one at the edge)
+    } else {
+      EXPECT_EQ(with, 0) << what;
+    }
+  }
+}
+
 // The blocks path's tables say the same sum as the float weights: emulated
 // here byte by byte (blocks or gathers, and the VBMI permutes), on a random
 // row, for every kind of geometry, never reading outside the row.
