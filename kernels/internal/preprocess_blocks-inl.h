@@ -547,11 +547,11 @@ HWY_INLINE bool TakesPicks(int k) {
 // for prefetching them as row r's are read; where the rows follow on with
 // no row skipped (below 3x down or so), one row on: the row after row r's
 // last. 0 for the last output row, and where no row follows. One row on in
-// place of none (which a Zen 2 host measured 2-5% faster with the frame
-// cached, 1080p -> 640), on Zen 5 in one process, calls alternated, time
-// with / without: 1080p NV12 -> 640 bilinear 0.95-0.99 (cached, 24 MiB
-// written between calls, four frames in turn), 4K -> 640 0.89-0.97, 720p ->
-// 416 and 512 0.98-1.03 (sessions 33-34).
+// place of none (which a Zen 4 host, session 20, measured 2-5% faster with
+// the frame cached, 1080p -> 640), on Zen 5 in one process, calls
+// alternated, time with / without: 1080p NV12 -> 640 bilinear 0.95-0.99
+// (cached, 24 MiB written between calls, four frames in turn), 4K -> 640
+// 0.89-0.97, 720p -> 416 and 512 0.98-1.03 (sessions 33-34).
 std::ptrdiff_t FreshRowsAhead(const ResampleAxis& ay, std::int64_t r, std::int64_t stride) {
   if (r + 1 >= ay.count) return 0;
   const auto at = static_cast<std::size_t>(r);
