@@ -761,7 +761,8 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
 // with `row2` (pairs only), the pairs of that row too, added (bilinear's two
 // rows of half weight down: the outputs hold the sum of both rows' means).
 // `weights` (with row2): bilinear's two rows of any weights down, the two
-// rows' means weighed by weights[0] and weights[1] (which add up to 1).
+// rows' means (single picks too, without `pair`: the two rows' bytes)
+// weighed by weights[0] and weights[1] (which add up to 1).
 // span: up to 192 bytes (12 an output): past 128, the lanes whose bytes lie
 // in the third register take them by a second permute (of the second and
 // third). ahead (non-zero): the bytes row + ahead on (and row2 + ahead) are
@@ -779,8 +780,9 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
   const VF one = hn::Set(df, pair != 0 ? 16383.5f : 32767.f),
            off = hn::Set(df, static_cast<float>(offset));
   const bool weighed = row2 != nullptr && weights != nullptr;
-  const VF w1 = hn::Set(df, weighed ? 16383.5f * weights[0] : 0.f),
-           w2 = hn::Set(df, weighed ? 16383.5f * weights[1] : 0.f);
+  const float wunit = pair != 0 ? 16383.5f : 32767.f;
+  const VF w1 = hn::Set(df, weighed ? wunit * weights[0] : 0.f),
+           w2 = hn::Set(df, weighed ? wunit * weights[1] : 0.f);
   __m512i idx[C];
   for (int c = 0; c < C; ++c) {
     idx[c] = _mm512_add_epi32(base, _mm512_set1_epi32(channel[c]));
@@ -884,7 +886,8 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
         if constexpr (kPair) picked = _mm512_madd_epi16(picked, ones);
         if constexpr (kRows == 2) {
           const VF a = hn::ConvertTo(df, hn::Vec<DI>{picked});
-          const VF b = hn::ConvertTo(df, hn::Vec<DI>{_mm512_madd_epi16(pick(c, r2), ones)});
+          const VF b = hn::ConvertTo(
+              df, hn::Vec<DI>{kPair ? _mm512_madd_epi16(pick(c, r2), ones) : pick(c, r2)});
           hn::StoreU(hn::MulAdd(a, w1_c, hn::MulAdd(b, w2_c, off_c)), df, dst[c] + o);
           continue;
         }
@@ -909,6 +912,8 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
   using No = std::false_type;
   auto rows = [&](auto registers_c) {
     if (pair == 0) {
+      if (row2 != nullptr && weighed)
+        return run(registers_c, No(), std::integral_constant<int, 2>(), No());
       return raw ? run(registers_c, No(), std::integral_constant<int, 0>(), Yes())
                  : run(registers_c, No(), std::integral_constant<int, 0>(), No());
     }

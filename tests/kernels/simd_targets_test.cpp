@@ -140,6 +140,13 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 4 across (UV pairs in twos), 2.25 down
     {PixelFormat::I420, 1284, 722, 321, 301, Interpolation::Area, ResizeMode::Stretch,
      DType::F16},  // 4 across (chroma 2), 2.4 down
+    // Bilinear 3x across (luma picked 3 apart) between two rows of any
+    // weights down: both rows picked and weighed in one pass (VBMI), most
+    // rows serving two output rows; the last vector's loads masked to the row.
+    {PixelFormat::I420, 1923, 1081, 641, 601, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F16},  // 3x across, 1.8 down
+    {PixelFormat::NV12, 3843, 2161, 1281, 1279, Interpolation::Bilinear, ResizeMode::Stretch,
+     DType::F32},  // 3x across, 1.69 down
     // Bilinear at an even ratio both ways, 2 or 4 bytes an output across: the
     // pairs of both rows summed straight from the bytes; the last output's
     // lane would end past the row (its first sample is 1 in).
