@@ -304,7 +304,7 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
   // permutes beat a gather by far.
   // Picks in a pattern: one permute per vector, its indices in a register
   // (1080p -> 640: 0.197 -> 0.179 ms alone; within noise in the table).
-  if (PatternPicks<C>(ax, row, channel, out, offset, raw)) return;
+  if (PatternPicks<C>(ax, row, channel, out, offset, raw, ahead)) return;
   if (TakesByOutput(ax)) {
     HorizontalByOutput<C, false>(ax, row, channel, out, offset, raw);
     return;

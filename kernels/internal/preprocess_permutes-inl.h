@@ -272,13 +272,18 @@ bool TakesPermutes(const ResampleAxis& ax) {
 }
 
 // The pattern's picks: one permute per vector and channel (PermutePicks).
-// False, doing nothing, when the row does not take them.
+// False, doing nothing, when the row does not take them. ahead: as
+// PermutePicks' (the next output row's row prefetched as this one is read:
+// NV12 chroma of 1080p -> 640 bilinear, calls alternated in one process,
+// 12 frames in turn from memory 0.88 of the time, I420 0.77, 4K -> 1280
+// 0.88, two threads 0.93; with the frame cached 0.99-1.01, 4K 0.90).
 template <int C>
 bool PatternPicks(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                  float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+                  float* const (&out)[C], const std::int32_t (&offset)[C], bool raw,
+                  std::ptrdiff_t ahead = 0) {
   if (!HasPatternPicks<C>(ax, offset)) return false;
   PermutePicks<C>(row, ax.source * ax.step, ax.pick_span, _mm512_loadu_si512(ax.pick_base), channel,
-                  ax.count, out, raw, offset[0]);
+                  ax.count, out, raw, offset[0], 0, nullptr, nullptr, ahead);
   return true;
 }
 
