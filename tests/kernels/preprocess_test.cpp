@@ -318,6 +318,40 @@ TEST(PreprocessAccuracy, LargeLetterboxesStreamTheirBarsInEveryDtype) {
   }
 }
 
+// The bar rows are written among the content rows of each stripe (each
+// content row first fills its share): every stripe's bars, whichever rows
+// its cut leaves it (all bars, bars and content, content alone), and the
+// side bars of a pillarbox, over a pooled tensor that last held a stretched
+// frame's pixels everywhere, each way of storing them, 1 to 4 threads.
+TEST(PreprocessAccuracy, BarsSpreadAmongTheContentRowsFillEveryStripesBars) {
+  const NeatTensor wide = frame_of(PixelFormat::NV12, 1280, 720, 31);
+  const NeatTensor tall = frame_of(PixelFormat::I420, 480, 1000, 32);
+  for (const NeatTensor* frame : {&wide, &tall}) {
+    for (std::int64_t side : {640, 333}) {
+      for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+        for (StoreMode stores : {StoreMode::Auto, StoreMode::Cached, StoreMode::Streamed}) {
+          for (int threads = 1; threads <= 4; ++threads) {
+            PreprocessParams p = imagenet(side, side);
+            p.interpolation = m;
+            p.stores = stores;
+            NEAT_ASSERT_OK(preprocess(*frame, p, {.threads = threads}));  // pixels everywhere
+            p.resize_mode = ResizeMode::Letterbox;
+            auto ours = preprocess(*frame, p, {.threads = threads});
+            ASSERT_TRUE(ours.ok()) << ours.error().message();
+            // Area's fixed-point vertical pass: within 0.05 levels.
+            const bool area = m == Interpolation::Area;
+            const Errors e = level_errors(*ours, reference(*frame, p), p);
+            EXPECT_LE(e.max, area ? 0.05 : 0.02)
+                << frame->to_string() << " -> " << side << " " << to_string(m) << " "
+                << to_string(stores) << " " << threads << " threads";
+            EXPECT_LE(e.mean, area ? 0.005 : 0.002);
+          }
+        }
+      }
+    }
+  }
+}
+
 // Which stores bypass the caches, by the host: on a CCD's L3 (AMD Zen 4 and
 // later) the bars of a frame and tensor that fit a third of it go through
 // the cache; on a socket-wide L3 (Intel) nothing is counted on past the L2;
