@@ -642,9 +642,10 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   // threads 0.77-0.94; area 0.90-0.98; AVX2 0.91-0.96; square rows and
   // nearest (not spread) 0.99-1.02. Nearest's content rows come after, in
   // one call of their own (below).
-  const bool fused = nearest != nullptr || (HWY_TARGET != HWY_SCALAR && job.box_chroma &&
-                                            (job.box_k == 2 || job.box_k == 4));
-  const bool stream_bars = BarStores(job, fused);
+  // Content rows of the 2x or 4x box in one pass (BoxRowFused).
+  const bool fused_box =
+      HWY_TARGET != HWY_SCALAR && job.box_chroma && (job.box_k == 2 || job.box_k == 4);
+  const bool stream_bars = BarStores(job, nearest != nullptr || fused_box);
   const std::int64_t content_begin = std::clamp(job.box_y, row_begin, row_end),
                      content_end = std::clamp(job.box_y + job.box_h, row_begin, row_end);
   const std::int64_t top = content_begin - row_begin, bars = top + (row_end - content_end),
@@ -671,7 +672,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     const bool same_chroma = s.chroma_row == r - 1 && reuse[r];
     if (same_chroma) s.chroma_row = r;  // the same chroma rows and weights as the row before
 #if HWY_TARGET != HWY_SCALAR
-    if (job.box_chroma && (job.box_k == 2 || job.box_k == 4)) {
+    if (fused_box) {
       if (job.box_k == 2) {
         BoxRowFused<2>(job, r, out_r);
       } else {
