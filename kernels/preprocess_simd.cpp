@@ -138,54 +138,9 @@ inline void grow(std::vector<float>& v, std::int64_t n) {
 
 // ---- output -----------------------------------------------------------------
 
-// Stores `count` (<= lanes) values at element `at` of an output plane;
-// whole aligned vectors bypass the caches when job.stream says so.
-HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::int64_t at,
-                         std::int64_t count) {
-  const DF df;
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  if (job.out_dtype == DType::F32) {
-    float* p = reinterpret_cast<float*>(plane) + at;
-    if (count == lanes) {
-      if (job.stream && (reinterpret_cast<std::uintptr_t>(p) & (sizeof(float) * lanes - 1)) == 0) {
-        hn::Stream(v, df, p);
-      } else {
-        hn::StoreU(v, df, p);
-      }
-    } else {
-      HWY_ALIGN float tmp[hn::MaxLanes(df)];
-      hn::Store(v, df, tmp);
-      std::memcpy(p, tmp, static_cast<std::size_t>(count) * sizeof(float));
-    }
-    return;
-  }
-  const D16 d16;
-  hn::Vec<D16> bits;
-  if (job.out_dtype == DType::F16) {
-    const hn::Rebind<hwy::float16_t, DF> dh;
-    bits = hn::BitCast(d16, hn::DemoteTo(dh, v));
-  } else {  // BF16, rounded to nearest even (values are finite)
-    const DU du;
-    const auto u = hn::BitCast(du, v);
-    const auto odd = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1));
-    const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(u, hn::Set(du, 0x7FFF)), odd));
-    bits = hn::DemoteTo(d16, hn::BitCast(DI(), rounded));
-  }
-  auto* p = reinterpret_cast<std::uint16_t*>(plane) + at;
-  // Streaming stores write whole registers: only where the 16-bit vector is
-  // one (not the half-register vectors of 128-bit targets), aligned to it.
-  constexpr std::size_t kBytes16 = sizeof(std::uint16_t) * hn::MaxLanes(D16());
-  if (count == lanes && job.stream && kBytes16 >= 16 &&
-      (reinterpret_cast<std::uintptr_t>(p) & (kBytes16 - 1)) == 0) {
-    hn::Stream(bits, d16, p);
-  } else if (count == lanes) {
-    hn::StoreU(bits, d16, p);
-  } else {
-    HWY_ALIGN std::uint16_t tmp[hn::MaxLanes(d16)];
-    hn::Store(bits, d16, tmp);
-    std::memcpy(p, tmp, static_cast<std::size_t>(count) * sizeof(std::uint16_t));
-  }
-}
+// Stores to the output planes: pixels (StoreOut), cached rows (StreamRow)
+// and the pad (FillPad, BarStores).
+#include "kernels/internal/preprocess_stores-inl.h"
 
 // A RowTaps with the tap count known at compile time (0: any), its rows and
 // weights held in registers across a row (in memory, a RowTaps would be read
@@ -219,22 +174,6 @@ struct FixedTaps {
 // planes aligned to the vector), F32 to the staged rows (job.stream_rows;
 // the last vector too), or anything through StoreOut.
 enum class Store : std::uint8_t { F32, F32Stream, F32Rows, Any };
-
-// n floats from a cached row to one of the tensor's, streamed from the
-// first vector-aligned float on; the ends by plain stores.
-HWY_INLINE void StreamRow(const float* from, float* to, std::int64_t n) {
-  const DF df;
-  const auto lanes = static_cast<std::int64_t>(hn::Lanes(df));
-  constexpr std::uintptr_t kBytes = sizeof(float) * hn::MaxLanes(DF());
-  std::int64_t i = 0;
-  while (i < n && (reinterpret_cast<std::uintptr_t>(to + i) & (kBytes - 1)) != 0)
-    ++i;
-  if (n - i < lanes) i = n;  // too short to stream: one plain copy
-  std::memcpy(to, from, static_cast<std::size_t>(i) * sizeof(float));
-  for (; i + lanes <= n; i += lanes)
-    hn::Stream(hn::LoadU(df, from + i), df, to + i);
-  std::memcpy(to + i, from + i, static_cast<std::size_t>(n - i) * sizeof(float));
-}
 
 // What the final pass reads: the blocks path's rows, offsets folded in (luma
 // (level - y_offset) x ys, chroma level - 128); the vertical-first path's
@@ -484,59 +423,6 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
 
 // Nearest picked and converted in one pass (FusedNearest).
 #include "kernels/internal/preprocess_nearest-inl.h"
-
-// Fills `count` samples from `at` of every output plane with its pad value.
-// Where `stream` says so (BarStores), with streaming stores from the first
-// vector-aligned sample on: a letterbox's bars are up to half of the output,
-// and plain stores would read every line first.
-template <typename T>
-HWY_INLINE void FillRun(bool stream, T* p, std::int64_t count, T value) {
-  using DT = hn::ScalableTag<T>;
-  const DT dt;
-  const auto lanes = static_cast<std::int64_t>(hn::Lanes(dt));
-  constexpr std::size_t kBytes = sizeof(T) * hn::MaxLanes(DT());
-  if (!stream || count < 2 * lanes || kBytes < 16) {
-    std::fill_n(p, count, value);
-    return;
-  }
-  const auto misaligned = reinterpret_cast<std::uintptr_t>(p) & (kBytes - 1);
-  const std::int64_t head =
-      misaligned == 0 ? 0 : static_cast<std::int64_t>((kBytes - misaligned) / sizeof(T));
-  std::fill_n(p, head, value);
-  const auto v = hn::Set(dt, value);
-  std::int64_t i = head;
-  for (; i + lanes <= count; i += lanes)
-    hn::Stream(v, dt, p + i);
-  std::fill_n(p + i, count - i, value);
-}
-
-void FillPad(const PreprocessJob& job, std::int64_t at, std::int64_t count, bool stream) {
-  if (count <= 0) return;
-  for (int c = 0; c < 3; ++c) {
-    if (job.out_dtype == DType::F32) {
-      FillRun(stream, reinterpret_cast<float*>(job.planes[c]) + at, count, job.pad[c]);
-      continue;
-    }
-    // The pad value in the 16-bit dtype, converted by the same store as pixels.
-    HWY_ALIGN std::uint16_t one[hn::MaxLanes(D16())];
-    StoreOut(job, hn::Set(DF(), job.pad[c]), reinterpret_cast<std::byte*>(one), 0, 1);
-    FillRun(stream, reinterpret_cast<std::uint16_t*>(job.planes[c]) + at, count, one[0]);
-  }
-}
-
-// Whether the bars take streaming stores. Where the content rows are fused
-// in one pass (nearest; the 2x and 4x boxes) they keep job.stream_bars: no
-// scratch rows of theirs are in the caches for plain stores to evict, and
-// there plain stores cost less (720p I420 -> 640 letterboxed, the bars
-// spread: plain 0.76 of the time, streamed 1.12). Where content rows are
-// made from scratch rows (the row caches, sums and picks of the blocks
-// path), the bars stream whenever the content does: plain, their lines
-// would evict those rows (the bars spread, 1080p I420 -> 512 letterboxed
-// bilinear: plain 1.05, streamed 0.91-0.93; not spread, streamed bars alone
-// 1.02-1.08).
-bool BarStores(const PreprocessJob& job, bool fused) {
-  return job.stream_bars || (job.stream && !fused);
-}
 
 // Scratch rows lent per stripe (LeasePool): a stripe finds rows a warm
 // call grew, whichever thread runs it; per thread, a thread's first call
