@@ -531,7 +531,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   // Content rows of the 2x or 4x box in one pass (BoxRowFused).
   const bool fused_box =
       HWY_TARGET != HWY_SCALAR && job.box_chroma && (job.box_k == 2 || job.box_k == 4);
-  const bool stream_bars = BarStores(job, nearest != nullptr || fused_box);
+  const bool stream_bars = BarStores(job, nearest != nullptr);
   const std::int64_t content_begin = std::clamp(job.box_y, row_begin, row_end),
                      content_end = std::clamp(job.box_y + job.box_h, row_begin, row_end);
   const std::int64_t top = content_begin - row_begin, bars = top + (row_end - content_end),

@@ -117,18 +117,24 @@ void FillPad(const PreprocessJob& job, std::int64_t at, std::int64_t count, bool
   }
 }
 
-// Whether the bars take streaming stores. Where the content rows are fused
-// in one pass (nearest; the 2x and 4x boxes) they keep job.stream_bars: no
-// scratch rows of theirs are in the caches for plain stores to evict, and
-// there plain stores cost less (720p I420 -> 640 letterboxed, the bars
-// spread: plain 0.76 of the time, streamed 1.12). Where content rows are
-// made from scratch rows (the row caches, sums and picks of the blocks
-// path), the bars stream whenever the content does: plain, their lines
-// would evict those rows (the bars spread, 1080p I420 -> 512 letterboxed
-// bilinear: plain 1.05, streamed 0.91-0.93; not spread, streamed bars alone
-// 1.02-1.08).
-bool BarStores(const PreprocessJob& job, bool fused) {
-  return job.stream_bars || (job.stream && !fused);
+// Whether the bars take streaming stores: whenever the content rows do,
+// but beside nearest's content (`nearest`), which keeps job.stream_bars.
+// Beside the blocks path's content (made from scratch rows: the row caches,
+// sums and picks), plain bars' lines would evict those rows (the bars
+// spread, 1080p I420 -> 512 letterboxed bilinear: plain 1.05 of the time,
+// streamed 0.91-0.93; not spread, streamed bars alone 1.02-1.08). Beside
+// the 2x and 4x boxes fused in one pass, the tensor's lines are seldom in
+// the caches when the next frame comes (a model ran between), and plain
+// bars read each first: calls alternated in one process, streamed over
+// plain, 720p NV12 and I420 -> 640 letterboxed 0.69-0.78 of the time with
+// 24 MiB written between calls, 0.75-0.99 with frames fresh from memory
+// too, 0.82-1.03 with the frame and tensor cached; -> 320 letterboxed area
+// 0.76-0.96; in the table's own loop 0.67-0.78. Nearest's bars come before
+// its content rows, not spread among them; streamed there, 4K I420 -> 416
+// and 1080p -> 512 letterboxed took 1.12-1.24 of the time with the frame
+// cached (0.91-0.95 fresh from memory).
+bool BarStores(const PreprocessJob& job, bool nearest) {
+  return job.stream_bars || (job.stream && !nearest);
 }
 
 #endif  // NEAT_KERNELS_INTERNAL_PREPROCESS_STORES_INL_H_
