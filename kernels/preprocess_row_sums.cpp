@@ -4,6 +4,7 @@
 // is VerticalSumRow in preprocess_box-inl.h).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "neat/kernels/internal/preprocess_kernel.hpp"
 
@@ -72,17 +73,25 @@ void plan_row_sums(ResampleAxis& a) {
   a.row_sums.resize(static_cast<std::size_t>(a.count));
   for (std::int64_t o = 0; o < a.count; ++o)
     a.row_sums[static_cast<std::size_t>(o)] = plan_row(a, o);
-  // From 3 rows down, each row's pass prefetches the next output row's rows
-  // (RowSumPlan::ahead), none past the plane's last.
-  if (a.source < 3 * a.count) return;
+  // From 1.5 rows down, each row's pass prefetches the next output row's
+  // rows (RowSumPlan::ahead), none past the plane's last; a row's rows start
+  // at its first of full or of partial weight.
+  if (2 * a.source < 3 * a.count) return;
+  auto lowest = [](const RowSumPlan& v) {
+    std::int64_t low = v.n_full > 0 ? v.full_first : std::numeric_limits<std::int64_t>::max();
+    for (int i = 0; i < v.n_part; ++i)
+      low = std::min<std::int64_t>(low, v.part[i]);
+    return low;
+  };
   for (std::size_t o = 0; o + 1 < a.row_sums.size(); ++o) {
     RowSumPlan &v = a.row_sums[o], &next = a.row_sums[o + 1];
-    if (v.n_full == 0 || next.n_full == 0 || next.full_first <= v.full_first) continue;
-    std::int64_t last = v.full_first + v.n_full - 1;
+    if (v.n_full + v.n_part == 0 || next.n_full + next.n_part == 0) continue;
+    const std::int64_t d = lowest(next) - lowest(v);
+    if (d <= 0) continue;
+    std::int64_t last = v.n_full > 0 ? v.full_first + v.n_full - 1 : 0;
     for (int i = 0; i < v.n_part; ++i)
       last = std::max<std::int64_t>(last, v.part[i]);
-    const std::int32_t d = next.full_first - v.full_first;
-    if (last + d < a.source) v.ahead = d;
+    if (last + d < a.source) v.ahead = static_cast<std::int32_t>(d);
   }
 }
 

@@ -27,7 +27,7 @@ namespace neat::detail {
 /// summed exactly, times 2^f; each partial row part[i] (at the row's edges)
 /// times b[i] / 256, rounded: a sum in units of 2^-f level below 2^15, where
 /// `units` of it make one level of the weighted mean. No rows: no plan (the
-/// rows are taken as they come). `ahead`: from 3 rows down, how many rows on
+/// rows are taken as they come). `ahead`: from 1.5 rows down, how many rows on
 /// the next output row's rows start (0: none, or no next row), prefetched
 /// as these are summed.
 struct RowSumPlan {

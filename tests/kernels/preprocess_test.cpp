@@ -979,10 +979,11 @@ TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
   }
 }
 
-// Area's row-sum plans prefetch the next output row's rows from 3 rows
-// down (RowSumPlan::ahead): exactly where those rows start, never a row past
-// the plane, none for the last row; below 3 rows down, none at all.
-TEST(PreprocessAxis, RowSumPlansPrefetchTheNextRowsFromThreeDown) {
+// Area's row-sum plans prefetch the next output row's rows from 1.5 rows
+// down (RowSumPlan::ahead): exactly where those rows start (the first of
+// full or of partial weight), never a row past the plane, none for the last
+// row; below 1.5 rows down, none at all.
+TEST(PreprocessAxis, RowSumPlansPrefetchTheNextRowsFromOneAndAHalfDown) {
   using detail::build_axis;
   using detail::ResampleAxis;
   using detail::RowSumPlan;
@@ -993,14 +994,25 @@ TEST(PreprocessAxis, RowSumPlansPrefetchTheNextRowsFromThreeDown) {
     bool ahead;
   };
   const PlanCase cases[] = {
-      {416, 2160, 0, true},   // 4K -> 416: 5.2 rows down
-      {608, 2160, 0, true},   // 3.6 down
-      {342, 2160, 0, true},   // 4K -> 608 letterboxed: 6.3 down
-      {100, 1083, 0, true},   // 10.8 down, uneven
-      {360, 1080, 0, true},   // exactly 3 down
-      {416, 2160, 1, false},  // its chroma: 2.6 down
-      {416, 1080, 0, false},  // 1080p -> 416: 2.6 down
-      {640, 1080, 0, false},
+      {416, 2160, 0, true},  // 4K -> 416: 5.2 rows down
+      {608, 2160, 0, true},  // 3.6 down
+      {342, 2160, 0, true},  // 4K -> 608 letterboxed: 6.3 down
+      {100, 1083, 0, true},  // 10.8 down, uneven
+      {360, 1080, 0, true},  // exactly 3 down
+      {416, 2160, 1, true},  // its chroma: 2.6 down
+      {416, 1080, 0, true},  // 1080p -> 416: 2.6 down
+      {640, 1080, 0, true},  // 1.7 down
+      {416, 720, 0, true},   // 720p -> 416: 1.7 down
+      {480, 720, 0, true},   // exactly 1.5 down
+      {512, 720, 0, false},  // 1.4 down
+      {608, 720, 0, false},
+  };
+  // A plan's first row, of full or of partial weight.
+  auto lowest = [](const RowSumPlan& v) {
+    std::int64_t low = v.n_full > 0 ? v.full_first : std::int64_t{1} << 40;
+    for (int i = 0; i < v.n_part; ++i)
+      low = std::min<std::int64_t>(low, v.part[i]);
+    return low;
   };
   for (const PlanCase& c : cases) {
     ResampleAxis a;
@@ -1013,8 +1025,8 @@ TEST(PreprocessAxis, RowSumPlansPrefetchTheNextRowsFromThreeDown) {
       const RowSumPlan &v = a.row_sums[o], &next = a.row_sums[o + 1];
       if (v.ahead == 0) continue;
       ++with;
-      EXPECT_EQ(v.ahead, next.full_first - v.full_first) << what << " row " << o;
-      std::int64_t last = v.full_first + v.n_full - 1;
+      EXPECT_EQ(v.ahead, lowest(next) - lowest(v)) << what << " row " << o;
+      std::int64_t last = v.n_full > 0 ? v.full_first + v.n_full - 1 : 0;
       for (int i = 0; i < v.n_part; ++i)
         last = std::max<std::int64_t>(last, v.part[i]);
       EXPECT_LT(last + v.ahead, a.source) << what << " row " << o;
