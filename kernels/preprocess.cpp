@@ -6,6 +6,7 @@
 #endif
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -205,14 +206,20 @@ struct AxisSet {
     std::int64_t width = -1, height = -1, box_width = -1, box_height = -1;
     detail::Sampling sampling = detail::Sampling::Bilinear;
     bool interleaved = false;
+    // The tensor and the threads: what the stores' times depend on.
+    std::int64_t out_width = -1, out_height = -1;
+    DType dtype = DType::F32;
+    int threads = 0;
     bool operator==(const Key&) const = default;
   };
-  static Key key_of(const YuvPlanes& s, const PreprocessParams& p, const LetterboxBox& box) {
-    return {s.width,         s.height, box.width, box.height, sampling_of(p.interpolation),
-            s.interleaved_uv};
+  static Key key_of(const YuvPlanes& s, const PreprocessParams& p, const LetterboxBox& box,
+                    int threads) {
+    return {s.width,          s.height, box.width, box.height,  sampling_of(p.interpolation),
+            s.interleaved_uv, p.width,  p.height,  p.out_dtype, threads};
   }
   Key key;
   AxisCache lx, ly, cx, cy, lsx, csx;
+  detail::StoreTuner stores;  // StoreMode::Auto's, measured (StoreTuner)
 };
 
 // Axis tables lent per call (detail::LeasePool): a call finds the tables
@@ -226,8 +233,10 @@ detail::LeasePool<AxisSet, 16>& axis_pool() {
 }
 
 detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const PreprocessParams& p,
-                               const LetterboxBox& box, std::byte* const* planes, AxisSet& axes) {
-  axes.key = AxisSet::key_of(s, p, box);
+                               const LetterboxBox& box, std::byte* const* planes, AxisSet& axes,
+                               const AxisSet::Key& key) {
+  if (!(axes.key == key)) axes.stores = detail::StoreTuner{};  // a slot another geometry held
+  axes.key = key;
   AxisCache &lx = axes.lx, &ly = axes.ly, &cx = axes.cx, &cy = axes.cy, &lsx = axes.lsx,
             &csx = axes.csx;
   // Luma on its own grid; chroma on the same grid, one stored sample per two.
@@ -312,12 +321,6 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   j.box_w = box.width;
   j.box_h = box.height;
   j.out_dtype = p.out_dtype;
-  const detail::StoreChoice stores = detail::choose_stores(
-      p.stores, detail::active_store_plan(), 3 * p.width * p.height * item_size(p.out_dtype),
-      s.y_stride * s.height * 3 / 2, p.out_dtype);  // 4:2:0
-  j.stream = stores.stream;
-  j.stream_bars = stores.stream_bars;
-  j.stream_rows = stores.stream_rows;
   for (int c = 0; c < 3; ++c) {
     j.planes[c] = planes[c];
     j.a[c] = k.a[c];
@@ -407,6 +410,74 @@ StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t te
   c.stream = large;
   c.stream_bars = large && frame_bytes + tensor_bytes > plan.bars_cached_within;
   return c;
+}
+
+void StoreTuner::offer(const StoreChoice* candidates, int n) {
+  n = std::clamp(n, 0, kMaxCandidates);
+  if (n == n_offered_ && std::equal(candidates, candidates + n, offered_)) return;
+  *this = StoreTuner{};
+  std::copy(candidates, candidates + n, offered_);
+  n_offered_ = n;
+  for (int i = 0; i < n; ++i) {  // repeats dropped
+    if (std::find(candidates_, candidates_ + n_, candidates[i]) == candidates_ + n_) {
+      candidates_[n_++] = candidates[i];
+    }
+  }
+  measuring_ = n_ > 1;
+  if (n_ <= 1) chosen_ = 0;
+}
+
+StoreTuner::Pick StoreTuner::pick() {
+  if (!measuring_) {
+    if (n_ <= 1 || ++since_ < kRetuneAfter) return {std::max(chosen_, 0), false};
+    measuring_ = true;
+    std::fill(got_, got_ + n_, 0);
+    in_run_ = false;
+  }
+  // Each candidate in a run of two calls, the second timed: the first
+  // follows another candidate's stores (a streamed call leaves the tensor
+  // out of the caches, where a cached call would have left it in).
+  if (in_run_) {
+    in_run_ = false;
+    awaiting_ = current_;
+    return {current_, true};
+  }
+  awaiting_ = -1;  // a timed call that recorded nothing (it failed) is not waited for
+  // The next run's: the first of the candidates with fewest times, from an
+  // offset that moves each round, so that no candidate always follows the
+  // same one.
+  const int round = *std::min_element(got_, got_ + n_);
+  current_ = 0;
+  for (int k = 0; k < n_; ++k) {
+    const int i = (round + k) % n_;
+    if (got_[i] == round) {
+      current_ = i;
+      break;
+    }
+  }
+  in_run_ = true;
+  return {current_, false};
+}
+
+void StoreTuner::record(int index, std::int64_t ns) {
+  if (!measuring_ || index < 0 || index != awaiting_ || got_[index] >= kRounds) return;
+  awaiting_ = -1;
+  ns_[index][got_[index]++] = ns;
+  if (std::all_of(got_, got_ + n_, [](int g) { return g >= kRounds; })) decide();
+}
+
+void StoreTuner::decide() {
+  std::int64_t median[kMaxCandidates] = {};
+  for (int i = 0; i < n_; ++i) {
+    std::int64_t t[kRounds];
+    std::copy(ns_[i], ns_[i] + kRounds, t);
+    std::nth_element(t, t + kRounds / 2, t + kRounds);
+    median[i] = t[kRounds / 2];
+  }
+  const int best = static_cast<int>(std::min_element(median, median + n_) - median);
+  chosen_ = 100 * median[best] <= 97 * median[0] ? best : 0;
+  measuring_ = false;
+  since_ = 0;
 }
 
 }  // namespace detail
@@ -528,17 +599,39 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
         std::byte* base = out.mutable_data();
         const std::int64_t plane_bytes = p.height * p.width * item;
         std::byte* planes[3] = {base, base + plane_bytes, base + 2 * plane_bytes};
-        const AxisSet::Key key = AxisSet::key_of(s, p, box);
+        const AxisSet::Key key = AxisSet::key_of(s, p, box, options.threads);
         const auto axes =
             axis_pool().take([&](const AxisSet& a) { return a.key == key; },
                              [](const AxisSet& a) { return a.key == AxisSet::Key{}; });
-        detail::PreprocessJob job = make_job(s, k, p, box, planes, *axes);
+        detail::PreprocessJob job = make_job(s, k, p, box, planes, *axes, key);
         if (job.nearest && !(job.luma_x->blocks && job.chroma_x->blocks)) {
           parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
             nearest_rows(s, k, p, box, planes, r0, r1);
           });
           return {};
         }
+        // The stores: the user's mode, or Auto's by the plan; for the fused
+        // nearest rows' pixels and bars above the plan's stream_above,
+        // measured (StoreTuner).
+        const detail::StorePlan& plan = detail::active_store_plan();
+        const std::int64_t tensor_bytes = 3 * plane_bytes;
+        detail::StoreChoice stores = detail::choose_stores(
+            p.stores, plan, tensor_bytes, s.y_stride * s.height * 3 / 2, p.out_dtype);  // 4:2:0
+        detail::StoreTuner::Pick pick;
+        detail::StoreTuner& tuner = axes->stores;
+        if (job.nearest && p.stores == StoreMode::Auto && tensor_bytes > plan.stream_above) {
+          detail::StoreChoice flipped = stores;
+          flipped.stream_bars = !stores.stream_bars;
+          const detail::StoreChoice candidates[] = {stores, flipped};
+          tuner.offer(candidates, 2);
+          pick = tuner.pick();
+          stores = tuner.candidate(pick.index);
+        }
+        job.stream = stores.stream;
+        job.stream_bars = stores.stream_bars;
+        job.stream_rows = stores.stream_rows;
+        const auto start =
+            pick.timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         // Every slot the stripes may take grown here (not capped by
         // OpenCV's thread count, which may change between calls).
         const auto stripes = static_cast<int>(std::min<std::int64_t>(options.threads, p.height));
@@ -546,6 +639,11 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
         parallel_rows(p.height, options.threads, [&](std::int64_t r0, std::int64_t r1) {
           detail::preprocess_rows(job, r0, r1);
         });
+        if (pick.timed) {
+          tuner.record(pick.index, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count());
+        }
         return {};
       });
 }

@@ -297,9 +297,65 @@ struct StoreChoice {
   bool stream = false;
   bool stream_bars = false;
   bool stream_rows = false;
+  bool operator==(const StoreChoice&) const = default;
 };
 StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t tensor_bytes,
                           std::int64_t frame_bytes, DType dtype);
+
+/// StoreMode::Auto's stores for one geometry, measured where the plan alone
+/// cannot tell: the fused nearest rows' pixels and bars (`stream_bars`),
+/// most of whose time is stores. Two Zen 5 hosts of one CPUID family
+/// measured them opposite ways (cached faster on one; on the other,
+/// streamed took 0.72x the time at 720p -> 1280 with the tensor evicted
+/// between calls, and cached 0.65x at 720p -> 640 letterboxed with nothing
+/// between), and what runs between calls (a model, other cameras) decides
+/// it as much as the host. So where the tensor is larger than the plan's
+/// stream_above (a consumer would not find it in the L2 either way), a
+/// geometry's calls try each candidate the caller offers (the plan's
+/// first; repeats dropped) in runs of two calls, the second timed (the
+/// first meets the caches as the last candidate's stores left them),
+/// kRounds runs each in an order that rotates every round, and keep the one
+/// of least median time (the plan's unless another is at least 3% faster).
+/// After kRetuneAfter calls they measure again, as the work around them may
+/// have changed. The values are the same whichever stores write them. Not
+/// thread-safe: each geometry's state is lent to one call at a time
+/// (AxisSet's lease in preprocess.cpp).
+class StoreTuner {
+ public:
+  static constexpr int kRounds = 5;
+  static constexpr std::int64_t kRetuneAfter = 4096;
+  static constexpr int kMaxCandidates = 3;
+  struct Pick {
+    int index = 0;       ///< the candidate this call stores by
+    bool timed = false;  ///< record() its time
+  };
+  /// The candidates for this geometry (the plan's first); starts over when
+  /// they differ from the last call's (a test's plan, say).
+  void offer(const StoreChoice* candidates, int n);
+  Pick pick();
+  /// The time of the call pick() last timed, in nanoseconds; nothing for
+  /// any other.
+  void record(int index, std::int64_t ns);
+  const StoreChoice& candidate(int index) const { return candidates_[index]; }
+  int candidates() const { return n_; }
+  /// The candidate chosen, or -1 before the first measurement ends.
+  int chosen() const { return chosen_; }
+
+ private:
+  void decide();
+  StoreChoice offered_[kMaxCandidates] = {};
+  int n_offered_ = 0;
+  StoreChoice candidates_[kMaxCandidates] = {};
+  int n_ = 0;
+  std::int64_t ns_[kMaxCandidates][kRounds] = {};
+  int got_[kMaxCandidates] = {};
+  int current_ = 0;         ///< the candidate of the run under way
+  bool in_run_ = false;     ///< its first call made, its timed call next
+  int awaiting_ = -1;       ///< the candidate of the timed call last picked
+  bool measuring_ = false;  ///< timing candidates in turn
+  int chosen_ = -1;
+  std::int64_t since_ = 0;  ///< calls since the last choice
+};
 
 /// Writes output rows [row_begin, row_end). Thread-safe for disjoint rows;
 /// its scratch rows are lent from a process-wide pool and reused across

@@ -487,6 +487,136 @@ TEST(PreprocessStores, RowsStreamedAPlaneAtATimeWriteTheSameValues) {
   });
 }
 
+// Drives a tuner with fake times: `ns` of the candidate a timed call took.
+// Returns the candidates of the timed calls in order.
+template <class Ns>
+std::vector<int> tune(detail::StoreTuner& t, int calls, Ns ns) {
+  std::vector<int> timed;
+  for (int i = 0; i < calls; ++i) {
+    const detail::StoreTuner::Pick pick = t.pick();
+    if (!pick.timed) continue;
+    timed.push_back(pick.index);
+    t.record(pick.index, ns(pick.index, static_cast<int>(timed.size())));
+  }
+  return timed;
+}
+
+// Auto's measured stores: each candidate in runs of two calls, the second
+// timed, kRounds each in an order that rotates; the least median kept (an
+// outlier per candidate does not move it), and measured again later.
+TEST(PreprocessStores, TheTunerKeepsTheCandidateOfLeastMedianTime) {
+  using detail::StoreChoice;
+  using detail::StoreTuner;
+  const StoreChoice plan{true, false, false}, streamed{true, true, false}, cached{};
+  StoreTuner t;
+  const StoreChoice three[] = {plan, streamed, cached};
+  t.offer(three, 3);
+  ASSERT_EQ(t.candidates(), 3);
+  EXPECT_EQ(t.chosen(), -1);
+  const std::int64_t base[] = {100'000, 60'000, 90'000};
+  std::vector<int> order;
+  int untimed = 0;
+  for (int i = 0; i < 2 * 3 * StoreTuner::kRounds; ++i) {
+    const StoreTuner::Pick pick = t.pick();
+    if (!pick.timed) {
+      ++untimed;
+      continue;
+    }
+    // The run's first call (untimed) took the same candidate.
+    order.push_back(pick.index);
+    const auto n = std::count(order.begin(), order.end(), pick.index);
+    t.record(pick.index, n == 2 ? 10 * base[pick.index] : base[pick.index]);  // one outlier
+  }
+  EXPECT_EQ(untimed, 3 * StoreTuner::kRounds);
+  ASSERT_EQ(order.size(), 3u * StoreTuner::kRounds);
+  for (int c = 0; c < 3; ++c)
+    EXPECT_EQ(std::count(order.begin(), order.end(), c), StoreTuner::kRounds) << c;
+  // The rounds' orders rotate: 0 1 2, then 1 2 0, then 2 0 1.
+  EXPECT_EQ((std::vector<int>(order.begin(), order.begin() + 9)),
+            (std::vector<int>{0, 1, 2, 1, 2, 0, 2, 0, 1}));
+  EXPECT_EQ(t.chosen(), 1);
+  EXPECT_EQ(t.candidate(1), streamed);
+  // Kept, untimed, until kRetuneAfter calls; then measured again.
+  for (std::int64_t i = 1; i < StoreTuner::kRetuneAfter; ++i) {
+    const StoreTuner::Pick pick = t.pick();
+    ASSERT_FALSE(pick.timed);
+    ASSERT_EQ(pick.index, 1);
+  }
+  const std::vector<int> again = tune(t, 2 * 3 * StoreTuner::kRounds, [](int c, int) {
+    return c == 2 ? std::int64_t{40'000} : std::int64_t{100'000};  // now cached wins
+  });
+  EXPECT_EQ(again.size(), 3u * StoreTuner::kRounds);
+  EXPECT_EQ(t.chosen(), 2);
+}
+
+// The plan's candidate stays unless another is at least 3% faster; repeats
+// are dropped; one candidate is never timed; new candidates start over.
+TEST(PreprocessStores, TheTunerKeepsThePlanWithinThreePercent) {
+  using detail::StoreChoice;
+  using detail::StoreTuner;
+  const StoreChoice plan{true, false, false}, streamed{true, true, false};
+  StoreTuner t;
+  const StoreChoice two[] = {plan, streamed};
+  t.offer(two, 2);
+  tune(t, 4 * StoreTuner::kRounds,
+       [](int c, int) { return c == 0 ? std::int64_t{100'000} : std::int64_t{98'000}; });
+  EXPECT_EQ(t.chosen(), 0);
+  t.offer(two, 2);  // the same candidates: the choice stands
+  EXPECT_EQ(t.chosen(), 0);
+  const StoreChoice swapped[] = {streamed, plan};
+  t.offer(swapped, 2);  // others: measured again
+  EXPECT_EQ(t.chosen(), -1);
+  tune(t, 4 * StoreTuner::kRounds,
+       [](int c, int) { return c == 0 ? std::int64_t{100'000} : std::int64_t{96'000}; });
+  EXPECT_EQ(t.chosen(), 1);
+  EXPECT_EQ(t.candidate(1), plan);
+
+  const StoreChoice repeats[] = {plan, plan};
+  t.offer(repeats, 2);
+  EXPECT_EQ(t.candidates(), 1);
+  EXPECT_EQ(t.chosen(), 0);
+  EXPECT_TRUE(tune(t, 100, [](int, int) { return std::int64_t{1}; }).empty());
+  // Times for no candidate, or an untimed one, change nothing.
+  t.offer(two, 2);
+  t.record(-1, 1);
+  t.record(7, 1);
+  t.record(0, 1);  // before its timed call
+  EXPECT_EQ(tune(t, 4 * StoreTuner::kRounds, [](int, int) { return std::int64_t{5}; }).size(),
+            2u * StoreTuner::kRounds);
+  EXPECT_EQ(t.chosen(), 0);
+}
+
+// Every call of Auto while its stores are measured (the plan set here so
+// that the fused nearest rows take the tuner on any host) writes the values
+// cached stores write, whichever candidate it took.
+TEST(PreprocessStores, MeasuredStoresWriteTheSameValues) {
+  const NeatTensor frame = frame_of(PixelFormat::NV12, 1280, 720, 31);
+  detail::StorePlan plan = detail::store_plan(0, 0, detail::StoreHost::CcdL3);
+  plan.stream_above = 0;
+  struct Reset {
+    ~Reset() { detail::override_store_plan(nullptr); }
+  } reset;
+  for (ResizeMode fit : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
+    for (int threads : {1, 2}) {
+      PreprocessParams p = imagenet(640, 641);
+      p.resize_mode = fit;
+      p.interpolation = Interpolation::Nearest;
+      p.stores = StoreMode::Cached;
+      auto cached = preprocess(frame, p, {.threads = threads});
+      ASSERT_TRUE(cached.ok());
+      const std::vector<double> want = values(*cached);
+      p.stores = StoreMode::Auto;
+      detail::override_store_plan(&plan);
+      for (int call = 0; call < 4 * detail::StoreTuner::kRounds + 2; ++call) {
+        auto out = preprocess(frame, p, {.threads = threads});
+        ASSERT_TRUE(out.ok());
+        ASSERT_TRUE(values(*out) == want) << "call " << call << ", threads " << threads;
+      }
+      detail::override_store_plan(nullptr);
+    }
+  }
+}
+
 // Degenerate and extreme geometries: one-pixel frames and outputs, area
 // downscales with thousands of taps per output (chunked vertical taps),
 // extreme aspect ratios, letterboxed to one row; large ratios and enlarging.
