@@ -49,10 +49,12 @@ enum class ResizeMode : std::uint8_t {
 /// How the preprocess writes the tensor: through the caches (plain stores,
 /// as OpenCV and libyuv do) or around them (streaming stores, which skip
 /// reading each destination line first). Which wins depends on the core and
-/// on what runs between calls; Auto follows the host's measured rule
-/// (docs/conversions.md, "Which stores bypass the caches").
+/// on what runs between calls; Auto follows the host's measured rule, and
+/// for the fused nearest rows, whose time is mostly stores, times both in
+/// a geometry's first calls and keeps the faster (docs/conversions.md,
+/// "Which stores bypass the caches").
 enum class StoreMode : std::uint8_t {
-  Auto,      ///< the host's rule: by its CPU and cache sizes, and the tensor's size
+  Auto,      ///< the host's rule (CPU, cache sizes, tensor size); nearest's measured
   Cached,    ///< plain stores everywhere (a consumer reads the tensor at once)
   Streamed,  ///< streaming stores for every whole aligned vector, letterbox bars too
 };

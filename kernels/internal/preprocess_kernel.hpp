@@ -219,7 +219,8 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// tensor together take at most StorePlan::bars_cached_within, where the
   /// bars' lines are likely still cached from the last call on a pooled
   /// tensor. The fused nearest rows (preprocess_simd.cpp) follow it for
-  /// their pixels too: their stores are most of their time. Beside every
+  /// their pixels too: their stores are most of their time (under Auto,
+  /// measured per geometry: StoreTuner). Beside every
   /// other content row (the blocks path's, the fused 2x and 4x boxes') the
   /// kernel streams the bars whenever `stream` is set (BarStores,
   /// kernels/internal/preprocess_stores-inl.h).
