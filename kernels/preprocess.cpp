@@ -334,6 +334,30 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
   return j;
 }
 
+// The job's stores: the user's mode, or Auto's by the plan; for the fused
+// nearest rows' pixels and bars above the plan's stream_above, measured by
+// the geometry's tuner (StoreTuner). The pick says whether to time the call.
+detail::StoreTuner::Pick choose_job_stores(const PreprocessParams& p, const YuvPlanes& s,
+                                           detail::PreprocessJob& job, detail::StoreTuner& tuner) {
+  const detail::StorePlan& plan = detail::active_store_plan();
+  const std::int64_t tensor_bytes = 3 * p.width * p.height * item_size(p.out_dtype);
+  detail::StoreChoice stores = detail::choose_stores(
+      p.stores, plan, tensor_bytes, s.y_stride * s.height * 3 / 2, p.out_dtype);  // 4:2:0
+  detail::StoreTuner::Pick pick;
+  if (job.nearest && p.stores == StoreMode::Auto && tensor_bytes > plan.stream_above) {
+    detail::StoreChoice flipped = stores;
+    flipped.stream_bars = !stores.stream_bars;
+    const detail::StoreChoice candidates[] = {stores, flipped};
+    tuner.offer(candidates, 2);
+    pick = tuner.pick();
+    stores = tuner.candidate(pick.index);
+  }
+  job.stream = stores.stream;
+  job.stream_bars = stores.stream_bars;
+  job.stream_rows = stores.stream_rows;
+  return pick;
+}
+
 }  // namespace
 
 namespace detail {
@@ -610,26 +634,7 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
           });
           return {};
         }
-        // The stores: the user's mode, or Auto's by the plan; for the fused
-        // nearest rows' pixels and bars above the plan's stream_above,
-        // measured (StoreTuner).
-        const detail::StorePlan& plan = detail::active_store_plan();
-        const std::int64_t tensor_bytes = 3 * plane_bytes;
-        detail::StoreChoice stores = detail::choose_stores(
-            p.stores, plan, tensor_bytes, s.y_stride * s.height * 3 / 2, p.out_dtype);  // 4:2:0
-        detail::StoreTuner::Pick pick;
-        detail::StoreTuner& tuner = axes->stores;
-        if (job.nearest && p.stores == StoreMode::Auto && tensor_bytes > plan.stream_above) {
-          detail::StoreChoice flipped = stores;
-          flipped.stream_bars = !stores.stream_bars;
-          const detail::StoreChoice candidates[] = {stores, flipped};
-          tuner.offer(candidates, 2);
-          pick = tuner.pick();
-          stores = tuner.candidate(pick.index);
-        }
-        job.stream = stores.stream;
-        job.stream_bars = stores.stream_bars;
-        job.stream_rows = stores.stream_rows;
+        const detail::StoreTuner::Pick pick = choose_job_stores(p, s, job, axes->stores);
         const auto start =
             pick.timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         // Every slot the stripes may take grown here (not capped by
@@ -640,9 +645,9 @@ Result<NeatTensor> preprocess(const NeatTensor& frame, const PreprocessParams& p
           detail::preprocess_rows(job, r0, r1);
         });
         if (pick.timed) {
-          tuner.record(pick.index, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now() - start)
-                                       .count());
+          axes->stores.record(pick.index, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now() - start)
+                                              .count());
         }
         return {};
       });

@@ -428,6 +428,17 @@ TEST(PreprocessStores, TheModeAndThePlanChooseTheFlags) {
   EXPECT_EQ(&detail::active_store_plan(), &detail::host_store_plan());
 }
 
+// The plan of such a host, streaming from the smallest tensor; PlanReset
+// puts this host's plan back when a test ends, however it ends.
+detail::StorePlan streaming_from_zero(detail::StoreHost host) {
+  detail::StorePlan plan = detail::store_plan(0, 0, host);
+  plan.stream_above = 0;
+  return plan;
+}
+struct PlanReset {
+  ~PlanReset() { detail::override_store_plan(nullptr); }
+};
+
 // Expects the tensors `other` writes (params with `stores` set as it
 // likes) equal to cached stores', for outputs of `sides` x side + 1 (odd
 // sizes put rows and bars anywhere in a vector), stretched and letterboxed,
@@ -473,11 +484,8 @@ TEST(PreprocessStores, CachedAndStreamedWriteTheSameValues) {
 // cached stores write, rows shorter than two vectors too; BF16 stays cached.
 TEST(PreprocessStores, RowsStreamedAPlaneAtATimeWriteTheSameValues) {
   const NeatTensor frame = frame_of(PixelFormat::I420, 1280, 720, 29);
-  detail::StorePlan by_rows = detail::store_plan(0, 0, detail::StoreHost::AmdBeforeZen4);
-  by_rows.stream_above = 0;
-  struct Reset {
-    ~Reset() { detail::override_store_plan(nullptr); }
-  } reset;
+  const detail::StorePlan by_rows = streaming_from_zero(detail::StoreHost::AmdBeforeZen4);
+  const PlanReset reset;
   expect_cached_values(frame, {13, 317, 640}, [&](PreprocessParams p, int threads) {
     p.stores = StoreMode::Auto;
     detail::override_store_plan(&by_rows);
@@ -591,11 +599,8 @@ TEST(PreprocessStores, TheTunerKeepsThePlanWithinThreePercent) {
 // cached stores write, whichever candidate it took.
 TEST(PreprocessStores, MeasuredStoresWriteTheSameValues) {
   const NeatTensor frame = frame_of(PixelFormat::NV12, 1280, 720, 31);
-  detail::StorePlan plan = detail::store_plan(0, 0, detail::StoreHost::CcdL3);
-  plan.stream_above = 0;
-  struct Reset {
-    ~Reset() { detail::override_store_plan(nullptr); }
-  } reset;
+  const detail::StorePlan plan = streaming_from_zero(detail::StoreHost::CcdL3);
+  const PlanReset reset;
   for (ResizeMode fit : {ResizeMode::Stretch, ResizeMode::Letterbox}) {
     for (int threads : {1, 2}) {
       PreprocessParams p = imagenet(640, 641);
