@@ -431,7 +431,8 @@ TEST_F(Streams, AnRtpCameraThatDiesIsStalledRestartedAndFlowsAgainWhenItReturns)
       " caps=\"application/x-rtp,media=video,clock-rate=90000,encoding-name=RAW,"
       "sampling=YCbCr-4:2:0,depth=(string)8,width=(string)64,height=(string)48\" ! rtpvrawdepay "
       "! video/x-raw,format=I420,width=64,height=48";
-  b.add_source("cam", gst_source(receive, {.first_frame_timeout = 1s}),
+  // A first frame may take over 1 s under TSan (a build failed so once).
+  b.add_source("cam", gst_source(receive, {.first_frame_timeout = 5s}),
                {.stall_timeout = 500ms, .backoff_min = 100ms, .backoff_max = 400ms});
   auto out = AppSink::create({.capacity = 64});
   b.add_sink("out", out);
