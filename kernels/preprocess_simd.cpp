@@ -199,6 +199,10 @@ struct ToRgb {
     itop = hn::Set(di, 255);
     i128 = hn::Set(di, 128);
     iy0 = hn::Set(di, k.y_offset);
+#if HWY_TARGET != HWY_SCALAR
+    iy0_bytes = hn::BitCast(
+        di, hn::Set(hn::Repartition<std::uint8_t, DI>(), static_cast<std::uint8_t>(k.y_offset)));
+#endif
     iys = hn::Set(di, k.y);
     half = hn::Set(di, 1 << (kYuvShift - 1));
     irv = hn::Set(di, k.r_v);
@@ -216,7 +220,7 @@ struct ToRgb {
       };
       const auto u = hn::Sub(hn::BitCast(di, cu), i128);
       const auto v = hn::Sub(hn::BitCast(di, cv), i128);
-      const auto yy = hn::Add(hn::Mul(hn::Max(hn::Sub(hn::BitCast(di, y), iy0), izero), iys), half);
+      const auto yy = hn::Add(hn::Mul(AboveOffset(hn::BitCast(di, y)), iys), half);
       r = level(hn::Add(yy, hn::Mul(irv, v)));
       g = level(hn::Add(yy, hn::Add(hn::Mul(igv, v), hn::Mul(igu, u))));
       b = level(hn::Add(yy, hn::Mul(ibu, u)));
@@ -232,6 +236,17 @@ struct ToRgb {
       g = Clamp(hn::MulAdd(gu, u, hn::MulAdd(gv, v, yy)));
       b = Clamp(hn::MulAdd(bu, u, yy));
     }
+  }
+  // max(y - y_offset, 0) of whole levels (nearest's): one saturating
+  // subtract of bytes, as a lane's level is its low byte and the other three
+  // are zero (and stay so), in place of a subtract and a max.
+  HWY_INLINE hn::Vec<DI> AboveOffset(hn::Vec<DI> y) const {
+#if HWY_TARGET == HWY_SCALAR
+    return hn::Max(hn::Sub(y, iy0), izero);
+#else
+    const hn::Repartition<std::uint8_t, DI> d8;
+    return hn::BitCast(DI(), hn::SaturatedSub(hn::BitCast(d8, y), hn::BitCast(d8, iy0_bytes)));
+#endif
   }
   // max(x, 0) and min(max(x, 0), 255) on the floats' bits as 32-bit
   // integers: non-negative floats order as their bits do, and a negative
@@ -251,7 +266,7 @@ struct ToRgb {
     return hn::BitCast(df, hn::Min(hn::Max(hn::BitCast(di, x), izero), itop_bits));
   }
   VF y0, c128, rv, gu, gv, bu;
-  hn::Vec<DI> izero, itop, i128, iy0, iys, half, irv, igu, igv, ibu, itop_bits;
+  hn::Vec<DI> izero, itop, i128, iy0, iy0_bytes, iys, half, irv, igu, igv, ibu, itop_bits;
 };
 
 // The final step of every path: RGB levels normalized (x a + b per plane)
