@@ -49,6 +49,25 @@ bool find_pattern(ResampleAxis& a, int out, int in) {
   return true;
 }
 
+// Picks whose every vector of 16 outputs repeats the first one's picks
+// `period` samples on, in at most 64 bytes: ratios of a whole number of
+// samples per 16 outputs that no group pattern covers (nearest's 2.5 and
+// 3.75 across, 720p and 1080p -> 512; their chroma's 1.25 and 1.875). Sets
+// pick_span and pick_base as the group patterns do, and pick_period.
+void find_pick_period(ResampleAxis& a, int step) {
+  if (a.count <= 16 || a.first[0] != 0) return;
+  const std::int64_t period = a.first[16];
+  if (period <= 0 || period * step > 64 || (a.first[15] + 1) * step > 64) return;
+  for (std::int64_t o = 16; o < a.count; ++o) {
+    const auto u = static_cast<std::size_t>(o);
+    if (a.first[u] != a.first[u % 16] + o / 16 * period) return;
+  }
+  a.pick_span = static_cast<int>(period * step);
+  for (int i = 0; i < 16; ++i)
+    a.pick_base[i] = a.first[static_cast<std::size_t>(i)] * step;
+  a.pick_period = true;
+}
+
 // The bytes outputs [o0, o1) read from a row whose samples are `step` bytes
 // apart (taps of weight 0 read nothing): [lo, hi], hi < 0 when none.
 void tap_span(const ResampleAxis& a, int step, std::int64_t o0, std::int64_t o1, std::int64_t& lo,
@@ -310,6 +329,7 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
     if (find_pattern(a, out, in)) break;
   }
   a.pick_span = 0;
+  a.pick_period = false;
   if (a.picks && a.group_out > 0 && 16 / a.group_out * a.group_in * step <= 64) {
     a.pick_span = 16 / a.group_out * a.group_in * step;
     for (int i = 0; i < 16; ++i) {
@@ -318,6 +338,8 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
         ++q;
       a.pick_base[i] = ((i / a.group_out) * a.group_in + q) * step;
     }
+  } else if (a.picks) {
+    find_pick_period(a, step);
   }
   build_blocks(a, step, sampling);
 }

@@ -80,6 +80,10 @@ struct ResampleAxis {
   /// NV12 chroma 48 (two outputs per three UV pairs).
   int pick_span = 0;
   std::int32_t pick_base[16] = {};
+  /// The pattern is a period of 16 outputs found from the picks alone (no
+  /// group pattern: 720p -> 512 nearest, 2.5 samples an output), which only
+  /// the fused nearest rows and the pattern picks take.
+  bool pick_period = false;
   /// The most source samples a block of 4, 8 or 16 consecutive outputs
   /// (starting at a multiple of the block) reads, taps included: the window
   /// a vector of outputs can take its samples from with lane permutes.

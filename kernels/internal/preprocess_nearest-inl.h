@@ -361,31 +361,11 @@ void NearestRows(const PreprocessJob& job, std::int64_t begin, std::int64_t end)
 
 using NearestRowsFn = void (*)(const PreprocessJob&, std::int64_t, std::int64_t);
 
-// The fused nearest rows for the job, or nullptr where a plane's picks need
-// tables (the blocks path then).
-NearestRowsFn FusedNearest(const PreprocessJob& job) {
-#if HWY_TARGET == HWY_SCALAR
-  (void)job;
-  return nullptr;
-#else
-  if (!job.nearest || job.box_k != 0) return nullptr;
-  // A plane's picks as HorizontalBlocks would take them: G bytes per output
-  // k apart, the axis's pattern or its tables (16-byte blocks; VBMI windows);
-  // -1: none of these (gathers).
-  auto mode = [](int k, int step, const ResampleAxis& ax) {
-#if HWY_TARGET == HWY_AVX3_DL
-    if (k != 0) return k * step == 3 && ax.pick_span != 0 ? kPattern : k * step;
-    if (ax.pick_span != 0) return kPattern;
-    if (TakesPermutes(ax)) return kWindows;
-#else
-    if (k != 0) return k * step;
-#endif
-    if (ax.picks && ax.blocks && !ax.gather && ax.passes == 1) return kBlocks;
-    return -1;
-  };
-  const bool planar = !job.interleaved_uv;
-  const int l = mode(job.luma_x_pick, 1, *job.luma_x);
-  const int c = mode(job.chroma_x_pick, planar ? 1 : 2, *job.chroma_x);
+#if HWY_TARGET != HWY_SCALAR
+// The fused nearest rows for luma's picks in mode l and chroma's in mode c
+// (PlanePicks' modes), or nullptr for a pair no real ratio makes.
+NearestRowsFn NearestRowsFor(const PreprocessJob& job, int l, int c, bool planar) {
+  (void)job;  // the windows a vector: AVX3_DL only
   constexpr auto key = [](int luma, int chroma, bool plane) {
     return (plane ? 1000 : 0) + (luma + 4) * 32 + (chroma + 4);
   };
@@ -458,6 +438,45 @@ NearestRowsFn FusedNearest(const PreprocessJob& job) {
     default:
       return nullptr;
   }
+}
+#endif
+
+// The fused nearest rows for the job, or nullptr where a plane's picks need
+// tables (the blocks path then).
+NearestRowsFn FusedNearest(const PreprocessJob& job) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)job;
+  return nullptr;
+#else
+  if (!job.nearest || job.box_k != 0) return nullptr;
+  // A plane's picks as HorizontalBlocks would take them: G bytes per output
+  // k apart, the axis's pattern or its tables (16-byte blocks; VBMI windows);
+  // -1: none of these (gathers). periods: a pattern found as a period of 16
+  // outputs (ResampleAxis::pick_period) counts.
+  auto mode = [](int k, int step, const ResampleAxis& ax, bool periods) {
+#if HWY_TARGET == HWY_AVX3_DL
+    if (k != 0) return k * step == 3 && ax.pick_span != 0 ? kPattern : k * step;
+    if (ax.pick_span != 0 && (periods || !ax.pick_period)) return kPattern;
+    if (TakesPermutes(ax)) return kWindows;
+#else
+    (void)periods;
+    if (k != 0) return k * step;
+#endif
+    if (ax.picks && ax.blocks && !ax.gather && ax.passes == 1) return kBlocks;
+    return -1;
+  };
+  const bool planar = !job.interleaved_uv;
+  auto rows = [&](bool periods) {
+    return NearestRowsFor(job, mode(job.luma_x_pick, 1, *job.luma_x, periods),
+                          mode(job.chroma_x_pick, planar ? 1 : 2, *job.chroma_x, periods), planar);
+  };
+  // A period pattern in one plane only, where the other's mode has no pair
+  // with it: both planes as without it.
+  const NearestRowsFn with_periods = rows(true);
+  if (with_periods != nullptr || !(job.luma_x->pick_period || job.chroma_x->pick_period)) {
+    return with_periods;
+  }
+  return rows(false);
 #endif
 }
 

@@ -439,6 +439,62 @@ TEST(Preprocess, NearestEqualsTheChainAtEveryRatio) {
   }
 }
 
+// Nearest where every 16 outputs repeat the first 16's picks a whole number
+// of samples on (2.5x, 3.75x, 1.25x across; one permute a vector on VBMI),
+// with and without a tail of outputs, stretched and letterboxed: the chain's
+// values, NV12 and I420, one thread and two.
+TEST(Preprocess, NearestEqualsTheChainWherePicksRepeatEvery16Outputs) {
+  struct Shape {
+    int sw, sh, ow, oh;
+  };
+  for (const Shape& sh :
+       {Shape{1280, 720, 512, 288}, Shape{1290, 724, 516, 301}, Shape{1920, 1080, 512, 288},
+        Shape{1920, 1080, 1536, 864}, Shape{1280, 720, 1024, 500}}) {
+    const NeatTensor frame = camera_like_nv12(sh.sw, sh.sh);
+    const NeatTensor planar = i420_of(frame);
+    PreprocessParams p = imagenet();
+    p.interpolation = Interpolation::Nearest;
+    p.width = sh.ow;
+    p.height = sh.oh;
+    const auto chain = opencv_chain(frame, sh.ow, sh.oh, cv::INTER_NEAREST, p);
+    for (const NeatTensor* in : {&frame, &planar}) {
+      for (int threads : {1, 2}) {
+        auto ours = preprocess(*in, p, {.threads = threads});
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        auto d = level_diffs(*ours, chain, p, sh.ow, sh.oh);
+        EXPECT_LT(*std::max_element(d.begin(), d.end()), 1e-3f)
+            << sh.sw << "x" << sh.sh << " -> " << sh.ow << "x" << sh.oh << " " << in->to_string()
+            << ", threads " << threads;
+      }
+    }
+  }
+  // Letterboxed: 720p into 512 (a box of 512 x 288, bars above and below).
+  const NeatTensor frame = camera_like_nv12(1280, 720);
+  PreprocessParams p = imagenet();
+  p.interpolation = Interpolation::Nearest;
+  p.resize_mode = ResizeMode::Letterbox;
+  p.width = p.height = 512;
+  const LetterboxBox box = letterbox_box(1280, 720, 512, 512);
+  ASSERT_EQ(box.width, 512);
+  const auto chain = opencv_chain(frame, 512, static_cast<int>(box.height), cv::INTER_NEAREST, p);
+  for (const NeatTensor& in : {frame, i420_of(frame)}) {
+    auto ours = preprocess(in, p);
+    ASSERT_TRUE(ours.ok()) << ours.error().message();
+    const auto v = floats(*ours);
+    float worst = 0;
+    for (int c = 0; c < 3; ++c) {
+      for (std::int64_t y = 0; y < box.height; ++y) {
+        for (int x = 0; x < 512; ++x) {
+          const float got = v[static_cast<std::size_t>((c * 512 + box.y + y) * 512 + x)];
+          worst = std::max(worst, std::abs(got - chain[static_cast<std::size_t>(c)].at<float>(
+                                                     static_cast<int>(y), x)));
+        }
+      }
+    }
+    EXPECT_LE(worst, 1e-4f) << in.to_string();
+  }
+}
+
 // Nearest letterboxed, content at odd offsets and widths (bars on the left
 // and right, outputs that end mid-vector), in F32 and F16: the chain's values
 // in the box, the pad in the bars. The picks k apart (2, 4, 6), in a pattern

@@ -1104,6 +1104,26 @@ TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
   EXPECT_EQ(pattern(640, 1920, 0, Sampling::Area).pick_span, 0);     // weights: no picks
   EXPECT_EQ(pattern(608, 1920, 0, Sampling::Nearest).pick_span, 0);  // no pattern
   EXPECT_EQ(pattern(160, 1920, 0, Sampling::Nearest).pick_span, 0);  // 12x: 192 bytes
+  EXPECT_FALSE(a.pick_period);
+  // No group pattern, but every 16 outputs repeat the first 16's picks a
+  // whole number of samples on: 720p -> 512 nearest, 2.5x (40 bytes a
+  // vector), its NV12 chroma 1.25x on the full grid (20 UV pairs: 40 bytes).
+  a = pattern(512, 1280, 0, Sampling::Nearest);
+  EXPECT_EQ(a.group_out, 0);
+  EXPECT_TRUE(a.pick_period);
+  EXPECT_EQ(a.pick_span, 40);
+  picks_at(a, {0, 2, 5, 7, 10, 12, 15, 17, 20, 22, 25, 27, 30, 32, 35, 37});
+  build_axis(uv, 512, 1280, 1, Sampling::Nearest, 2);
+  EXPECT_TRUE(uv.pick_period);
+  EXPECT_EQ(uv.pick_span, 40);
+  picks_at(uv, {0, 2, 4, 6, 10, 12, 14, 16, 20});
+  a = pattern(514, 1285, 0, Sampling::Nearest);  // 2.5x with a tail of 2 outputs
+  EXPECT_TRUE(a.pick_period);
+  EXPECT_EQ(a.pick_span, 40);
+  EXPECT_EQ(pattern(512, 1920, 0, Sampling::Nearest).pick_span, 60);  // 3.75x: 60 bytes
+  EXPECT_EQ(pattern(256, 1920, 0, Sampling::Nearest).pick_span, 0);   // 7.5x: 120 bytes
+  EXPECT_EQ(pattern(416, 1280, 0, Sampling::Nearest).pick_span, 0);   // 3.08x: no period
+  EXPECT_EQ(pattern(512, 1280, 0, Sampling::Bilinear).pick_span, 0);  // weights: no picks
   EXPECT_EQ(pattern(300, 1001, 0, Sampling::Area).group_out, 0);
   a = pattern(640, 1080, 0, Sampling::Area);  // every weight of an output sums to 1
   for (std::int64_t o = 0; o < a.count; ++o) {

@@ -196,6 +196,10 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 12 (UV pairs 6 apart)
     {PixelFormat::NV12, 642, 362, 321, 181, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 2 (UV pairs side by side)
+    {PixelFormat::NV12, 1285, 723, 514, 301, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // 2.5, UV pairs 1.25: a period of 16 outputs (one permute on VBMI), tails
+    {PixelFormat::I420, 1920, 1083, 512, 300, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F16},  // 3.75, planar chroma 1.875: periods of 60 and 30 bytes
     {PixelFormat::I420, 642, 362, 321, 181, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 2 (planar chroma 1)
     // Picks in a pattern (one permute per vector on AVX3_DL), tails.
