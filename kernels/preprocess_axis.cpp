@@ -128,6 +128,35 @@ void build_permutes(ResampleAxis& a, int step) {
   }
 }
 
+// The span tables (see ResampleAxis::span_base): picks only, every vector's
+// 16 outputs within 64 bytes of the row.
+void build_spans(ResampleAxis& a, int step) {
+  a.span_base.clear();
+  for (auto& t : a.span_permute)
+    t.clear();
+  const std::int64_t row_bytes = a.source * step;
+  if (!a.picks || row_bytes < 64) return;
+  const std::int64_t vectors = a.stride / 16;
+  std::vector<std::int32_t> base(static_cast<std::size_t>(vectors), 0);
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    std::int64_t lo = 0, hi = 0;
+    tap_span(a, step, v * 16, (v + 1) * 16, lo, hi);
+    const std::int64_t b = hi < 0 ? 0 : std::min(lo, row_bytes - 64);
+    if (hi - b >= 64) return;
+    base[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
+  }
+  for (int ch = 0; ch < step; ++ch)
+    a.span_permute[ch].assign(static_cast<std::size_t>(vectors * 64), 0);
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const auto v = static_cast<std::size_t>(o / 16);
+    const std::int64_t byte = a.first[static_cast<std::size_t>(o)] * step - base[v];
+    for (int ch = 0; ch < step; ++ch)
+      a.span_permute[ch][v * 64 + static_cast<std::size_t>(4 * (o % 16))] =
+          static_cast<std::uint8_t>(byte + ch);
+  }
+  a.span_base = std::move(base);
+}
+
 // The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
 // lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
 // output; else (large area ratios) a.blocks stays false. Then the permutes'.
@@ -222,6 +251,7 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   }
   a.blocks = usable;
   build_permutes(a, step);
+  build_spans(a, step);
 }
 
 }  // namespace
@@ -230,6 +260,10 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
                 Sampling sampling, int step) {
   constexpr std::int64_t kPad = 64;  // a multiple of every vector width, in floats
   const double r = static_cast<double>(grid) / static_cast<double>(count);
+  // OpenCV's INTER_NEAREST steps by 1 / (count / grid), which is not always
+  // r to the last bit: where o x grid / count is whole, one of the two can
+  // fall just below it (720p -> 416: output 39 reads sample 119, not 120).
+  const double nearest_step = 1.0 / (static_cast<double>(count) / static_cast<double>(grid));
   const bool area = sampling == Sampling::Area && r > 1.0;
   const std::int64_t stored = (grid + (1 << shift) - 1) >> shift;
   a.count = count;
@@ -254,7 +288,7 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
     };
     if (sampling == Sampling::Nearest) {  // OpenCV's INTER_NEAREST
       const std::int64_t j = std::min<std::int64_t>(
-          static_cast<std::int64_t>(std::floor(static_cast<double>(o) * r)), grid - 1);
+          static_cast<std::int64_t>(std::floor(static_cast<double>(o) * nearest_step)), grid - 1);
       first = std::min(j >> shift, stored - 1);
       add(j, 1.0);
     } else if (area) {  // [o r, (o + 1) r), each grid sample weighted by its overlap

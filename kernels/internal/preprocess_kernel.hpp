@@ -118,6 +118,13 @@ struct ResampleAxis {
   /// permute as word indices (each lane's byte halved): the word permutes
   /// of 16-bit samples and of UV pairs.
   std::vector<std::uint16_t> permute_words[4];
+  /// Picks whose every vector of 16 outputs reads at most 64 bytes (empty:
+  /// not so; 720p -> 416 nearest, 3.08 samples an output): vector v loads
+  /// the 64 bytes at span_base[v] (inside the row) and takes output i's
+  /// sample from byte span_permute[channel][v * 64 + 4 i] of them, one
+  /// AVX-512 VBMI permute per channel.
+  std::vector<std::int32_t> span_base;
+  std::vector<std::uint8_t> span_permute[4];
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block
   std::vector<std::int16_t> pair_weight;  ///< pass-major, 8 per block
   /// The pair weights output by output, each output's taps in order in a row

@@ -439,17 +439,21 @@ TEST(Preprocess, NearestEqualsTheChainAtEveryRatio) {
   }
 }
 
-// Nearest where every 16 outputs repeat the first 16's picks a whole number
-// of samples on (2.5x, 3.75x, 1.25x across; one permute a vector on VBMI),
-// with and without a tail of outputs, stretched and letterboxed: the chain's
-// values, NV12 and I420, one thread and two.
-TEST(Preprocess, NearestEqualsTheChainWherePicksRepeatEvery16Outputs) {
+// Nearest where each vector of 16 outputs reads at most 64 bytes (one load
+// and one permute a vector on VBMI): every 16 outputs repeating the first
+// 16's picks a whole number of samples on (2.5x, 3.75x, 1.25x across), or
+// not (the span tables: 3.08x, 2.1x, 3.16x), with and without a tail of
+// outputs, stretched and letterboxed: the chain's values, NV12 and I420, one
+// thread and two.
+TEST(Preprocess, NearestEqualsTheChainWhereAVectorsPicksLieIn64Bytes) {
   struct Shape {
     int sw, sh, ow, oh;
   };
   for (const Shape& sh :
        {Shape{1280, 720, 512, 288}, Shape{1290, 724, 516, 301}, Shape{1920, 1080, 512, 288},
-        Shape{1920, 1080, 1536, 864}, Shape{1280, 720, 1024, 500}}) {
+        Shape{1920, 1080, 1536, 864}, Shape{1280, 720, 1024, 500}, Shape{1280, 720, 416, 234},
+        Shape{1282, 722, 417, 301}, Shape{1282, 722, 417, 234}, Shape{1280, 720, 608, 342},
+        Shape{1920, 1080, 608, 342}}) {
     const NeatTensor frame = camera_like_nv12(sh.sw, sh.sh);
     const NeatTensor planar = i420_of(frame);
     PreprocessParams p = imagenet();

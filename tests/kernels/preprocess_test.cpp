@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -1124,6 +1125,28 @@ TEST(PreprocessAxis, ExactRatiosFindTheirPattern) {
   EXPECT_EQ(pattern(256, 1920, 0, Sampling::Nearest).pick_span, 0);   // 7.5x: 120 bytes
   EXPECT_EQ(pattern(416, 1280, 0, Sampling::Nearest).pick_span, 0);   // 3.08x: no period
   EXPECT_EQ(pattern(512, 1280, 0, Sampling::Bilinear).pick_span, 0);  // weights: no picks
+  // Picks with no period whose every vector reads at most 64 bytes: the span
+  // tables (720p -> 416 nearest, 3.08x; its NV12 chroma 1.54x, 2 bytes a
+  // pair): each vector's load inside the row, each output's byte in it.
+  for (auto [count, grid, shift, step] :
+       {std::array{416, 1280, 0, 1}, std::array{416, 1280, 1, 2}, std::array{417, 1282, 0, 1}}) {
+    ResampleAxis s;
+    build_axis(s, count, grid, shift, Sampling::Nearest, step);
+    ASSERT_EQ(s.pick_span, 0);
+    ASSERT_EQ(s.span_base.size(), static_cast<std::size_t>(s.stride / 16));
+    for (std::int64_t o = 0; o < s.count; ++o) {
+      const auto v = static_cast<std::size_t>(o / 16);
+      EXPECT_GE(s.span_base[v], 0);
+      EXPECT_LE(s.span_base[v] + 64, s.source * step);
+      for (int ch = 0; ch < step; ++ch) {
+        const int at = s.span_permute[ch][v * 64 + static_cast<std::size_t>(4 * (o % 16))];
+        EXPECT_LT(at, 64);
+        EXPECT_EQ(s.span_base[v] + at, s.first[static_cast<std::size_t>(o)] * step + ch) << o;
+      }
+    }
+  }
+  EXPECT_TRUE(pattern(416, 1920, 0, Sampling::Nearest).span_base.empty());   // 4.6x: 74 bytes
+  EXPECT_TRUE(pattern(416, 1280, 0, Sampling::Bilinear).span_base.empty());  // weights
   EXPECT_EQ(pattern(300, 1001, 0, Sampling::Area).group_out, 0);
   a = pattern(640, 1080, 0, Sampling::Area);  // every weight of an output sums to 1
   for (std::int64_t o = 0; o < a.count; ++o) {

@@ -200,6 +200,8 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 2.5, UV pairs 1.25: a period of 16 outputs (one permute on VBMI), tails
     {PixelFormat::I420, 1920, 1083, 512, 300, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F16},  // 3.75, planar chroma 1.875: periods of 60 and 30 bytes
+    {PixelFormat::NV12, 1282, 722, 417, 301, Interpolation::Nearest, ResizeMode::Letterbox,
+     DType::F32},  // 3.07, UV pairs 1.54: no period, each vector in 64 bytes (the spans)
     {PixelFormat::I420, 642, 362, 321, 181, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // 2 (planar chroma 1)
     // Picks in a pattern (one permute per vector on AVX3_DL), tails.
