@@ -544,7 +544,7 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   // nearest (not spread) 0.99-1.02. Nearest's content rows come after, in
   // one call of their own (below).
   // Content rows of the 2x or 4x box in one pass (BoxRowFused).
-  const bool fused_box =
+  [[maybe_unused]] const bool fused_box =  // unused on the scalar target
       HWY_TARGET != HWY_SCALAR && job.box_chroma && (job.box_k == 2 || job.box_k == 4);
   const bool stream_bars = BarStores(job, nearest != nullptr);
   const std::int64_t content_begin = std::clamp(job.box_y, row_begin, row_end),
