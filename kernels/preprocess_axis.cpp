@@ -68,6 +68,25 @@ void find_pick_period(ResampleAxis& a, int step) {
   a.pick_period = true;
 }
 
+// The picks' pattern (ResampleAxis::pick_span): the group pattern's, or a
+// period of 16 outputs.
+void find_pick_pattern(ResampleAxis& a, int step) {
+  a.pick_span = 0;
+  a.pick_period = false;
+  if (!a.picks) return;
+  if (a.group_out == 0 || 16 / a.group_out * a.group_in * step > 64) {
+    find_pick_period(a, step);
+    return;
+  }
+  a.pick_span = 16 / a.group_out * a.group_in * step;
+  for (int i = 0; i < 16; ++i) {
+    int q = 0;  // the phase's one sample of weight 1
+    while (q < a.group_in - 1 && a.lane_weight[i % a.group_out][q] == 0.f)
+      ++q;
+    a.pick_base[i] = ((i / a.group_out) * a.group_in + q) * step;
+  }
+}
+
 // The bytes outputs [o0, o1) read from a row whose samples are `step` bytes
 // apart (taps of weight 0 read nothing): [lo, hi], hi < 0 when none.
 void tap_span(const ResampleAxis& a, int step, std::int64_t o0, std::int64_t o1, std::int64_t& lo,
@@ -362,19 +381,7 @@ void build_axis(ResampleAxis& a, std::int64_t count, std::int64_t grid, int shif
   for (auto [out, in] : {std::pair{1, 1}, {2, 1}, {1, 2}, {1, 3}, {2, 3}, {1, 4}}) {
     if (find_pattern(a, out, in)) break;
   }
-  a.pick_span = 0;
-  a.pick_period = false;
-  if (a.picks && a.group_out > 0 && 16 / a.group_out * a.group_in * step <= 64) {
-    a.pick_span = 16 / a.group_out * a.group_in * step;
-    for (int i = 0; i < 16; ++i) {
-      int q = 0;  // the phase's one sample of weight 1
-      while (q < a.group_in - 1 && a.lane_weight[i % a.group_out][q] == 0.f)
-        ++q;
-      a.pick_base[i] = ((i / a.group_out) * a.group_in + q) * step;
-    }
-  } else if (a.picks) {
-    find_pick_period(a, step);
-  }
+  find_pick_pattern(a, step);
   build_blocks(a, step, sampling);
 }
 
