@@ -51,12 +51,13 @@ HWY_INLINE hn::Vec<DI> MulAddPairs(hn::Vec<DW> a, hn::Vec<DW> b, hn::Vec<DI> acc
 // take long enough that lines fetched a row early are likely gone from the L1
 // (4K -> 416 to 608 with the frame in the cache: T1 0.96-1.00 of T0's time,
 // 0.97-1.02 of no prefetch's; with frames fresh from memory, 0.83-0.96 of no
-// prefetch's; in-process A/B, session 21, Intel Xeon).
+// prefetch's; in-process A/B, session 21, Intel Xeon). into_l1: into the L1
+// (T0) in place of the L2 (one row at a time: HorizontalBlocks' permutes).
 template <int C, bool kWords, int kWindows>
 void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
                          float* const (&out)[C], const std::int32_t (&offset)[C], bool raw,
                          const std::uint8_t* row2 = nullptr, const float* weights = nullptr,
-                         std::ptrdiff_t ahead = 0) {
+                         std::ptrdiff_t ahead = 0, bool into_l1 = false) {
   const DF df;
   const DI di;
   const DW dw;
@@ -160,7 +161,11 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
         const std::int64_t to =
             (v + 1) * 16 < count ? window_base[4 * v + 4] : window_base[4 * v + windows - 1] + 128;
         for (std::int64_t b = from; b < to; b += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(row + ahead + b), _MM_HINT_T1);
+          if (into_l1) {
+            hwy::Prefetch(row + ahead + b);
+          } else {
+            _mm_prefetch(reinterpret_cast<const char*>(row + ahead + b), _MM_HINT_T1);
+          }
           if constexpr (kTwo)
             _mm_prefetch(reinterpret_cast<const char*>(row2 + ahead + b), _MM_HINT_T1);
         }
@@ -231,14 +236,18 @@ void HorizontalPermutesW(const ResampleAxis& ax, const std::uint8_t* row, const 
 
 template <int C, bool kWords = false>
 void HorizontalPermutes(const ResampleAxis& ax, const std::uint8_t* row, const int (&channel)[C],
-                        float* const (&out)[C], const std::int32_t (&offset)[C], bool raw) {
+                        float* const (&out)[C], const std::int32_t (&offset)[C], bool raw,
+                        std::ptrdiff_t ahead = 0, bool into_l1 = false) {
   switch (ax.windows) {
     case 1:
-      return HorizontalPermutesW<C, kWords, 1>(ax, row, channel, out, offset, raw);
+      return HorizontalPermutesW<C, kWords, 1>(ax, row, channel, out, offset, raw, nullptr, nullptr,
+                                               ahead, into_l1);
     case 2:
-      return HorizontalPermutesW<C, kWords, 2>(ax, row, channel, out, offset, raw);
+      return HorizontalPermutesW<C, kWords, 2>(ax, row, channel, out, offset, raw, nullptr, nullptr,
+                                               ahead, into_l1);
     default:
-      return HorizontalPermutesW<C, kWords, 4>(ax, row, channel, out, offset, raw);
+      return HorizontalPermutesW<C, kWords, 4>(ax, row, channel, out, offset, raw, nullptr, nullptr,
+                                               ahead, into_l1);
   }
 }
 
