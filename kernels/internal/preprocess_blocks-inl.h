@@ -948,8 +948,12 @@ void ChromaRowBlocks(const PreprocessJob& job, Scratch& s, std::int64_t r, float
       // polluted between calls): 720p I420 -> 416 and 512 bilinear
       // 0.93-0.98 of the time, 1080p -> 416 0.97, letterboxed 0.97; 720p ->
       // 608 area 0.97; AVX2 0.97-1.01. Where the taps take two passes (area
-      // 720p -> 416, 1080p -> 416) the pair came out 1.00-1.02: not there.
-      if (ax.passes == 1) {
+      // 720p -> 416, 1080p -> 416) the pair came out 1.00-1.02 on the hosts
+      // before session 42; on Zen 5 with VBMI (session 42, the same way):
+      // 720p I420 -> 416 area 0.94-0.96 (cached, 24 MiB between calls, 12
+      // frames in turn), letterboxed 0.98-0.99, 1080p -> 416 0.98-0.99,
+      // letterboxed 0.99-1.05, 4K -> 416 1.00-1.01. AVX2 keeps one pass only.
+      if (ax.passes == 1 || (HWY_TARGET == HWY_AVX3_DL && ax.passes == 2)) {
         // One distance for both rows: the planes' strides alike (as a
         // decoder lays them out), else none.
         HorizontalBlocksPair<1>(
