@@ -327,6 +327,8 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
     j.b[c] = k.b[c];
     j.pad[c] = p.pad_value * k.a[c] + k.b[c];
   }
+  j.uniform_affine = j.a[0] > 0.f && j.a[1] == j.a[0] && j.a[2] == j.a[0] && j.b[0] >= 0.f &&
+                     j.b[1] == j.b[0] && j.b[2] == j.b[0];
   j.r_plane = k.map[0] == 0 ? 0 : 2;  // plane c holds rgb[map[c]]
   j.b_plane = 2 - j.r_plane;
   j.yuv = k.yuv;

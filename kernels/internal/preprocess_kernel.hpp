@@ -215,6 +215,10 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   int r_plane = 0, b_plane = 2;  ///< the output planes holding R and B (G is plane 1)
   float a[3] = {}, b[3] = {};    ///< per output plane: out = rgb * a + b
   float pad[3] = {};             ///< per output plane, already normalized
+  /// a and b the same in every plane, a > 0 and b >= 0 (scale 1/255 and no
+  /// mean, as most detectors take): the blocks path's final pass folds a
+  /// into its row weights and b into its luma (Conv::Scaled).
+  bool uniform_affine = false;
   /// The colour standard: float coefficients for bilinear and area; nearest
   /// uses the integer ones (convert_color's formula, kYuvShift) so that its
   /// values equal the unfused chain's exactly.

@@ -252,6 +252,59 @@ TEST(PreprocessAccuracy, EveryRatioAndFormatMatchesTheExactReference) {
   }
 }
 
+// The same scale and mean in every plane (the default 1/255 with no mean,
+// whose offset is -0; [0, 255] levels; an offset above 0) takes the final
+// pass with the scale in the row weights (Conv::Scaled); an offset below 0
+// and per-channel values take the one that normalizes after. Every one
+// against the reference: stretched and letterboxed, both channel orders, the
+// 16-bit dtypes, the blocks path, area's sums and the exact 3x and 6x boxes.
+TEST(PreprocessAccuracy, UniformNormalizationsMatchTheExactReference) {
+  struct Norm {
+    const char* name;
+    float scale, mean;
+  };
+  const Norm norms[] = {{"1/255", 1.f / 255.f, 0.f},
+                        {"levels", 1.f, 0.f},
+                        {"offset +0.5", 1.f / 255.f, -0.5f},
+                        {"offset -1", 2.f / 255.f, 1.f}};
+  const Case cases[] = {{1920, 1080, 640, 640}, {1920, 1080, 640, 360}, {1926, 1086, 321, 181},
+                        {1280, 720, 416, 416},  {1001, 333, 300, 200},  {37, 23, 64, 48}};
+  for (const Case& c : cases) {
+    for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
+      const NeatTensor frame = frame_of(f, c.sw, c.sh, 11, 64);
+      for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+        for (const Norm& n : norms) {
+          for (int variant = 0; variant < 2; ++variant) {
+            PreprocessParams p;
+            p.width = c.ow;
+            p.height = c.oh;
+            p.interpolation = m;
+            p.scale = n.scale;
+            p.mean = {n.mean, n.mean, n.mean};
+            p.resize_mode = variant == 0 ? ResizeMode::Stretch : ResizeMode::Letterbox;
+            p.channel_order = variant == 0 ? PixelFormat::RGB : PixelFormat::BGR;
+            p.out_dtype = variant == 0 ? DType::F32 : DType::F16;
+            auto ours = preprocess(frame, p);
+            ASSERT_TRUE(ours.ok()) << ours.error().message();
+            const Errors e = level_errors(*ours, reference(frame, p), p);
+            // F16: one unit in the last place of values up to 255 (levels)
+            // is 0.125 levels, of values up to 1.5 (offset +0.5) 0.0015 x 255.
+            const double max = variant == 0 ? 0.02 : 0.25;
+            const double mean = variant == 0 ? (m == Interpolation::Area ? 0.004 : 0.002) : 0.1;
+            const std::string what = std::to_string(c.sw) + "x" + std::to_string(c.sh) + " -> " +
+                                     std::to_string(c.ow) + "x" + std::to_string(c.oh) + " " +
+                                     std::string(to_string(f)) + " " + std::string(to_string(m)) +
+                                     " " + n.name +
+                                     (variant == 0 ? " stretched F32 RGB" : " letterboxed F16 BGR");
+            EXPECT_LE(e.max, max) << what;
+            EXPECT_LE(e.mean, mean) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
   const NeatTensor nv12 = frame_of(PixelFormat::NV12, 1280, 720, 3);
   const NeatTensor inputs[] = {nv12, testing::split_planes(nv12, 9),
