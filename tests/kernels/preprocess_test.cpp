@@ -257,7 +257,8 @@ TEST(PreprocessAccuracy, EveryRatioAndFormatMatchesTheExactReference) {
 // pass with the scale in the row weights (Conv::Scaled); an offset below 0
 // and per-channel values take the one that normalizes after. Every one
 // against the reference: stretched and letterboxed, both channel orders, the
-// 16-bit dtypes, the blocks path, area's sums and the exact 3x and 6x boxes.
+// 16-bit dtypes, the blocks path, area's sums, the exact 3x and 6x boxes and
+// the 2x and 4x boxes in one pass.
 TEST(PreprocessAccuracy, UniformNormalizationsMatchTheExactReference) {
   struct Norm {
     const char* name;
@@ -267,8 +268,9 @@ TEST(PreprocessAccuracy, UniformNormalizationsMatchTheExactReference) {
                         {"levels", 1.f, 0.f},
                         {"offset +0.5", 1.f / 255.f, -0.5f},
                         {"offset -1", 2.f / 255.f, 1.f}};
-  const Case cases[] = {{1920, 1080, 640, 640}, {1920, 1080, 640, 360}, {1926, 1086, 321, 181},
-                        {1280, 720, 416, 416},  {1001, 333, 300, 200},  {37, 23, 64, 48}};
+  const Case cases[] = {{1920, 1080, 640, 640}, {1920, 1080, 640, 360}, {1280, 720, 640, 360},
+                        {2560, 1440, 640, 360}, {1926, 1086, 321, 181}, {1280, 720, 416, 416},
+                        {1001, 333, 300, 200},  {37, 23, 64, 48}};
   for (const Case& c : cases) {
     for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
       const NeatTensor frame = frame_of(f, c.sw, c.sh, 11, 64);
