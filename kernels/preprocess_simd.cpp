@@ -144,15 +144,16 @@ inline void grow(std::vector<float>& v, std::int64_t n) {
 
 // A RowTaps with the tap count known at compile time (0: any), its rows and
 // weights held in registers across a row (in memory, a RowTaps would be read
-// again per vector: the stores may alias it). Every weight times `scale`,
-// and `bias` added by the first tap's multiply-add (Conv::Scaled's luma).
-template <int N>
+// again per vector: the stores may alias it). kScaled: every weight times
+// `scale`, and `bias` added by the first tap's multiply-add (Conv::Scaled's
+// luma; its chroma with bias 0).
+template <int N, bool kScaled = false>
 struct FixedTaps {
   explicit FixedTaps(const RowTaps& t, float scale = 1.f, float bias = 0.f) : all(t) {
     const DF df;
     for (int i = 0; i < (N == 0 ? 1 : N); ++i) {
       r[i] = t.row[i];
-      w[i] = hn::Set(df, t.w[i] * scale);
+      w[i] = hn::Set(df, kScaled ? t.w[i] * scale : t.w[i]);
     }
     s = hn::Set(df, scale);
     b = hn::Set(df, bias);
@@ -160,9 +161,10 @@ struct FixedTaps {
   HWY_INLINE VF At(std::int64_t x) const {
     const DF df;
     if constexpr (N == 0) {
-      return hn::MulAdd(TapsAt(all, x), s, b);
+      return kScaled ? hn::MulAdd(TapsAt(all, x), s, b) : TapsAt(all, x);
     } else {
-      VF acc = hn::MulAdd(hn::LoadU(df, r[0] + x), w[0], b);
+      VF acc = kScaled ? hn::MulAdd(hn::LoadU(df, r[0] + x), w[0], b)
+                       : hn::Mul(hn::LoadU(df, r[0] + x), w[0]);
       for (int i = 1; i < N; ++i)
         acc = hn::MulAdd(hn::LoadU(df, r[i] + x), w[i], acc);
       return acc;
@@ -189,7 +191,7 @@ enum class Store : std::uint8_t { F32, F32Stream, F32Rows, Any };
 // normalized, clamped to [b, 255 a + b], with no multiply-add per plane after.
 enum class Conv : std::uint8_t { Folded, Levels, Nearest, Scaled };
 
-// YUV -> RGB of one vector, clamped to [0, 255].
+// YUV -> RGB of one vector, clamped to [0, 255] (Scaled: [b, 255 a + b]).
 template <Conv kConv>
 struct ToRgb {
   explicit ToRgb(const PreprocessJob& job) {
@@ -370,8 +372,8 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   // Scaled: a in every weight, b in the luma (the job's a and b are uniform).
   constexpr bool kScaled = kConv == Conv::Scaled;
   const float scale = kScaled ? job.a[0] : 1.f, bias = kScaled ? job.b[0] + 0.f : 0.f;
-  const FixedTaps<LN> yt(luma, scale, bias);
-  const FixedTaps<CN> ut(cu, scale), vt(cv, scale);
+  const FixedTaps<LN, kScaled> yt(luma, scale, bias);
+  const FixedTaps<CN, kScaled> ut(cu, scale), vt(cv, scale);
   const std::int64_t box_w = job.box_w;
   auto rgb = [&](std::int64_t x, VF& r8, VF& g8, VF& b8) HWY_ATTR {
     if constexpr (kConv == Conv::Nearest) {  // one tap of weight 1: the row as it is
@@ -434,6 +436,21 @@ void FinishRowS(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   FinishRowT<LN, CN, Store::F32, kConv>(job, luma, cu, cv, out_r, staged);
 }
 
+// FinishRowS by its tap counts: luma 1-4 and chroma 1-3 compiled, 0 any.
+using FinishFn = void (*)(const PreprocessJob&, const RowTaps&, const RowTaps&, const RowTaps&,
+                          std::int64_t, float*);
+template <Conv kConv>
+constexpr FinishFn kFinishByTaps[5][4] = {{FinishRowS<0, 0, kConv>, FinishRowS<0, 0, kConv>,
+                                           FinishRowS<0, 0, kConv>, FinishRowS<0, 0, kConv>},
+                                          {FinishRowS<0, 0, kConv>, FinishRowS<1, 1, kConv>,
+                                           FinishRowS<1, 2, kConv>, FinishRowS<1, 3, kConv>},
+                                          {FinishRowS<0, 0, kConv>, FinishRowS<2, 1, kConv>,
+                                           FinishRowS<2, 2, kConv>, FinishRowS<2, 3, kConv>},
+                                          {FinishRowS<0, 0, kConv>, FinishRowS<3, 1, kConv>,
+                                           FinishRowS<3, 2, kConv>, FinishRowS<3, 3, kConv>},
+                                          {FinishRowS<0, 0, kConv>, FinishRowS<4, 1, kConv>,
+                                           FinishRowS<4, 2, kConv>, FinishRowS<4, 3, kConv>}};
+
 // Output row out_r from the blocks path's rows.
 void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                std::int64_t out_r, float* staged) {
@@ -446,30 +463,9 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
   // the time, area 0.98, 1080p -> 640 bilinear 0.985, 1080p -> 416 area
   // 0.99, 4K -> 640 0.99; AVX2 0.89-0.96.
   const int ln = luma.n <= 4 ? luma.n : 0, cn = cu.n <= 3 ? cu.n : 0;
-  using Fn = void (*)(const PreprocessJob&, const RowTaps&, const RowTaps&, const RowTaps&,
-                      std::int64_t, float*);
-  static constexpr Fn kByTaps[2][5][4] = {
-      {{FinishRowS<0, 0, Conv::Folded>, FinishRowS<0, 0, Conv::Folded>,
-        FinishRowS<0, 0, Conv::Folded>, FinishRowS<0, 0, Conv::Folded>},
-       {FinishRowS<0, 0, Conv::Folded>, FinishRowS<1, 1, Conv::Folded>,
-        FinishRowS<1, 2, Conv::Folded>, FinishRowS<1, 3, Conv::Folded>},
-       {FinishRowS<0, 0, Conv::Folded>, FinishRowS<2, 1, Conv::Folded>,
-        FinishRowS<2, 2, Conv::Folded>, FinishRowS<2, 3, Conv::Folded>},
-       {FinishRowS<0, 0, Conv::Folded>, FinishRowS<3, 1, Conv::Folded>,
-        FinishRowS<3, 2, Conv::Folded>, FinishRowS<3, 3, Conv::Folded>},
-       {FinishRowS<0, 0, Conv::Folded>, FinishRowS<4, 1, Conv::Folded>,
-        FinishRowS<4, 2, Conv::Folded>, FinishRowS<4, 3, Conv::Folded>}},
-      {{FinishRowS<0, 0, Conv::Scaled>, FinishRowS<0, 0, Conv::Scaled>,
-        FinishRowS<0, 0, Conv::Scaled>, FinishRowS<0, 0, Conv::Scaled>},
-       {FinishRowS<0, 0, Conv::Scaled>, FinishRowS<1, 1, Conv::Scaled>,
-        FinishRowS<1, 2, Conv::Scaled>, FinishRowS<1, 3, Conv::Scaled>},
-       {FinishRowS<0, 0, Conv::Scaled>, FinishRowS<2, 1, Conv::Scaled>,
-        FinishRowS<2, 2, Conv::Scaled>, FinishRowS<2, 3, Conv::Scaled>},
-       {FinishRowS<0, 0, Conv::Scaled>, FinishRowS<3, 1, Conv::Scaled>,
-        FinishRowS<3, 2, Conv::Scaled>, FinishRowS<3, 3, Conv::Scaled>},
-       {FinishRowS<0, 0, Conv::Scaled>, FinishRowS<4, 1, Conv::Scaled>,
-        FinishRowS<4, 2, Conv::Scaled>, FinishRowS<4, 3, Conv::Scaled>}}};
-  kByTaps[job.uniform_affine][ln][cn](job, luma, cu, cv, out_r, staged);
+  const auto& by_taps =
+      job.uniform_affine ? kFinishByTaps<Conv::Scaled> : kFinishByTaps<Conv::Folded>;
+  by_taps[ln][cn](job, luma, cu, cv, out_r, staged);
 }
 
 // The exact boxes of 2 and 4 in one pass (BoxRowFused).

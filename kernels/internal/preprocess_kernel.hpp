@@ -216,8 +216,9 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   float a[3] = {}, b[3] = {};    ///< per output plane: out = rgb * a + b
   float pad[3] = {};             ///< per output plane, already normalized
   /// a and b the same in every plane, a > 0 and b >= 0 (scale 1/255 and no
-  /// mean, as most detectors take): the blocks path's final pass folds a
-  /// into its row weights and b into its luma (Conv::Scaled).
+  /// mean, as most detectors take): the final pass of the blocks path and
+  /// of the one-pass boxes folds a into its row weights and b into its luma
+  /// (Conv::Scaled in kernels/preprocess_simd.cpp).
   bool uniform_affine = false;
   /// The colour standard: float coefficients for bilinear and area; nearest
   /// uses the integer ones (convert_color's formula, kYuvShift) so that its
