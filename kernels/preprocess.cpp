@@ -314,6 +314,7 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
       j.chroma_sum_x = csx.get(box.width, s.width, 1, m, s.interleaved_uv ? 4 : 2);
     }
   }
+  j.luma_x_identity = m != detail::Sampling::Nearest && box.width == s.width;
   j.out_w = p.width;
   j.out_h = p.height;
   j.box_x = box.x;

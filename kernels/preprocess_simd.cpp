@@ -80,10 +80,16 @@ struct RowCache {
 };
 
 // A resampled row as the rows its vertical taps read: sum of w[t] * row[t].
+// bytes (job.luma_x_identity, one tap): the tap's row is a source row's
+// bytes, read by the final pass as level x unit + offset, the values the
+// resampled row would hold (ByteTap), its first bytes_end bytes.
 struct RowTaps {
   const float* row[64];
   float w[64];
   int n = 0;
+  const std::uint8_t* bytes = nullptr;
+  std::int64_t bytes_end = 0;
+  float unit = 0.f, offset = 0.f;
 };
 HWY_INLINE VF TapsAt(const RowTaps& t, std::int64_t x) {
   const DF df;
@@ -174,6 +180,45 @@ struct FixedTaps {
   const float* r[N == 0 ? 1 : N];
   VF w[N == 0 ? 1 : N];
   VF s, b;
+};
+
+// FinishRowT's luma count for RowTaps::bytes (ByteTap in place of FixedTaps).
+constexpr int kByteTap = -1;
+
+// The luma's one tap read from a source row's bytes (RowTaps::bytes): the
+// level converted as the resampled row's pass converts it (level x unit +
+// offset, exact in float), then weighed as FixedTaps<1> weighs that row, so
+// that the values are the same bit for bit. At(x) reads a whole vector's
+// bytes (x + lanes <= bytes_end); Last(x) the row's last, by count.
+template <bool kScaled>
+struct ByteTap {
+  explicit ByteTap(const RowTaps& t, float scale = 1.f, float bias = 0.f)
+      : p(t.bytes), end(t.bytes_end) {
+    const DF df;
+    w = hn::Set(df, kScaled ? t.w[0] * scale : t.w[0]);
+    b = hn::Set(df, bias);
+    unit = hn::Set(df, t.unit);
+    offset = hn::Set(df, t.offset);
+  }
+  HWY_INLINE VF From(hn::Vec<hn::Rebind<std::uint8_t, DI>> levels) const {
+    const DF df;
+    const VF v = hn::MulAdd(hn::ConvertTo(df, hn::PromoteTo(DI(), levels)), unit, offset);
+    return kScaled ? hn::MulAdd(v, w, b) : hn::Mul(v, w);
+  }
+  HWY_INLINE VF At(std::int64_t x) const {
+    return From(hn::LoadU(hn::Rebind<std::uint8_t, DI>(), p + x));
+  }
+  VF Last(std::int64_t x) const {
+    const hn::Rebind<std::uint8_t, DI> d8;
+    HWY_ALIGN std::uint8_t last[hn::MaxLanes(d8)] = {};
+    std::memcpy(last, p + x,
+                static_cast<std::size_t>(
+                    std::min<std::int64_t>(static_cast<std::int64_t>(hn::Lanes(d8)), end - x)));
+    return From(hn::Load(d8, last));
+  }
+  const std::uint8_t* p;
+  std::int64_t end;
+  VF w, b, unit, offset;
 };
 
 // How RgbOut stores whole vectors: F32 plain or streamed (the row's
@@ -372,7 +417,8 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   // Scaled: a in every weight, b in the luma (the job's a and b are uniform).
   constexpr bool kScaled = kConv == Conv::Scaled;
   const float scale = kScaled ? job.a[0] : 1.f, bias = kScaled ? job.b[0] + 0.f : 0.f;
-  const FixedTaps<LN, kScaled> yt(luma, scale, bias);
+  using LumaTaps = std::conditional_t<LN == kByteTap, ByteTap<kScaled>, FixedTaps<LN, kScaled>>;
+  const LumaTaps yt(luma, scale, bias);
   const FixedTaps<CN, kScaled> ut(cu, scale), vt(cv, scale);
   const std::int64_t box_w = job.box_w;
   auto rgb = [&](std::int64_t x, VF& r8, VF& g8, VF& b8) HWY_ATTR {
@@ -382,6 +428,14 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
     } else {
       to_rgb(yt.At(x), ut.At(x), vt.At(x), r8, g8, b8);
     }
+  };
+  // A row's last vector: ByteTap's bytes by count (a whole vector's load
+  // would pass the source row's end).
+  auto rgb_last = [&](std::int64_t x, VF& r8, VF& g8, VF& b8) HWY_ATTR {
+    if constexpr (LN == kByteTap) {
+      if (x + lanes > box_w) return to_rgb(yt.Last(x), ut.At(x), vt.At(x), r8, g8, b8);
+    }
+    rgb(x, r8, g8, b8);
   };
   std::int64_t x = 0;
   // The whole vectors first, in a loop with no call: a call in it (the last
@@ -401,7 +455,7 @@ void FinishRowT(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu
   }
   for (; x < box_w; x += lanes) {
     VF r8, g8, b8;
-    rgb(x, r8, g8, b8);
+    rgb_last(x, r8, g8, b8);
     out(x, r8, g8, b8, std::min(lanes, box_w - x));
   }
   if constexpr (kStore == Store::F32Rows) out.StreamRows(box_w);
@@ -451,10 +505,23 @@ constexpr FinishFn kFinishByTaps[5][4] = {{FinishRowS<0, 0, kConv>, FinishRowS<0
                                           {FinishRowS<0, 0, kConv>, FinishRowS<4, 1, kConv>,
                                            FinishRowS<4, 2, kConv>, FinishRowS<4, 3, kConv>}};
 
+// The same with the luma's one tap from the frame's bytes (RowTaps::bytes),
+// by the chroma's tap count.
+template <Conv kConv>
+constexpr FinishFn kFinishByteTap[4] = {
+    FinishRowS<kByteTap, 0, kConv>, FinishRowS<kByteTap, 1, kConv>, FinishRowS<kByteTap, 2, kConv>,
+    FinishRowS<kByteTap, 3, kConv>};
+
 // Output row out_r from the blocks path's rows.
 void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu, const RowTaps& cv,
                std::int64_t out_r, float* staged) {
   if (job.nearest) return FinishRowS<1, 1, Conv::Nearest>(job, luma, cu, cv, out_r, staged);
+  const int cn = cu.n <= 3 ? cu.n : 0;
+  if (luma.bytes != nullptr) {
+    const auto& by_taps =
+        job.uniform_affine ? kFinishByteTap<Conv::Scaled> : kFinishByteTap<Conv::Folded>;
+    return by_taps[cn](job, luma, cu, cv, out_r, staged);
+  }
   // Tap counts compiled: luma 1-4, chroma 1-3 (bilinear 1-2; area's summed
   // rows and partial rows 2-4; 4K -> 416 area: 3 and 3); others any.
   // Conv::Scaled where the job's a and b are uniform (the default scale
@@ -462,7 +529,7 @@ void FinishRow(const PreprocessJob& job, const RowTaps& luma, const RowTaps& cu,
   // alternated in one process: 720p -> 416 and 512 bilinear 0.96-0.97 of
   // the time, area 0.98, 1080p -> 640 bilinear 0.985, 1080p -> 416 area
   // 0.99, 4K -> 640 0.99; AVX2 0.89-0.96.
-  const int ln = luma.n <= 4 ? luma.n : 0, cn = cu.n <= 3 ? cu.n : 0;
+  const int ln = luma.n <= 4 ? luma.n : 0;
   const auto& by_taps =
       job.uniform_affine ? kFinishByTaps<Conv::Scaled> : kFinishByTaps<Conv::Folded>;
   by_taps[ln][cn](job, luma, cu, cv, out_r, staged);
@@ -495,6 +562,7 @@ void PrepareScratch(const PreprocessJob& job, Scratch& s) {
   for (auto* v : {&s.luma, &s.cu, &s.cv})
     grow(*v, job.luma_x->stride);
   s.chroma_row = -1;
+  s.luma_taps.bytes = nullptr;  // set row by row where the job reads them
   if ((job.box_k > 2 || job.luma_x_box != 0 || job.chroma_x_box != 0) &&
       s.sums.size() < static_cast<std::size_t>(job.luma_x->source + 64)) {
     s.sums.assign(static_cast<std::size_t>(job.luma_x->source + 64), 0);  // rows summed first

@@ -136,7 +136,9 @@ struct BoxOut {
   }
   ToRgb<kConv> to_rgb;
   RgbOut<kStore, !kScaled> rgb;
-  VF ybias, yw, cbias, cw, yoff, coff;
+  VF yw, cw;        // both
+  VF ybias, cbias;  // Folded: the sums' offsets, taken out before the weights
+  VF yoff, coff;    // Scaled: the offsets after the weights (b in yoff)
 };
 
 // One step of the row's loop: Lanes(DBox16) outputs for box 2 (two float

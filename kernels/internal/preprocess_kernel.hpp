@@ -207,6 +207,11 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// output weighs the pick and the sample after it by half each (XPickRow's
   /// pairs).
   bool luma_x_pair = false, chroma_x_pair = false;
+  /// Bilinear or area whose content is as wide as the frame (720p
+  /// letterboxed into 1280, 640x480 into 640): output x reads luma sample x
+  /// alone, so that a row of one tap down is read by the final pass straight
+  /// from the frame's bytes (RowTaps::bytes), with no resampled row between.
+  bool luma_x_identity = false;
   // Output: three planes of out_w x out_h (CHW), the content at (box_x, box_y).
   std::int64_t out_w = 0, out_h = 0;
   std::int64_t box_x = 0, box_y = 0, box_w = 0, box_h = 0;

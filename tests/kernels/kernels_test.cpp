@@ -499,59 +499,78 @@ TEST(Preprocess, NearestEqualsTheChainWhereAVectorsPicksLieIn64Bytes) {
   }
 }
 
-// Nearest letterboxed, content at odd offsets and widths (bars on the left
-// and right, outputs that end mid-vector), in F32 and F16: the chain's values
-// in the box, the pad in the bars. The picks k apart (2, 4, 6), in a pattern
-// (1.5x, 3x) and by tables, NV12 and I420.
-TEST(Preprocess, NearestLetterboxedEqualsTheChainInItsBoxAndPadsTheBars) {
-  struct Shape {
-    int sw, sh, out;
-  };
-  for (const Shape& sh : {Shape{1080, 1920, 480}, Shape{966, 1920, 640}, Shape{1086, 1920, 320},
-                          Shape{720, 1280, 854}, Shape{962, 1920, 960}, Shape{322, 640, 640},
-                          Shape{1000, 1920, 416}}) {
-    const NeatTensor frame = camera_like_nv12(sh.sw, sh.sh);
-    const NeatTensor planar = i420_of(frame);
-    PreprocessParams p = imagenet();
-    p.interpolation = Interpolation::Nearest;
-    p.resize_mode = ResizeMode::Letterbox;
-    p.width = p.height = sh.out;
-    const LetterboxBox box = letterbox_box(sh.sw, sh.sh, sh.out, sh.out);
-    ASSERT_GT(box.x, 0);
-    const auto chain = opencv_chain(frame, static_cast<int>(box.width),
-                                    static_cast<int>(box.height), cv::INTER_NEAREST, p);
-    for (DType dt : {DType::F32, DType::F16}) {
-      p.out_dtype = dt;
-      for (const NeatTensor* in : {&frame, &planar}) {
-        auto ours = preprocess(*in, p, {.threads = 2});
-        ASSERT_TRUE(ours.ok()) << ours.error().message();
-        const auto v = floats(*ours);
-        // F16 keeps 11 significant bits: values up to about 2.6 within 2^-9.
-        const float tol = dt == DType::F32 ? 1e-4f : 4e-3f;
-        float worst = 0, worst_bar = 0;
-        for (int c = 0; c < 3; ++c) {
-          const float pad = (p.pad_value * p.scale - p.mean[static_cast<std::size_t>(c)]) /
-                            p.std[static_cast<std::size_t>(c)];
-          for (std::int64_t y = 0; y < sh.out; ++y) {
-            for (std::int64_t x = 0; x < sh.out; ++x) {
-              const float got = v[static_cast<std::size_t>((c * sh.out + y) * sh.out + x)];
-              const bool inside =
-                  x >= box.x && x < box.x + box.width && y >= box.y && y < box.y + box.height;
-              if (inside) {
-                const float want = chain[static_cast<std::size_t>(c)].at<float>(
-                    static_cast<int>(y - box.y), static_cast<int>(x - box.x));
-                worst = std::max(worst, std::abs(got - want));
-              } else {
-                worst_bar = std::max(worst_bar, std::abs(got - pad));
-              }
+// Nearest letterboxed from a sw x sh frame into out x out, NV12 and I420,
+// F32 and F16, on `threads`: the chain's values in the box, the pad in the
+// bars.
+struct NearestShape {
+  int sw, sh, out;
+};
+void ExpectNearestLetterboxIsTheChain(const NearestShape& sh, int threads) {
+  const NeatTensor frame = camera_like_nv12(sh.sw, sh.sh);
+  const NeatTensor planar = i420_of(frame);
+  PreprocessParams p = imagenet();
+  p.interpolation = Interpolation::Nearest;
+  p.resize_mode = ResizeMode::Letterbox;
+  p.width = p.height = sh.out;
+  const LetterboxBox box = letterbox_box(sh.sw, sh.sh, sh.out, sh.out);
+  const auto chain = opencv_chain(frame, static_cast<int>(box.width), static_cast<int>(box.height),
+                                  cv::INTER_NEAREST, p);
+  for (DType dt : {DType::F32, DType::F16}) {
+    p.out_dtype = dt;
+    for (const NeatTensor* in : {&frame, &planar}) {
+      auto ours = preprocess(*in, p, {.threads = threads});
+      ASSERT_TRUE(ours.ok()) << ours.error().message();
+      const auto v = floats(*ours);
+      // F16 keeps 11 significant bits: values up to about 2.6 within 2^-9.
+      const float tol = dt == DType::F32 ? 1e-4f : 4e-3f;
+      float worst = 0, worst_bar = 0;
+      for (int c = 0; c < 3; ++c) {
+        const float pad = (p.pad_value * p.scale - p.mean[static_cast<std::size_t>(c)]) /
+                          p.std[static_cast<std::size_t>(c)];
+        for (std::int64_t y = 0; y < sh.out; ++y) {
+          for (std::int64_t x = 0; x < sh.out; ++x) {
+            const float got = v[static_cast<std::size_t>((c * sh.out + y) * sh.out + x)];
+            const bool inside =
+                x >= box.x && x < box.x + box.width && y >= box.y && y < box.y + box.height;
+            if (inside) {
+              const float want = chain[static_cast<std::size_t>(c)].at<float>(
+                  static_cast<int>(y - box.y), static_cast<int>(x - box.x));
+              worst = std::max(worst, std::abs(got - want));
+            } else {
+              worst_bar = std::max(worst_bar, std::abs(got - pad));
             }
           }
         }
-        EXPECT_LE(worst, tol) << sh.sw << "x" << sh.sh << " -> " << sh.out << " " << in->to_string()
-                              << " " << to_string(dt);
-        EXPECT_LE(worst_bar, tol) << sh.sw << "x" << sh.sh << " -> " << sh.out;
       }
+      EXPECT_LE(worst, tol) << sh.sw << "x" << sh.sh << " -> " << sh.out << " " << in->to_string()
+                            << " " << to_string(dt);
+      EXPECT_LE(worst_bar, tol) << sh.sw << "x" << sh.sh << " -> " << sh.out;
     }
+  }
+}
+
+// Content at odd offsets and widths (bars on the left and right, outputs
+// that end mid-vector). The picks k apart (2, 4, 6), in a pattern (1.5x, 3x)
+// and by tables.
+TEST(Preprocess, NearestLetterboxedEqualsTheChainInItsBoxAndPadsTheBars) {
+  for (const NearestShape& sh :
+       {NearestShape{1080, 1920, 480}, NearestShape{966, 1920, 640}, NearestShape{1086, 1920, 320},
+        NearestShape{720, 1280, 854}, NearestShape{962, 1920, 960}, NearestShape{322, 640, 640},
+        NearestShape{1000, 1920, 416}}) {
+    ASSERT_GT(letterbox_box(sh.sw, sh.sh, sh.out, sh.out).x, 0);
+    ExpectNearestLetterboxIsTheChain(sh, 2);
+  }
+}
+
+// Content as wide as the frame (bars above and below): luma picked 1 apart,
+// chroma's pairs in a pattern whose row's last vectors load masked to the
+// row (PatternPicksOf), widths that end mid-vector; one thread and two.
+TEST(Preprocess, NearestAsWideAsTheFrameEqualsTheChain) {
+  for (const NearestShape& sh : {NearestShape{1280, 720, 1280}, NearestShape{1000, 562, 1000},
+                                 NearestShape{202, 100, 202}, NearestShape{640, 480, 640}}) {
+    ASSERT_EQ(letterbox_box(sh.sw, sh.sh, sh.out, sh.out).width, sh.sw);
+    for (int threads : {1, 2})
+      ExpectNearestLetterboxIsTheChain(sh, threads);
   }
 }
 

@@ -307,6 +307,45 @@ TEST(PreprocessAccuracy, UniformNormalizationsMatchTheExactReference) {
   }
 }
 
+// Content as wide as the frame (720p letterboxed into 1280, 640x480 into
+// 640): the luma's one tap down is read by the final pass straight from the
+// frame's bytes (job.luma_x_identity). Widths that end mid-vector (the row's
+// last bytes by count: a whole vector's load would pass the plane's end, as
+// the sanitizers would see), planes with padding, rows of two taps down
+// (stretched taller: the resampled rows as before), both normalizations
+// (folded and after), F32 and F16, one and two threads, against the
+// reference.
+TEST(PreprocessAccuracy, ContentAsWideAsTheFrameReadsItsLumaFromTheFrame) {
+  const Case cases[] = {{1280, 720, 1280, 1280}, {1000, 562, 1000, 1000}, {202, 100, 202, 202},
+                        {640, 480, 640, 640},    {202, 100, 202, 300},    {18, 10, 18, 10}};
+  for (const Case& c : cases) {
+    for (PixelFormat f : {PixelFormat::NV12, PixelFormat::I420}) {
+      const NeatTensor tight = frame_of(f, c.sw, c.sh, 31);
+      for (const NeatTensor& frame : {tight, testing::split_planes(tight, 7)}) {
+        for (Interpolation m : {Interpolation::Bilinear, Interpolation::Area}) {
+          for (int variant = 0; variant < 4; ++variant) {
+            PreprocessParams p = variant % 2 == 0 ? imagenet(c.ow, c.oh) : PreprocessParams{};
+            p.width = c.ow;
+            p.height = c.oh;
+            p.interpolation = m;
+            p.resize_mode = c.oh == c.sh ? ResizeMode::Stretch : ResizeMode::Letterbox;
+            if (c.ow == 202 && c.oh == 300) p.resize_mode = ResizeMode::Stretch;
+            p.out_dtype = variant < 2 ? DType::F32 : DType::F16;
+            auto ours = preprocess(frame, p, {.threads = 1 + variant % 2});
+            ASSERT_TRUE(ours.ok()) << ours.error().message();
+            const Errors e = level_errors(*ours, reference(frame, p), p);
+            const std::string what = frame.to_string() + " -> " + std::to_string(c.ow) + "x" +
+                                     std::to_string(c.oh) + " " + std::string(to_string(m)) +
+                                     " variant " + std::to_string(variant);
+            EXPECT_LE(e.max, variant < 2 ? 0.02 : 0.25) << what;
+            EXPECT_LE(e.mean, variant < 2 ? 0.002 : 0.1) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PreprocessAccuracy, LetterboxOrderDtypesStandardsAndPaddedPlanes) {
   const NeatTensor nv12 = frame_of(PixelFormat::NV12, 1280, 720, 3);
   const NeatTensor inputs[] = {nv12, testing::split_planes(nv12, 9),
