@@ -451,12 +451,18 @@ void StoreTuner::offer(const StoreChoice* candidates, int n) {
     }
   }
   measuring_ = n_ > 1;
+  warmup_ = measuring_ ? kWarmup : 0;
   if (n_ <= 1) chosen_ = 0;
 }
 
 StoreTuner::Pick StoreTuner::pick() {
+  if (warmup_ > 0) {  // a new geometry's first calls, by the plan's stores
+    --warmup_;
+    return {0, false};
+  }
   if (!measuring_) {
-    if (n_ <= 1 || ++since_ < kRetuneAfter) return {std::max(chosen_, 0), false};
+    const std::int64_t after = decisions_ == 1 ? kFirstRetuneAfter : kRetuneAfter;
+    if (n_ <= 1 || ++since_ < after) return {std::max(chosen_, 0), false};
     measuring_ = true;
     std::fill(got_, got_ + n_, 0);
     in_run_ = false;
@@ -494,17 +500,21 @@ void StoreTuner::record(int index, std::int64_t ns) {
 }
 
 void StoreTuner::decide() {
-  std::int64_t median[kMaxCandidates] = {};
+  // Each candidate's least time but one: a call's time only grows with
+  // what interrupts it, so the least are its own, and one slow call
+  // (or one lucky one) does not move the choice.
+  std::int64_t second[kMaxCandidates] = {};
   for (int i = 0; i < n_; ++i) {
     std::int64_t t[kRounds];
     std::copy(ns_[i], ns_[i] + kRounds, t);
-    std::nth_element(t, t + kRounds / 2, t + kRounds);
-    median[i] = t[kRounds / 2];
+    std::nth_element(t, t + 1, t + kRounds);
+    second[i] = t[1];
   }
-  const int best = static_cast<int>(std::min_element(median, median + n_) - median);
-  chosen_ = 100 * median[best] <= 97 * median[0] ? best : 0;
+  const int best = static_cast<int>(std::min_element(second, second + n_) - second);
+  chosen_ = 100 * second[best] <= 97 * second[0] ? best : 0;
   measuring_ = false;
   since_ = 0;
+  ++decisions_;
 }
 
 }  // namespace detail

@@ -333,18 +333,27 @@ StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t te
 /// between), and what runs between calls (a model, other cameras) decides
 /// it as much as the host. So where the tensor is larger than the plan's
 /// stream_above (a consumer would not find it in the L2 either way), a
-/// geometry's calls try each candidate the caller offers (the plan's
+/// geometry's calls, after kWarmup by the plan's stores (a new geometry's
+/// first calls meet buffers touched for the first time, here and in the
+/// work around them), try each candidate the caller offers (the plan's
 /// first; repeats dropped) in runs of two calls, the second timed (the
 /// first meets the caches as the last candidate's stores left them),
 /// kRounds runs each in an order that rotates every round, and keep the one
-/// of least median time (the plan's unless another is at least 3% faster).
-/// After kRetuneAfter calls they measure again, as the work around them may
-/// have changed. The values are the same whichever stores write them. Not
+/// whose least time but one is least (the plan's unless another is at
+/// least 3% faster): a call's time only grows with what interrupts it.
+/// They measure again kFirstRetuneAfter calls after the first choice (made
+/// while the process was starting: in the table's loop of eight ways it
+/// kept the slower stores in one run of two, 0.043 ms against 0.028 at
+/// 720p -> 320 letterboxed nearest), then every kRetuneAfter calls, as the
+/// work around them may have changed. The values are the same whichever
+/// stores write them. Not
 /// thread-safe: each geometry's state is lent to one call at a time
 /// (AxisSet's lease in preprocess.cpp).
 class StoreTuner {
  public:
-  static constexpr int kRounds = 5;
+  static constexpr int kWarmup = 8;
+  static constexpr int kRounds = 7;
+  static constexpr std::int64_t kFirstRetuneAfter = 64;
   static constexpr std::int64_t kRetuneAfter = 4096;
   static constexpr int kMaxCandidates = 3;
   struct Pick {
@@ -377,6 +386,8 @@ class StoreTuner {
   bool measuring_ = false;  ///< timing candidates in turn
   int chosen_ = -1;
   std::int64_t since_ = 0;  ///< calls since the last choice
+  int warmup_ = 0;          ///< calls before the first measurement
+  int decisions_ = 0;       ///< choices made
 };
 
 /// Writes output rows [row_begin, row_end). Thread-safe for disjoint rows;

@@ -604,10 +604,12 @@ std::vector<int> tune(detail::StoreTuner& t, int calls, Ns ns) {
   return timed;
 }
 
-// Auto's measured stores: each candidate in runs of two calls, the second
-// timed, kRounds each in an order that rotates; the least median kept (an
-// outlier per candidate does not move it), and measured again later.
-TEST(PreprocessStores, TheTunerKeepsTheCandidateOfLeastMedianTime) {
+// Auto's measured stores: after kWarmup calls by the plan's, each
+// candidate in runs of two calls, the second timed, kRounds each in an order
+// that rotates; the least time but one kept (one outlier per candidate, slow
+// or fast, does not move it), and measured again kFirstRetuneAfter calls
+// later, then every kRetuneAfter.
+TEST(PreprocessStores, TheTunerKeepsTheCandidateOfLeastTime) {
   using detail::StoreChoice;
   using detail::StoreTuner;
   const StoreChoice plan{true, false, false}, streamed{true, true, false}, cached{};
@@ -616,6 +618,11 @@ TEST(PreprocessStores, TheTunerKeepsTheCandidateOfLeastMedianTime) {
   t.offer(three, 3);
   ASSERT_EQ(t.candidates(), 3);
   EXPECT_EQ(t.chosen(), -1);
+  for (int i = 0; i < StoreTuner::kWarmup; ++i) {
+    const StoreTuner::Pick pick = t.pick();
+    ASSERT_FALSE(pick.timed);
+    ASSERT_EQ(pick.index, 0);
+  }
   const std::int64_t base[] = {100'000, 60'000, 90'000};
   std::vector<int> order;
   int untimed = 0;
@@ -628,7 +635,10 @@ TEST(PreprocessStores, TheTunerKeepsTheCandidateOfLeastMedianTime) {
     // The run's first call (untimed) took the same candidate.
     order.push_back(pick.index);
     const auto n = std::count(order.begin(), order.end(), pick.index);
-    t.record(pick.index, n == 2 ? 10 * base[pick.index] : base[pick.index]);  // one outlier
+    // One outlier each: the plan's one call ten times faster (the least
+    // time alone would keep it), the others' one ten times slower.
+    const std::int64_t outlier = pick.index == 0 ? base[0] / 10 : 10 * base[pick.index];
+    t.record(pick.index, n == 2 ? outlier : base[pick.index]);
   }
   EXPECT_EQ(untimed, 3 * StoreTuner::kRounds);
   ASSERT_EQ(order.size(), 3u * StoreTuner::kRounds);
@@ -639,8 +649,9 @@ TEST(PreprocessStores, TheTunerKeepsTheCandidateOfLeastMedianTime) {
             (std::vector<int>{0, 1, 2, 1, 2, 0, 2, 0, 1}));
   EXPECT_EQ(t.chosen(), 1);
   EXPECT_EQ(t.candidate(1), streamed);
-  // Kept, untimed, until kRetuneAfter calls; then measured again.
-  for (std::int64_t i = 1; i < StoreTuner::kRetuneAfter; ++i) {
+  // Kept, untimed, for kFirstRetuneAfter calls; then measured again (no
+  // warm-up now), and after that every kRetuneAfter calls.
+  for (std::int64_t i = 1; i < StoreTuner::kFirstRetuneAfter; ++i) {
     const StoreTuner::Pick pick = t.pick();
     ASSERT_FALSE(pick.timed);
     ASSERT_EQ(pick.index, 1);
@@ -650,6 +661,16 @@ TEST(PreprocessStores, TheTunerKeepsTheCandidateOfLeastMedianTime) {
   });
   EXPECT_EQ(again.size(), 3u * StoreTuner::kRounds);
   EXPECT_EQ(t.chosen(), 2);
+  for (std::int64_t i = 1; i < StoreTuner::kRetuneAfter; ++i) {
+    const StoreTuner::Pick pick = t.pick();
+    ASSERT_FALSE(pick.timed);
+    ASSERT_EQ(pick.index, 2);
+  }
+  const std::vector<int> third = tune(t, 2 * 3 * StoreTuner::kRounds, [](int c, int) {
+    return c == 0 ? std::int64_t{40'000} : std::int64_t{100'000};  // now the plan's
+  });
+  EXPECT_EQ(third.size(), 3u * StoreTuner::kRounds);
+  EXPECT_EQ(t.chosen(), 0);
 }
 
 // The plan's candidate stays unless another is at least 3% faster; repeats
@@ -661,7 +682,7 @@ TEST(PreprocessStores, TheTunerKeepsThePlanWithinThreePercent) {
   StoreTuner t;
   const StoreChoice two[] = {plan, streamed};
   t.offer(two, 2);
-  tune(t, 4 * StoreTuner::kRounds,
+  tune(t, StoreTuner::kWarmup + 4 * StoreTuner::kRounds,
        [](int c, int) { return c == 0 ? std::int64_t{100'000} : std::int64_t{98'000}; });
   EXPECT_EQ(t.chosen(), 0);
   t.offer(two, 2);  // the same candidates: the choice stands
@@ -669,7 +690,7 @@ TEST(PreprocessStores, TheTunerKeepsThePlanWithinThreePercent) {
   const StoreChoice swapped[] = {streamed, plan};
   t.offer(swapped, 2);  // others: measured again
   EXPECT_EQ(t.chosen(), -1);
-  tune(t, 4 * StoreTuner::kRounds,
+  tune(t, StoreTuner::kWarmup + 4 * StoreTuner::kRounds,
        [](int c, int) { return c == 0 ? std::int64_t{100'000} : std::int64_t{96'000}; });
   EXPECT_EQ(t.chosen(), 1);
   EXPECT_EQ(t.candidate(1), plan);
@@ -684,7 +705,9 @@ TEST(PreprocessStores, TheTunerKeepsThePlanWithinThreePercent) {
   t.record(-1, 1);
   t.record(7, 1);
   t.record(0, 1);  // before its timed call
-  EXPECT_EQ(tune(t, 4 * StoreTuner::kRounds, [](int, int) { return std::int64_t{5}; }).size(),
+  EXPECT_EQ(tune(t, StoreTuner::kWarmup + 4 * StoreTuner::kRounds,
+                 [](int, int) { return std::int64_t{5}; })
+                .size(),
             2u * StoreTuner::kRounds);
   EXPECT_EQ(t.chosen(), 0);
 }
@@ -707,7 +730,8 @@ TEST(PreprocessStores, MeasuredStoresWriteTheSameValues) {
       const std::vector<double> want = values(*cached);
       p.stores = StoreMode::Auto;
       detail::override_store_plan(&plan);
-      for (int call = 0; call < 4 * detail::StoreTuner::kRounds + 2; ++call) {
+      for (int call = 0; call < detail::StoreTuner::kWarmup + 4 * detail::StoreTuner::kRounds + 2;
+           ++call) {
         auto out = preprocess(frame, p, {.threads = threads});
         ASSERT_TRUE(out.ok());
         ASSERT_TRUE(values(*out) == want) << "call " << call << ", threads " << threads;
