@@ -601,12 +601,15 @@ HWY_INLINE void BoxSums16From(std::int64_t o, const std::uint16_t* sums, int k, 
 
 #if HWY_TARGET == HWY_SCALAR
 HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channel,
-                          std::int64_t count, float bias, float* out, float scale = 1.f) {
-  BoxSums16From(0, sums, k, step, channel, count, bias, scale, out);
+                          std::int64_t count, float bias, float* out, float scale = 1.f,
+                          float* high = nullptr) {
+  BoxSums16From(0, sums, k, step, high != nullptr ? 0 : channel, count, bias, scale, out);
+  if (high != nullptr) BoxSums16From(0, sums, k, step, 1, count, bias, scale, high);
 }
 HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int channel,
-                            std::int64_t count, float bias, float scale, float* out) {
-  BoxSums16From(0, sums, k, step, channel, count, bias, scale, out);
+                            std::int64_t count, float bias, float scale, float* out,
+                            float* high = nullptr) {
+  BoxSums16(sums, k, step, channel, count, bias, out, scale, high);
 }
 #else
 // The three ways of 3 x Lanes(d) elements at p, added.
@@ -625,8 +628,13 @@ HWY_INLINE void StoreScaled(hn::Vec<DBox32> v, VF bias, VF scale, float* out) {
 
 // g = k * step sums per output: 1 (a sample as it is), 2, 4 (elements of 32
 // and 64 bits), 3, 6, 12 (elements of g / 3 sums, three ways interleaved).
+// high (UV pairs, step 2): where given, channel 1's outputs, and `out`
+// channel 0's, both from the same loads (`channel` unused): the loads and
+// their three ways' shuffles are most of the work, and each channel on its
+// own took them twice.
 HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channel,
-                          std::int64_t count, float bias, float* out, float scale = 1.f) {
+                          std::int64_t count, float bias, float* out, float scale = 1.f,
+                          float* high = nullptr) {
   const DBox32 d32;
   const hn::Rebind<std::uint16_t, DBox32> d16h;  // one u16 per 32-bit lane
   const DBox16 d16;
@@ -635,29 +643,37 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
   const auto low16 = hn::Set(d32, 0xFFFFu);
   const int g = k * step;
+  if (high != nullptr) channel = 0;
   // An element of two sums: their sum (one channel), or one of them (UV pairs).
-  auto pair = [&](hn::Vec<DBox32> v) {
+  auto pair = [&](hn::Vec<DBox32> v, int ch) {
     return step == 1 ? hn::Add(hn::And(v, low16), hn::ShiftRight<16>(v))
-           : channel ? hn::ShiftRight<16>(v)
-                     : hn::And(v, low16);
+           : ch ? hn::ShiftRight<16>(v)
+                : hn::And(v, low16);
   };
-  // An element of four sums (in the even 32-bit lanes): parts 0 + 2 and 1 + 3,
-  // then as a pair.
-  auto quad = [&](hn::Vec<decltype(d64)> v) {
-    v = hn::Add(v, hn::ShiftRight<32>(v));
-    const auto w = hn::BitCast(d32, v);
+  // An element of four sums (in the even 32-bit lanes): parts 0 + 2 and 1 + 3
+  // (halves), then as a pair.
+  auto halves = [&](hn::Vec<decltype(d64)> v) {
+    return hn::BitCast(d32, hn::Add(v, hn::ShiftRight<32>(v)));
+  };
+  auto quad = [&](hn::Vec<DBox32> w, int ch) {
     return step == 1 ? hn::Add(hn::And(w, low16), hn::And(hn::ShiftRight<16>(w), low16))
-           : channel ? hn::And(hn::ShiftRight<16>(w), low16)
-                     : hn::And(w, low16);
+           : ch ? hn::And(hn::ShiftRight<16>(w), low16)
+                : hn::And(w, low16);
+  };
+  // One vector of outputs stored: of(ch) is channel ch's, `at` the first.
+  auto store = [&](auto&& of, std::int64_t at) {
+    StoreScaled(of(channel), vbias, vscale, out + at);
+    if (high != nullptr) StoreScaled(of(1), vbias, vscale, high + at);
   };
   std::int64_t o = 0;
   if (g == 1) {
     for (; o + lanes <= count; o += lanes)
       StoreScaled(hn::PromoteTo(d32, hn::LoadU(d16h, sums + o)), vbias, vscale, out + o);
   } else if (g == 2) {
-    for (; o + lanes <= count; o += lanes)
-      StoreScaled(pair(hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(sums + 2 * o))), vbias,
-                  vscale, out + o);
+    for (; o + lanes <= count; o += lanes) {
+      const auto v = hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(sums + 2 * o));
+      store([&](int ch) { return pair(v, ch); }, o);
+    }
   } else if (g == 3) {  // one sum per element: a plane of its own, 3 samples
     const hn::Half<DBox16> dh;
     for (; o + 2 * lanes <= count; o += 2 * lanes) {
@@ -667,59 +683,58 @@ HWY_INLINE void BoxSums16(const std::uint16_t* sums, int k, int step, int channe
     }
   } else if (g == 4) {  // two vectors of four-sum elements per store
     auto part = [&](const std::uint16_t* p) {
-      return quad(hn::LoadU(d64, reinterpret_cast<const std::uint64_t*>(p)));
+      return halves(hn::LoadU(d64, reinterpret_cast<const std::uint64_t*>(p)));
     };
     for (; o + lanes <= count; o += lanes) {
       const auto lo = part(sums + 4 * o), hi = part(sums + 4 * o + 2 * lanes);
-      StoreScaled(hn::ConcatEven(d32, hi, lo), vbias, vscale, out + o);
+      store([&](int ch) { return hn::ConcatEven(d32, quad(hi, ch), quad(lo, ch)); }, o);
     }
   } else if (g == 6) {  // two per element: 6 samples, or 3 UV pairs
-    for (; o + lanes <= count; o += lanes)
-      StoreScaled(pair(Sum3(d32, sums + 6 * o)), vbias, vscale, out + o);
+    for (; o + lanes <= count; o += lanes) {
+      const auto v = Sum3(d32, sums + 6 * o);
+      store([&](int ch) { return pair(v, ch); }, o);
+    }
   } else if (g == 12) {  // four per element: 12 samples, or 6 UV pairs
     for (; o + lanes <= count; o += lanes) {
-      const auto lo = quad(Sum3(d64, sums + 12 * o)),
-                 hi = quad(Sum3(d64, sums + 12 * o + 6 * lanes));
-      StoreScaled(hn::ConcatEven(d32, hi, lo), vbias, vscale, out + o);
+      const auto lo = halves(Sum3(d64, sums + 12 * o)),
+                 hi = halves(Sum3(d64, sums + 12 * o + 6 * lanes));
+      store([&](int ch) { return hn::ConcatEven(d32, quad(hi, ch), quad(lo, ch)); }, o);
     }
   }
   BoxSums16From(o, sums, k, step, channel, count, bias, scale, out);
+  if (high != nullptr) BoxSums16From(o, sums, k, step, 1, count, bias, scale, high);
 }
 
 // As BoxSums16, for sums of up to 16 bits each (area's fixed-point vertical
 // pass keeps them below 2^15, not below 12 x 12 x 255): each 32-bit lane's
 // two sums are taken apart (added, or the channel's picked) before any add,
-// so that no part carries into the next.
+// so that no part carries into the next. high: as BoxSums16's.
 HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int channel,
-                            std::int64_t count, float bias, float scale, float* out) {
+                            std::int64_t count, float bias, float scale, float* out,
+                            float* high = nullptr) {
   const int g = k * step;
   // A sum or a pair per output: BoxSums16 adds nothing in 16 bits there.
-  if (g <= 2) return BoxSums16(sums, k, step, channel, count, bias, out, scale);
+  if (g <= 2) return BoxSums16(sums, k, step, channel, count, bias, out, scale, high);
   const DBox32 d32;
   const hn::Rebind<std::uint16_t, DBox32> d16h;
   const hn::Repartition<std::uint64_t, DBox32> d64;
   const VF vbias = hn::Set(DF(), bias), vscale = hn::Set(DF(), scale);
   const auto lanes = static_cast<std::int64_t>(hn::Lanes(d32));
   const auto low16 = hn::Set(d32, 0xFFFFu);
-  auto pair = [&](hn::Vec<DBox32> v) {
+  if (high != nullptr) channel = 0;
+  auto pair = [&](hn::Vec<DBox32> v, int ch) {
     return step == 1 ? hn::Add(hn::And(v, low16), hn::ShiftRight<16>(v))
-           : channel ? hn::ShiftRight<16>(v)
-                     : hn::And(v, low16);
+           : ch ? hn::ShiftRight<16>(v)
+                : hn::And(v, low16);
   };
-  // Elements of four sums (g = 4) or three ways of them (g = 12): each 32-bit
-  // lane's pair, then the two lanes of each 64-bit element (in its even lane).
-  auto quads = [&](const std::uint16_t* p) {
-    hn::Vec<DBox32> w;
-    if (g == 4) {
-      w = pair(hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(p)));
-    } else {
-      hn::Vec<decltype(d64)> a, b, c;
-      hn::LoadInterleaved3(d64, reinterpret_cast<const std::uint64_t*>(p), a, b, c);
-      w = hn::Add(hn::Add(pair(hn::BitCast(d32, a)), pair(hn::BitCast(d32, b))),
-                  pair(hn::BitCast(d32, c)));
-    }
+  // The two lanes of each 64-bit element added (into its even lane).
+  auto halves = [&](hn::Vec<DBox32> w) {
     const auto t = hn::BitCast(d64, w);
     return hn::BitCast(d32, hn::Add(t, hn::ShiftRight<32>(t)));
+  };
+  auto store = [&](auto&& of, std::int64_t at) {
+    StoreScaled(of(channel), vbias, vscale, out + at);
+    if (high != nullptr) StoreScaled(of(1), vbias, vscale, high + at);
   };
   std::int64_t o = 0;
   if (g == 3) {
@@ -734,15 +749,34 @@ HWY_INLINE void BoxSumsWide(const std::uint16_t* sums, int k, int step, int chan
     for (; o + lanes <= count; o += lanes) {
       hn::Vec<DBox32> a, b, c;
       hn::LoadInterleaved3(d32, reinterpret_cast<const std::uint32_t*>(sums + 6 * o), a, b, c);
-      StoreScaled(hn::Add(hn::Add(pair(a), pair(b)), pair(c)), vbias, vscale, out + o);
+      store([&](int ch) { return hn::Add(hn::Add(pair(a, ch), pair(b, ch)), pair(c, ch)); }, o);
     }
-  } else if (g == 4 || g == 12) {
+  } else if (g == 4) {  // elements of four sums: each 32-bit lane's pair, then halves
     for (; o + lanes <= count; o += lanes) {
-      const auto lo = quads(sums + g * o), hi = quads(sums + g * o + g * lanes / 2);
-      StoreScaled(hn::ConcatEven(d32, hi, lo), vbias, vscale, out + o);
+      const auto lo = hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(sums + 4 * o));
+      const auto hi =
+          hn::LoadU(d32, reinterpret_cast<const std::uint32_t*>(sums + 4 * o + 2 * lanes));
+      store([&](int ch) { return hn::ConcatEven(d32, halves(pair(hi, ch)), halves(pair(lo, ch))); },
+            o);
+    }
+  } else if (g == 12) {  // three ways of four-sum elements
+    for (; o + lanes <= count; o += lanes) {
+      hn::Vec<decltype(d64)> a0, b0, c0, a1, b1, c1;
+      hn::LoadInterleaved3(d64, reinterpret_cast<const std::uint64_t*>(sums + 12 * o), a0, b0, c0);
+      hn::LoadInterleaved3(d64, reinterpret_cast<const std::uint64_t*>(sums + 12 * o + 6 * lanes),
+                           a1, b1, c1);
+      auto three = [&](hn::Vec<decltype(d64)> a, hn::Vec<decltype(d64)> b, hn::Vec<decltype(d64)> c,
+                       int ch) {
+        return halves(hn::Add(hn::Add(pair(hn::BitCast(d32, a), ch), pair(hn::BitCast(d32, b), ch)),
+                              pair(hn::BitCast(d32, c), ch)));
+      };
+      store(
+          [&](int ch) { return hn::ConcatEven(d32, three(a1, b1, c1, ch), three(a0, b0, c0, ch)); },
+          o);
     }
   }
   BoxSums16From(o, sums, k, step, channel, count, bias, scale, out);
+  if (high != nullptr) BoxSums16From(o, sums, k, step, 1, count, bias, scale, high);
 }
 #endif
 
@@ -1260,6 +1294,10 @@ void XBoxRows(const std::uint8_t* plane, std::int64_t stride, const std::int64_t
     return;
   }
   SumRows(plane + x0, stride, rows, n, k * step * count, sums);
+  if constexpr (C == 2) {  // U and V from the same loads (step 2)
+    const int low = channel[0] == 0 ? 0 : 1;
+    return BoxSums16(sums, k, step, 0, count, bias, out[low], scale, out[1 - low]);
+  }
   for (int c = 0; c < C; ++c)
     BoxSums16(sums, k, step, channel[c], count, bias, out[c], scale);
 }
@@ -1277,6 +1315,10 @@ void XBoxWeighedRows(const std::uint8_t* plane, std::int64_t stride, const RowSu
   VerticalSumRow(plane + x0, stride, v, k * step * count, sums);
   const auto bias = static_cast<float>(k * offset) * v.units;
   const float scale = 32767.f / static_cast<float>(k);
+  if constexpr (C == 2) {  // U and V from the same loads (step 2)
+    const int low = channel[0] == 0 ? 0 : 1;
+    return BoxSumsWide(sums, k, step, 0, count, bias, scale, out[low], out[1 - low]);
+  }
   for (int c = 0; c < C; ++c)
     BoxSumsWide(sums, k, step, channel[c], count, bias, scale, out[c]);
 }
@@ -1325,9 +1367,9 @@ void BoxSumsSummed(const PreprocessJob& job, Scratch& s, int k, std::int64_t n, 
     src[t] = cy + t;
   if (job.interleaved_uv) {
     SumRows(std::min(job.u, job.v) + 2 * cx, job.u_stride, src, kc, 2 * kc * n, s.sums.data());
-    const int u = job.u < job.v ? 0 : 1;
-    BoxSums16(s.sums.data(), kc, 2, u, n, cbias, s.cu.data());
-    BoxSums16(s.sums.data(), kc, 2, 1 - u, n, cbias, s.cv.data());
+    const bool u_low = job.u < job.v;  // U and V from the same loads
+    BoxSums16(s.sums.data(), kc, 2, 0, n, cbias, u_low ? s.cu.data() : s.cv.data(), 1.f,
+              u_low ? s.cv.data() : s.cu.data());
   } else {
     SumRows(job.u + cx, job.u_stride, src, kc, kc * n, s.sums.data());
     BoxSums16(s.sums.data(), kc, 1, 0, n, cbias, s.cu.data());
