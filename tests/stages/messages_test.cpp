@@ -35,6 +35,7 @@ using json = nlohmann::json;
 using testing::BrokerTls;
 using testing::detections;
 using testing::DetectionSource;
+using testing::distinct_frames;
 using testing::frames_on;
 using testing::make_test_certificates;
 using testing::MosquittoBroker;
@@ -401,8 +402,9 @@ OutageRun run_through_outage(MosquittoBroker& broker, std::int64_t frames, std::
   const auto status = g->wait();
   EXPECT_TRUE(status.ok()) << status.error().message();
   r.stats = *(*sink)->delivery();
-  sub.wait_for([&](const auto& m) { return frames_on(m, "out/cam").size() >= r.stats.delivered; },
-               15s);
+  sub.wait_for(
+      [&](const auto& m) { return distinct_frames(frames_on(m, "out/cam")) >= r.stats.delivered; },
+      15s);
   r.frames = without_repeats(frames_on(sub.messages(), "out/cam"), &r.repeats);
   r.longest_gap = src->longest_gap();
   r.events = events->seen();

@@ -115,6 +115,13 @@ inline std::vector<std::int64_t> without_repeats(const std::vector<std::int64_t>
   return out;
 }
 
+// How many frames a reader has, a resend counted once: what a test waits for
+// (waiting for as many messages as frames ends early when one was resent).
+inline std::size_t distinct_frames(const std::vector<std::int64_t>& frames) {
+  int repeats = 0;
+  return without_repeats(frames, &repeats).size();
+}
+
 inline std::string temp_dir(const std::string& name) {
   const auto d =
       std::filesystem::temp_directory_path() / ("neat-" + name + "-" + std::to_string(getpid()));
