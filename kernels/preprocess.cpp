@@ -289,6 +289,14 @@ detail::PreprocessJob make_job(const YuvPlanes& s, const Affine& k, const Prepro
       j.chroma_x_pair = true;
     }
   }
+  // Bilinear at 4x both ways: luma the middle 2 x 2 of each 4 x 4 block,
+  // chroma the 2 x 2 under it, both exact means: the one-pass rows take it
+  // as box 4's (BoxRowFused), luma from its two rows. At 6x (1080p -> 320
+  // letterboxed, 4K -> 640) the same, chroma the one sample under the 2 x 2.
+  if (m == detail::Sampling::Bilinear && j.box_k == 0) {
+    if (lx.pair == 4 && ly.pair == 4 && cx.box == 2 && cy.box == 2) j.pair_box = 4;
+    if (lx.pair == 6 && ly.pair == 6 && cx.pick == 3 && cy.pick == 3) j.pair_box = 6;
+  }
   // Bilinear at an even ratio down (luma from 4x, chroma from 2x: a 4x
   // frame) weighs two rows by half each: they are summed first too, where
   // the sums take the word permutes (720p -> 320 letterboxed, chroma summed

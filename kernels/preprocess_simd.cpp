@@ -264,8 +264,11 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
   // nearest (not spread) 0.99-1.02. Nearest's content rows come after, in
   // one call of their own (below).
   // Content rows of the 2x or 4x box in one pass (BoxRowFused).
+  // Bilinear at 4x and 6x both ways (job.pair_box) the same way, luma's
+  // 2 x 2 from two rows.
   [[maybe_unused]] const bool fused_box =  // unused on the scalar target
-      HWY_TARGET != HWY_SCALAR && job.box_chroma && (job.box_k == 2 || job.box_k == 4);
+      HWY_TARGET != HWY_SCALAR &&
+      ((job.box_chroma && (job.box_k == 2 || job.box_k == 4)) || job.pair_box != 0);
   const bool stream_bars = BarStores(job, nearest != nullptr);
   const std::int64_t content_begin = std::clamp(job.box_y, row_begin, row_end),
                      content_end = std::clamp(job.box_y + job.box_h, row_begin, row_end);
@@ -294,7 +297,11 @@ void PreprocessRows(const PreprocessJob& job, std::int64_t row_begin, std::int64
     if (same_chroma) s.chroma_row = r;  // the same chroma rows and weights as the row before
 #if HWY_TARGET != HWY_SCALAR
     if (fused_box) {
-      if (job.box_k == 2) {
+      if (job.pair_box == 4) {
+        BoxRowFused<4, 4>(job, r, out_r);
+      } else if (job.pair_box == 6) {
+        BoxRowFused<2, 6>(job, r, out_r);
+      } else if (job.box_k == 2) {
         BoxRowFused<2>(job, r, out_r);
       } else {
         BoxRowFused<4>(job, r, out_r);

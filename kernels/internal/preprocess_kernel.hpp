@@ -203,6 +203,14 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// outputs fall on samples): the stored samples between the picks of luma
   /// and of chroma (0: the tables), for XPickRow.
   int luma_x_pick = 0, chroma_x_pick = 0;
+  /// Bilinear at 4x or 6x both ways (720p -> 320 letterboxed; 1080p -> 320
+  /// letterboxed, 4K -> 640): 4 or 6 when each luma output is the mean of
+  /// the 2 x 2 samples the two rows luma_y names and luma_x.first[0] + k o
+  /// and the one after give, and each chroma output the mean of the 2 x 2
+  /// under them (4x, as box_k 4's) or the one sample under them (6x): the
+  /// one-pass rows (BoxRowFused); 0 otherwise. The other fields stay as
+  /// bilinear's, for targets without the one-pass rows.
+  int pair_box = 0;
   /// Bilinear at an even ratio across (4x, 6x, 12x; chroma 2x, 6x): each
   /// output weighs the pick and the sample after it by half each (XPickRow's
   /// pairs).

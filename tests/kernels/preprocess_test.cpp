@@ -929,23 +929,34 @@ void expect_area_within(const Case& c, ResizeMode mode, double max, double mean)
 // vector in one pass (preprocess_simd.cpp, BoxRowFused): every layout, dtype
 // and engine, rows a whole number of vectors, ending a few samples in (the
 // row's last outputs copied first) or, for box 2's pairs of vectors, past the
-// first, aligned for streaming stores or not.
-TEST(PreprocessAccuracy, BoxesOfTwoAndFourInOnePassInEveryLayoutDtypeAndEngine) {
+// first, aligned for streaming stores or not. Bilinear at 4x and 6x both
+// ways too (PreprocessJob::pair_box): luma's 2 x 2 one sample in (4x) or
+// two (6x), so that the last output's bytes end before the row does and
+// the row's last vector is copied first.
+TEST(PreprocessAccuracy, BoxesOfTwoAndFourAndBilinearPairsInOnePassInEveryLayoutDtypeAndEngine) {
   struct Box {
     std::int64_t sw, sh, ow, oh;
     Interpolation m;
     ResizeMode mode;
   };
   const Box boxes[] = {
-      {1280, 720, 640, 640, Interpolation::Area, ResizeMode::Letterbox},    // streamed
-      {1302, 722, 651, 361, Interpolation::Bilinear, ResizeMode::Stretch},  // 11 past 640
-      {114, 62, 57, 31, Interpolation::Bilinear, ResizeMode::Stretch},      // 25 past 32
-      {80, 60, 40, 43, Interpolation::Area, ResizeMode::Letterbox},         // 8 past 32
-      {4, 4, 2, 2, Interpolation::Bilinear, ResizeMode::Stretch},           // only the last
-      {1280, 720, 320, 320, Interpolation::Area, ResizeMode::Letterbox},    // 4: streamed
-      {1304, 724, 326, 181, Interpolation::Area, ResizeMode::Stretch},      // 4: 6 past 320
-      {92, 64, 23, 16, Interpolation::Area, ResizeMode::Stretch},           // 4: 7 past 16
-      {8, 8, 2, 2, Interpolation::Area, ResizeMode::Stretch},               // 4: only the last
+      {1280, 720, 640, 640, Interpolation::Area, ResizeMode::Letterbox},       // streamed
+      {1302, 722, 651, 361, Interpolation::Bilinear, ResizeMode::Stretch},     // 11 past 640
+      {114, 62, 57, 31, Interpolation::Bilinear, ResizeMode::Stretch},         // 25 past 32
+      {80, 60, 40, 43, Interpolation::Area, ResizeMode::Letterbox},            // 8 past 32
+      {4, 4, 2, 2, Interpolation::Bilinear, ResizeMode::Stretch},              // only the last
+      {1280, 720, 320, 320, Interpolation::Area, ResizeMode::Letterbox},       // 4: streamed
+      {1304, 724, 326, 181, Interpolation::Area, ResizeMode::Stretch},         // 4: 6 past 320
+      {92, 64, 23, 16, Interpolation::Area, ResizeMode::Stretch},              // 4: 7 past 16
+      {8, 8, 2, 2, Interpolation::Area, ResizeMode::Stretch},                  // 4: only the last
+      {1280, 720, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox},   // pairs 4x
+      {1284, 724, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch},     // 4x: 1 past 320
+      {84, 64, 21, 16, Interpolation::Bilinear, ResizeMode::Stretch},          // 4x: 5 past 16
+      {8, 8, 2, 2, Interpolation::Bilinear, ResizeMode::Stretch},              // 4x: only the last
+      {1920, 1080, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox},  // pairs 6x
+      {1926, 1086, 321, 181, Interpolation::Bilinear, ResizeMode::Stretch},    // 6x: 1 past 320
+      {222, 66, 37, 11, Interpolation::Bilinear, ResizeMode::Stretch},         // 6x: 5 past 32
+      {12, 12, 2, 2, Interpolation::Bilinear, ResizeMode::Stretch},            // 6x: only the last
   };
   for (const Box& b : boxes) {
     for (PixelFormat f :
