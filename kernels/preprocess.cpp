@@ -353,7 +353,8 @@ detail::StoreTuner::Pick choose_job_stores(const PreprocessParams& p, const YuvP
   const detail::StorePlan& plan = detail::active_store_plan();
   const std::int64_t tensor_bytes = 3 * p.width * p.height * item_size(p.out_dtype);
   detail::StoreChoice stores = detail::choose_stores(
-      p.stores, plan, tensor_bytes, s.y_stride * s.height * 3 / 2, p.out_dtype);  // 4:2:0
+      p.stores, plan, tensor_bytes, s.y_stride * s.height * 3 / 2, p.out_dtype,  // 4:2:0
+      job.nearest);
   detail::StoreTuner::Pick pick;
   if (job.nearest && p.stores == StoreMode::Auto && tensor_bytes > plan.stream_above) {
     detail::StoreChoice flipped = stores;
@@ -379,15 +380,15 @@ StorePlan store_plan(std::int64_t l2, std::int64_t l3, StoreHost host) {
   if (l3 <= 0) l3 = std::int64_t{8} << 20;
   switch (host) {
     case StoreHost::SocketWideL3:
-      return {l2 / 2, 0};
+      return {l2 / 2, 0, false, 0};
     case StoreHost::CcdL3:
-      return {l2, l3 / 3};
+      return {l2, l3 / 3, false, std::min(4 * l2, l3 / 3)};
     case StoreHost::AmdBeforeZen4:
-      return {l2, kNever, true};
+      return {l2, kNever, true, kNever};
     case StoreHost::Unmeasured:
       break;
   }
-  return {kNever, kNever};
+  return {kNever, kNever, false, kNever};
 }
 
 StoreHost store_host() {
@@ -431,7 +432,7 @@ const StorePlan& active_store_plan() {
 }
 
 StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t tensor_bytes,
-                          std::int64_t frame_bytes, DType dtype) {
+                          std::int64_t frame_bytes, DType dtype, bool nearest) {
   StoreChoice c;
   if (mode != StoreMode::Auto) {
     c.stream = c.stream_bars = mode == StoreMode::Streamed;
@@ -443,7 +444,9 @@ StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t te
     return c;
   }
   c.stream = large;
-  c.stream_bars = large && frame_bytes + tensor_bytes > plan.bars_cached_within;
+  const std::int64_t bars_cached_within =
+      nearest ? plan.nearest_cached_within : plan.bars_cached_within;
+  c.stream_bars = large && frame_bytes + tensor_bytes > bars_cached_within;
   return c;
 }
 

@@ -245,7 +245,8 @@ struct PreprocessJob : YuvPlanes {  // the source planes
   /// 640x640 F32 tensor when the caches are busy with other work).
   bool stream = false;
   /// The letterbox bars too: set with `stream` unless the frame and the
-  /// tensor together take at most StorePlan::bars_cached_within, where the
+  /// tensor together take at most StorePlan::bars_cached_within (for the
+  /// fused nearest rows, StorePlan::nearest_cached_within), where the
   /// bars' lines are likely still cached from the last call on a pooled
   /// tensor. The fused nearest rows (preprocess_simd.cpp) follow it for
   /// their pixels too: their stores are most of their time (under Auto,
@@ -291,10 +292,24 @@ struct PreprocessJob : YuvPlanes {  // the source planes
 ///   -> 405, 416 263 -> 170), so there the F32 rows above the L2 are
 ///   streamed row by row (`by_rows`), and nothing else streams. No host
 ///   not measured streams at all.
+/// The fused nearest rows (pixels and bars alike, `stream_bars`) take
+/// their own bound, `nearest_cached_within`: on Zen 4 a core's share of a
+/// CCD's L3 (8 cores), taken as 4 x the L2, 4 MiB, and never above the
+/// bars' own bound. Inside the table's rotating loop (the recipes' buffers
+/// between calls, as a model's would be; 4 passes each way, alternated,
+/// median speed-up over libyuv, one thread): above 4 MiB of frame and
+/// tensor (720p into 512-1280, 1080p into 320-1280, NV12 and I420)
+/// streamed was faster in 18 of 20 rows (1080p -> 608 NV12 2.16 ->
+/// 2.55x, -> 320 NV12 1.75 -> 1.85x) and at most 4% slower in two (720p ->
+/// 512 NV12 2.20 -> 2.11x); below it (720p -> 320 and 416) cached was
+/// faster in 3 of 4 (720p -> 320 NV12 1.89x against 1.59x). The tuner
+/// (StoreTuner) still
+/// times both and keeps the other where it is 3% faster.
 struct StorePlan {
-  std::int64_t stream_above = 0;        ///< bytes of tensor
-  std::int64_t bars_cached_within = 0;  ///< bytes of frame and tensor
-  bool by_rows = false;                 ///< stream_rows in place of stream
+  std::int64_t stream_above = 0;           ///< bytes of tensor
+  std::int64_t bars_cached_within = 0;     ///< bytes of frame and tensor
+  bool by_rows = false;                    ///< stream_rows in place of stream
+  std::int64_t nearest_cached_within = 0;  ///< bytes of frame and tensor, nearest rows
 };
 
 /// The hosts the rule tells apart: Intel (a socket-wide L3), AMD with
@@ -322,7 +337,8 @@ void override_store_plan(const StorePlan* plan);
 
 /// The job's store flags (PreprocessJob::stream, stream_bars, stream_rows)
 /// for a call: the user's mode, or Auto by the plan, for a tensor and a
-/// frame of these sizes in bytes and the tensor's dtype.
+/// frame of these sizes in bytes, the tensor's dtype, and whether the
+/// fused nearest rows write it (their bound: nearest_cached_within).
 struct StoreChoice {
   bool stream = false;
   bool stream_bars = false;
@@ -330,7 +346,7 @@ struct StoreChoice {
   bool operator==(const StoreChoice&) const = default;
 };
 StoreChoice choose_stores(StoreMode mode, const StorePlan& plan, std::int64_t tensor_bytes,
-                          std::int64_t frame_bytes, DType dtype);
+                          std::int64_t frame_bytes, DType dtype, bool nearest = false);
 
 /// StoreMode::Auto's stores for one geometry, measured where the plan alone
 /// cannot tell: the fused nearest rows' pixels and bars (`stream_bars`),

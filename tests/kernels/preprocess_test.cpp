@@ -461,11 +461,20 @@ TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
   EXPECT_GT(tensor_640, amd.stream_above);                              // streamed ...
   EXPECT_LE(frame_1080p + tensor_640, amd.bars_cached_within);          // ... but its bars cached
   EXPECT_GT(3840 * 2160 * 3 / 2 + tensor_640, amd.bars_cached_within);  // from 4K streamed
+  // The fused nearest rows: cached while the frame and the tensor take a
+  // core's share of the L3 (720p -> 416), streamed above it (1080p -> 320).
+  const std::int64_t frame_720p = 1280 * 720 * 3 / 2, tensor_416 = 3 * 416 * 416 * 4;
+  EXPECT_LE(frame_720p + tensor_416, amd.nearest_cached_within);
+  EXPECT_GT(frame_1080p + tensor_320, amd.nearest_cached_within);
+  EXPECT_LE(amd.nearest_cached_within, amd.bars_cached_within);
+  EXPECT_EQ(detail::store_plan(kMiB, 6 * kMiB, detail::StoreHost::CcdL3).nearest_cached_within,
+            2 * kMiB);  // never above the bars' own bound
   const detail::StorePlan intel =
       detail::store_plan(2 * kMiB, 260 * kMiB, detail::StoreHost::SocketWideL3);
   EXPECT_EQ(intel.stream_above, kMiB);
   EXPECT_GT(tensor_320, intel.stream_above);
   EXPECT_EQ(intel.bars_cached_within, 0);  // the bars stream with the pixels
+  EXPECT_EQ(intel.nearest_cached_within, 0);
   const detail::StorePlan unknown = detail::store_plan(-1, 0, detail::StoreHost::CcdL3);
   EXPECT_EQ(unknown.stream_above, kMiB);
   EXPECT_EQ(unknown.bars_cached_within, 8 * kMiB / 3);
@@ -474,10 +483,12 @@ TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
   EXPECT_EQ(zen3.stream_above, kMiB / 2);
   EXPECT_TRUE(zen3.by_rows);
   EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, zen3.bars_cached_within);  // bars cached
+  EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, zen3.nearest_cached_within);
   const detail::StorePlan other =
       detail::store_plan(kMiB / 2, 32 * kMiB, detail::StoreHost::Unmeasured);
   EXPECT_LE(4 * tensor_1280, other.stream_above);  // nothing streams
   EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, other.bars_cached_within);
+  EXPECT_LE(3840 * 2160 * 3 / 2 + 4 * tensor_1280, other.nearest_cached_within);
   EXPECT_FALSE(other.by_rows);
   EXPECT_FALSE(intel.by_rows || amd.by_rows);
   // This host's is the one for its kind, from its own sizes.
@@ -488,6 +499,7 @@ TEST(PreprocessStores, ThePlanFollowsTheHostsCaches) {
   EXPECT_EQ(host.stream_above, own.stream_above);
   EXPECT_EQ(host.bars_cached_within, own.bars_cached_within);
   EXPECT_EQ(host.by_rows, own.by_rows);
+  EXPECT_EQ(host.nearest_cached_within, own.nearest_cached_within);
 }
 
 // A call's store flags: the user's mode as it says; Auto by the plan, the
@@ -511,6 +523,18 @@ TEST(PreprocessStores, TheModeAndThePlanChooseTheFlags) {
   EXPECT_EQ(flags(choose_stores(StoreMode::Auto, intel, f32_640, frame, DType::F32)),
             "stream bars ");
   EXPECT_EQ(flags(choose_stores(StoreMode::Auto, intel, f32_160, frame, DType::F32)), "");
+  // On Zen 4 the fused nearest rows stream their bars (and pixels) from a
+  // core's share of the L3, the other paths' bars from a third of it.
+  const detail::StorePlan zen4 = detail::store_plan(kMiB, 32 * kMiB, detail::StoreHost::CcdL3);
+  const std::int64_t frame_720p = 1280 * 720 * 3 / 2, f32_320 = 3 * 320 * 320 * 4;
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen4, f32_640, frame, DType::F32)), "stream ");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen4, f32_640, frame, DType::F32, true)),
+            "stream bars ");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen4, f32_320, frame_720p, DType::F32, true)),
+            "stream ");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen4, f32_160, frame, DType::F32, true)), "");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Cached, zen4, f32_640, frame, DType::F32, true)), "");
+  EXPECT_EQ(flags(choose_stores(StoreMode::Auto, zen3, f32_640, frame, DType::F32, true)), "rows");
   for (const detail::StorePlan* plan : {&zen3, &intel}) {
     EXPECT_EQ(flags(choose_stores(StoreMode::Cached, *plan, f32_640, frame, DType::F32)), "");
     EXPECT_EQ(flags(choose_stores(StoreMode::Streamed, *plan, f32_160, frame, DType::BF16)),
