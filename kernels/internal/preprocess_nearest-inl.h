@@ -382,9 +382,11 @@ void NearestRows(const PreprocessJob& job, std::int64_t begin, std::int64_t end)
       NearestRowT<Store::Any>(job, luma, chroma, out_r, next);
       continue;
     }
-    // Streamed only where the bars are (frame and tensor larger than a third
-    // of the last-level cache): this row's stores are most of its time, and
-    // through the cache they cost less (1080p -> 640: 0.131 -> 0.119 ms).
+    // Streamed only where the bars are (PreprocessJob::stream_bars: for these
+    // rows, frame and tensor above StorePlan::nearest_cached_within, or
+    // where the tuner measured streamed faster): this row's stores are most
+    // of its time, and through a cache that still holds the tensor they cost
+    // less (1080p -> 640 alone: 0.131 -> 0.119 ms).
     if (job.stream_bars && RowAligned(job, out_r)) {
       NearestRowT<Store::F32Stream>(job, luma, chroma, out_r, next);
     } else {
