@@ -303,8 +303,7 @@ struct PreprocessJob : YuvPlanes {  // the source planes
 /// 2.55x, -> 320 NV12 1.75 -> 1.85x) and at most 4% slower in two (720p ->
 /// 512 NV12 2.20 -> 2.11x); below it (720p -> 320 and 416) cached was
 /// faster in 3 of 4 (720p -> 320 NV12 1.89x against 1.59x). The tuner
-/// (StoreTuner) still
-/// times both and keeps the other where it is 3% faster.
+/// (StoreTuner) still times both and keeps the other where it is 3% faster.
 struct StorePlan {
   std::int64_t stream_above = 0;           ///< bytes of tensor
   std::int64_t bars_cached_within = 0;     ///< bytes of frame and tensor
