@@ -5,8 +5,8 @@
 // iteration in an order that rotates, so load and cache state hit all alike;
 // the row reports ours, the fastest recipe, the speed-up (recipe / ours) and
 // ours / the read-once-write-once floor, and heap allocations per call of
-// ours once warm. --runs N measures every row N times, in passes over each
-// source and format's rows, and prints the run of median speed-up.
+// ours once warm. --runs N measures every row N times, in passes over the
+// whole table, and prints the run of median speed-up.
 //
 // Recipes (buffers kept across calls, as a careful user keeps them):
 //   cv-planes   cv::resize of the Y and chroma planes to the content size,
@@ -601,7 +601,7 @@ std::string speedup_range(const std::vector<Result>& runs) {
 std::string runs_text(int runs) {
   if (runs < 2) return {};
   return "runs: " + std::to_string(runs) +
-         " per row, in passes over each source and format's rows; each row prints its run of "
+         " per row, in passes over the whole table; each row prints its run of "
          "median speed-up, the range of all its runs in brackets, and the most allocations per "
          "call of any run\n\n";
 }
@@ -631,8 +631,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "1, 2");
   app.add_option("--seconds", seconds, "measuring time per row")->check(CLI::Range(0.001, 3600.0));
   app.add_option("--runs", runs,
-                 "measure every row this many times, in passes over each source and format's "
-                 "rows, and print the run of median speed-up (its range beside it); allocations "
+                 "measure every row this many times, in passes over the whole table, and "
+                 "print the run of median speed-up (its range beside it); allocations "
                  "per call are the most of any run")
       ->check(CLI::Range(1, 99));
   app.add_flag("--fresh", fresh,
@@ -693,7 +693,20 @@ int main(int argc, char** argv) {
       "| source | format | output | mode | interp | threads | ours ms | fastest recipe "
       "| its ms | speed-up | vs floor | reachable | allocs/call |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  std::vector<Measured> measured;
+  // Every source and format's rows (a block: one frame), checked and
+  // planned before the first row is measured.
+  struct Planned {
+    Row row;
+    std::string size, mode, interp, threads;
+    std::vector<Result> results;
+  };
+  struct Block {
+    const Source* source;
+    std::string fmt;
+    neat::NeatTensor frame;
+    std::vector<Planned> planned;
+  };
+  std::vector<Block> blocks;
   for (const std::string& sname : split_list(sources)) {
     const Source* source = nullptr;
     for (const Source& s : kSources)
@@ -708,25 +721,6 @@ int main(int argc, char** argv) {
         return 2;
       }
       const bool nv12 = fmt == "nv12";
-      std::vector<neat::NeatTensor> frames = {make_frame(
-          nv12 ? neat::PixelFormat::NV12 : neat::PixelFormat::I420, source->width, source->height)};
-      if (fresh) {
-        const std::int64_t bytes =
-            frames.front().plane_layout(0).row_stride * source->height * 3 / 2;
-        const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-        const std::int64_t caches = std::max<std::int64_t>(l3 > 0 ? l3 : 0, 64 << 20);
-        const std::int64_t n = std::max<std::int64_t>(2, 2 * caches / bytes + 1);
-        for (std::int64_t i = 1; i < n; ++i)  // copies of the first: the same content
-          frames.push_back(frames.front().clone().value());
-      }
-      // The block's rows, each measured `runs` times: pass after pass over
-      // them all, so that a spell of host noise lands on different rows in
-      // different passes rather than on one row every time.
-      struct Planned {
-        Row row;
-        std::string size, mode, interp, threads;
-        std::vector<Result> results;
-      };
       std::vector<Planned> planned;
       for (const std::string& size : split_list(sizes)) {
         for (const std::string& mode : split_list(modes)) {
@@ -758,23 +752,49 @@ int main(int argc, char** argv) {
           }
         }
       }
-      for (int pass = 0; pass < runs; ++pass)
-        for (Planned& p : planned)
-          p.results.push_back(measure(p.row, frames, seconds));
-      for (Planned& p : planned) {
-        const Result r = median_run(p.results);
-        measured.push_back({source->name, fmt, p.mode, p.interp, p.row.out, p.row.threads, r});
-        std::printf(
-            "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx%s | %.2fx | %.2fx | "
-            "%s |\n",
-            source->name.c_str(), fmt.c_str(), p.size.c_str(), p.mode.c_str(), p.interp.c_str(),
-            p.threads.c_str(), r.ours_us / 1e3, r.best.c_str(), r.best_us / 1e3,
-            r.best_us / r.ours_us, speedup_range(p.results).c_str(), r.ours_us / r.floor_us,
-            r.best_us / r.bound_us, allocs_text(r.allocs).c_str());
-        std::fflush(stdout);
-      }
+      blocks.push_back({source, fmt, neat::NeatTensor{}, std::move(planned)});
     }
   }
+  for (Block& b : blocks) {
+    b.frame = make_frame(b.fmt == "nv12" ? neat::PixelFormat::NV12 : neat::PixelFormat::I420,
+                         b.source->width, b.source->height);
+  }
+  // Every row measured `runs` times, pass after pass over the whole table:
+  // a spell of host noise lands on different rows in different passes. On
+  // a shared host such a spell lasts seconds to minutes: in passes over one
+  // block's rows at a time, all three runs of a block fell in one (a Zen 5
+  // VM, session 50: the floor, the same bytes read and written, took 1.3-3x
+  // the time in 720p NV12's rows that it took in I420's).
+  for (int pass = 0; pass < runs; ++pass) {
+    for (Block& b : blocks) {
+      std::vector<neat::NeatTensor> frames = {b.frame};
+      if (fresh) {  // copies of the block's frame, for this pass only
+        const std::int64_t bytes = b.frame.plane_layout(0).row_stride * b.source->height * 3 / 2;
+        const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        const std::int64_t caches = std::max<std::int64_t>(l3 > 0 ? l3 : 0, 64 << 20);
+        const std::int64_t n = std::max<std::int64_t>(2, 2 * caches / bytes + 1);
+        for (std::int64_t i = 1; i < n; ++i)  // the same content
+          frames.push_back(b.frame.clone().value());
+      }
+      for (Planned& p : b.planned)
+        p.results.push_back(measure(p.row, frames, seconds));
+    }
+  }
+  std::vector<Measured> measured;
+  for (const Block& b : blocks) {
+    for (const Planned& p : b.planned) {
+      const Result r = median_run(p.results);
+      measured.push_back({b.source->name, b.fmt, p.mode, p.interp, p.row.out, p.row.threads, r});
+      std::printf(
+          "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx%s | %.2fx | %.2fx | "
+          "%s |\n",
+          b.source->name.c_str(), b.fmt.c_str(), p.size.c_str(), p.mode.c_str(), p.interp.c_str(),
+          p.threads.c_str(), r.ours_us / 1e3, r.best.c_str(), r.best_us / 1e3,
+          r.best_us / r.ours_us, speedup_range(p.results).c_str(), r.ours_us / r.floor_us,
+          r.best_us / r.bound_us, allocs_text(r.allocs).c_str());
+    }
+  }
+  std::fflush(stdout);
   print_goals(measured);
   return 0;
 }

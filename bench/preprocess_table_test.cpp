@@ -45,6 +45,9 @@ TEST(PreprocessTable, BadArgumentsAreRefusedBeforeTheFirstRow) {
       {"--interp cubic", "--interp: unknown 'cubic' (bilinear, area, nearest)"},
       {"--sources 8k --sizes 16", "unknown source '8k' (720p, 1080p, 4k)"},
       {"--formats p010 --sizes 16", "unknown format 'p010' (nv12, i420)"},
+      // A bad item after good ones: refused before the good ones' rows run.
+      {"--sources 720p,8k --sizes 32", "unknown source '8k' (720p, 1080p, 4k)"},
+      {"--sources 720p --formats nv12,p010 --sizes 32", "unknown format 'p010' (nv12, i420)"},
       {"--seconds 0", "--seconds"},
       {"--runs 0", "--runs: Value 0 not in range 1 to 99"},
       {"--runs 100", "--runs: Value 100 not in range 1 to 99"},
@@ -124,6 +127,31 @@ TEST(PreprocessTable, RunsPrintTheMedianAndTheRange) {
   EXPECT_LE(lo, median) << line;
   EXPECT_LE(median, hi) << line;
   EXPECT_EQ(cells[12], "0") << "allocations per call, the most of any run: " << line;
+}
+
+// --runs over two sources and formats: the passes go over the whole table,
+// and every row of every block prints its median and range, each once, in
+// the order of the options.
+TEST(PreprocessTable, RunsCoverEveryBlock) {
+  const CliRun r =
+      run("--sources 720p,1080p --formats i420,nv12 --sizes 32 --modes square --interp nearest "
+          "--threads 1 --seconds 0.001 --runs 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("runs: 2 per row, in passes over the whole table"), std::string::npos)
+      << r.out;
+  std::size_t last = 0;
+  for (const char* block :
+       {"| 720p | i420 |", "| 720p | nv12 |", "| 1080p | i420 |", "| 1080p | nv12 |"}) {
+    const std::string start = std::string(block) + " 32 | square | nearest | 1 |";
+    const auto at = r.out.find(start);
+    ASSERT_NE(at, std::string::npos) << start << "\n" << r.out;
+    EXPECT_EQ(r.out.find(start, at + 1), std::string::npos) << "printed twice: " << start;
+    EXPECT_GT(at, last) << "out of order: " << start;
+    last = at;
+    const std::vector<std::string> cells = cells_of(line_of(r.out, start));
+    ASSERT_EQ(cells.size(), 13u) << r.out;
+    EXPECT_NE(cells[9].find('('), std::string::npos) << "no range of two runs: " << start;
+  }
 }
 
 // The summary after the rows counts the rows against the goals: here one
