@@ -765,8 +765,13 @@ int main(int argc, char** argv) {
   // block's rows at a time, all three runs of a block fell in one (a Zen 5
   // VM, session 50: the floor, the same bytes read and written, took 1.3-3x
   // the time in 720p NV12's rows that it took in I420's).
+  // The rows print once every pass is done: a line on stderr says where
+  // the passes are meanwhile.
   for (int pass = 0; pass < runs; ++pass) {
     for (Block& b : blocks) {
+      std::fprintf(stderr, "measuring %s %s: %zu row%s (pass %d of %d)\n", b.source->name.c_str(),
+                   b.fmt.c_str(), b.planned.size(), b.planned.size() == 1 ? "" : "s", pass + 1,
+                   runs);
       std::vector<neat::NeatTensor> frames = {b.frame};
       if (fresh) {  // copies of the block's frame, for this pass only
         const std::int64_t bytes = b.frame.plane_layout(0).row_stride * b.source->height * 3 / 2;

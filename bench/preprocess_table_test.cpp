@@ -152,6 +152,9 @@ TEST(PreprocessTable, RunsCoverEveryBlock) {
     ASSERT_EQ(cells.size(), 13u) << r.out;
     EXPECT_NE(cells[9].find('('), std::string::npos) << "no range of two runs: " << start;
   }
+  // Where the passes are, while the rows wait for the last one.
+  EXPECT_NE(r.out.find("measuring 720p i420: 1 row (pass 1 of 2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measuring 1080p nv12: 1 row (pass 2 of 2)"), std::string::npos) << r.out;
 }
 
 // The summary after the rows counts the rows against the goals: here one
