@@ -6,7 +6,9 @@
 // the row reports ours, the fastest recipe, the speed-up (recipe / ours) and
 // ours / the read-once-write-once floor, and heap allocations per call of
 // ours once warm. --runs N measures every row N times, in passes over the
-// whole table, and prints the run of median speed-up.
+// whole table, and prints the run of median speed-up among the runs the
+// host ran unslowed: a probe beside every run (HostProbe) marks the others,
+// and a line after the rows counts them.
 //
 // Recipes (buffers kept across calls, as a careful user keeps them):
 //   cv-planes   cv::resize of the Y and chroma planes to the content size,
@@ -34,6 +36,7 @@
 //   of a run on an Intel Xeon, whose L3 is the whole socket's, beat their
 //   bound).
 #include <hwy/targets.h>
+#include <immintrin.h>
 #include <libyuv/convert_argb.h>
 #include <libyuv/cpu_id.h>
 #include <libyuv/scale.h>
@@ -327,16 +330,85 @@ struct Bound {
   std::vector<std::vector<int>> plane_rows;
 };
 
+// The host's own speed beside every run of a row. On a shared host (a VM
+// whose cores' other hardware threads, caches and memory serve other
+// tenants) a spell of contention slows vector work and cache writes, and
+// slows ours, the fastest way and the one most bound by them, by a larger
+// share than the recipes. On the Zen 5 VM of session 51, in one such spell
+// (minutes), one vCPU ran AVX-512 multiply-adds at 0.66x the other's speed
+// and wrote a 6 MiB buffer at 0.38x; pinned there, 4K I420 -> 416
+// letterboxed area took 1.28 ms against 0.47 on the other, its speed-up
+// 0.91x against 1.83x. Minutes later both vCPUs ran alike.
+// The probe times a fixed block of vector multiply-adds (the widest the CPU
+// has; about 22 us on that host, within 10% from call to call), the best of
+// three, on the calling thread (with 2 threads the other vCPU is not
+// probed); a run's figure is the slower of its probes before and after. A
+// write to the caches was tried as a second probe: the best of three 4 MiB
+// writes ranged 91-200 us between neighbouring runs, too noisy to mark one.
+struct HostProbe {
+  __attribute__((target("avx512f"))) static float madds512() {
+    __m512 a[8];
+    for (int i = 0; i < 8; ++i)
+      a[i] = _mm512_set1_ps(1.f + static_cast<float>(i) * 1e-3f);
+    const __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < 20000; ++i)
+      for (int j = 0; j < 8; ++j)
+        a[j] = _mm512_fmadd_ps(a[j], m, b);
+    float sum = 0;
+    for (int i = 0; i < 8; ++i)
+      sum += _mm512_reduce_add_ps(a[i]);
+    return sum;
+  }
+  __attribute__((target("avx2,fma"))) static float madds256() {
+    __m256 a[8];
+    for (int i = 0; i < 8; ++i)
+      a[i] = _mm256_set1_ps(1.f + static_cast<float>(i) * 1e-3f);
+    const __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < 20000; ++i)
+      for (int j = 0; j < 8; ++j)
+        a[j] = _mm256_fmadd_ps(a[j], m, b);
+    alignas(32) float lanes[8];
+    float sum = 0;
+    for (int i = 0; i < 8; ++i) {
+      _mm256_store_ps(lanes, a[i]);
+      for (float x : lanes)
+        sum += x;
+    }
+    return sum;
+  }
+  static float madds() {
+    if (__builtin_cpu_supports("avx512f")) return madds512();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return madds256();
+    float a[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < 20000; ++i)
+      for (float& x : a)
+        x = x * 0.999999f + 1e-7f;
+    return a[0] + a[7];
+  }
+  // Nanoseconds, the best of three.
+  double operator()() const {
+    double best = 1e300;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = Clock::now();
+      benchmark::DoNotOptimize(madds());
+      best = std::min(best, std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
+    }
+    return best;
+  }
+};
+
 struct Result {
   double ours_us = 0, best_us = 0, floor_us = 0, bound_us = 0, allocs = 0;
   std::string best;
+  double host_ns = 0;  // the slower of the probes before and after (HostProbe)
 };
 
 // frames: one (every call reads the same frame: it stays in the caches that
 // hold it), or with --fresh enough copies that each call reads the next and
 // none is still cached when its turn comes again (a camera's frames, fresh
 // from memory).
-Result measure(const Row& row, const std::vector<neat::NeatTensor>& frames, double seconds) {
+Result measure(const Row& row, const std::vector<neat::NeatTensor>& frames, double seconds,
+               const HostProbe& probe) {
   const neat::NeatTensor& frame = frames.front();
   cv::setNumThreads(row.threads);
   auto prm = neat::bench::model_params();
@@ -391,6 +463,7 @@ Result measure(const Row& row, const std::vector<neat::NeatTensor>& frames, doub
     for (int i = 0; i < 3; ++i)
       ways[w]();
   allocs = 0;
+  const double before = probe();
   std::vector<double> ns(n, 0.0);
   std::size_t start = 0, iters = 0;
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
@@ -398,7 +471,9 @@ Result measure(const Row& row, const std::vector<neat::NeatTensor>& frames, doub
     neat::bench::rotated_round(ways, ns, start);
     ++iters;
   }
+  const double after = probe();
   Result r;
+  r.host_ns = std::max(before, after);
   const double it = static_cast<double>(iters);
   r.ours_us = ns[0] / it / 1e3;
   r.bound_us = std::min(ns[kRecipes + 1], ns[kRecipes + 2]) / it / 1e3;
@@ -570,16 +645,38 @@ void print_goals(const std::vector<Measured>& rows) {
   }
 }
 
+// A probe figure over this many times its fastest in the table marks the
+// run as measured on a slowed host (HostProbe).
+constexpr double kSlowHost = 1.25;
+
+// The fastest probe figure of all runs: the host unslowed.
+double fastest_host(const std::vector<const std::vector<Result>*>& all) {
+  double f = 1e300;
+  for (const auto* runs : all)
+    for (const Result& r : *runs)
+      f = std::min(f, r.host_ns);
+  return f;
+}
+
+bool slowed(const Result& r, double fastest) {
+  return r.host_ns > kSlowHost * fastest;
+}
+
 // The run a row reports out of several: the one of median speed-up (the
-// lower of the middle two for an even count), so that its times, floor and
+// lower of the middle two for an even count) among the runs the host ran
+// unslowed (all, where every run was slowed), so that its times, floor and
 // bound are one measurement; allocations per call are the most of any run,
 // so that a run that allocated is never hidden.
-Result median_run(std::vector<Result> runs) {
+Result median_run(const std::vector<Result>& all, double fastest) {
+  std::vector<Result> runs;
+  for (const Result& x : all)
+    if (!slowed(x, fastest)) runs.push_back(x);
+  if (runs.empty()) runs = all;
   std::sort(runs.begin(), runs.end(), [](const Result& a, const Result& b) {
     return a.best_us / a.ours_us < b.best_us / b.ours_us;
   });
   Result r = runs[(runs.size() - 1) / 2];
-  for (const Result& x : runs)
+  for (const Result& x : all)
     r.allocs = std::max(r.allocs, x.allocs);
   return r;
 }
@@ -767,6 +864,7 @@ int main(int argc, char** argv) {
   // the time in 720p NV12's rows that it took in I420's).
   // The rows print once every pass is done: a line on stderr says where
   // the passes are meanwhile.
+  HostProbe probe;
   for (int pass = 0; pass < runs; ++pass) {
     for (Block& b : blocks) {
       std::fprintf(stderr, "measuring %s %s: %zu row%s (pass %d of %d)\n", b.source->name.c_str(),
@@ -782,13 +880,33 @@ int main(int argc, char** argv) {
           frames.push_back(b.frame.clone().value());
       }
       for (Planned& p : b.planned)
-        p.results.push_back(measure(p.row, frames, seconds));
+        p.results.push_back(measure(p.row, frames, seconds, probe));
     }
   }
+  std::vector<const std::vector<Result>*> all;
+  for (const Block& b : blocks)
+    for (const Planned& p : b.planned)
+      all.push_back(&p.results);
+  const double fastest = fastest_host(all);
   std::vector<Measured> measured;
+  std::vector<std::string> all_slowed;
+  int slowed_runs = 0, total_runs = 0;
+  double host_hi = 1;
   for (const Block& b : blocks) {
     for (const Planned& p : b.planned) {
-      const Result r = median_run(p.results);
+      int n_slowed = 0;
+      for (const Result& x : p.results) {
+        n_slowed += slowed(x, fastest);
+        host_hi = std::max(host_hi, x.host_ns / fastest);
+      }
+      slowed_runs += n_slowed;
+      total_runs += static_cast<int>(p.results.size());
+      if (n_slowed == static_cast<int>(p.results.size())) {
+        all_slowed.push_back(b.source->name + " " + b.fmt + " -> " + p.size + " " + p.mode + ", " +
+                             p.interp + ", " + p.threads + " thread" +
+                             (p.threads == "1" ? "" : "s"));
+      }
+      const Result r = median_run(p.results, fastest);
       measured.push_back({b.source->name, b.fmt, p.mode, p.interp, p.row.out, p.row.threads, r});
       std::printf(
           "| %s | %s | %s | %s | %s | %s | %.3f | %s | %.3f | %.2fx%s | %.2fx | %.2fx | "
@@ -798,6 +916,17 @@ int main(int argc, char** argv) {
           r.best_us / r.ours_us, speedup_range(p.results).c_str(), r.ours_us / r.floor_us,
           r.best_us / r.bound_us, allocs_text(r.allocs).c_str());
     }
+  }
+  std::printf(
+      "\nhost: its probe (HostProbe: a block of vector multiply-adds) beside each run took "
+      "1.00-%.2fx its fastest time; %d of %d runs had it over %.2fx (the host slowed: other "
+      "tenants on its cores)%s\n",
+      host_hi, slowed_runs, total_runs, kSlowHost,
+      runs > 1 ? ", left out of their rows' medians (the ranges in brackets include them)" : "");
+  if (!all_slowed.empty()) {
+    std::printf("rows with every run on a slowed host (their medians take all runs):\n");
+    for (const std::string& row : all_slowed)
+      std::printf("* %s\n", row.c_str());
   }
   std::fflush(stdout);
   print_goals(measured);

@@ -157,6 +157,41 @@ TEST(PreprocessTable, RunsCoverEveryBlock) {
   EXPECT_NE(r.out.find("measuring 1080p nv12: 1 row (pass 2 of 2)"), std::string::npos) << r.out;
 }
 
+// The host's probe beside every run (HostProbe): after the rows, its range
+// as a ratio to its fastest and how many runs it marks slowed, out of every
+// run of every row. The fastest is one of the runs, so at least one run is
+// not slowed. With --runs the slowed runs leave the rows' medians, and the
+// line says so; one run a row leaves nothing out.
+TEST(PreprocessTable, TheHostProbeCountsEveryRun) {
+  const char* args =
+      "--sources 720p --formats nv12 --sizes 32,48 --modes square --interp nearest --threads 1 "
+      "--seconds 0.001";
+  const CliRun r = run(std::string(args) + " --runs 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string line = line_of(r.out, "host: its probe");
+  ASSERT_FALSE(line.empty()) << r.out;
+  const auto took = line.find("took 1.00-");
+  ASSERT_NE(took, std::string::npos) << line;
+  double hi = 0;
+  int slowed = -1, total = 0;
+  ASSERT_EQ(std::sscanf(line.c_str() + took, "took 1.00-%lfx its fastest time; %d of %d runs", &hi,
+                        &slowed, &total),
+            3)
+      << line;
+  EXPECT_GE(hi, 1.0) << line;
+  EXPECT_EQ(total, 6) << "two rows, three runs each: " << line;
+  EXPECT_GE(slowed, 0) << line;
+  EXPECT_LT(slowed, total) << "the fastest run is not slowed: " << line;
+  EXPECT_NE(line.find("left out of their rows' medians"), std::string::npos) << line;
+
+  const CliRun one = run(args);
+  ASSERT_EQ(one.status, 0) << one.out;
+  const std::string single = line_of(one.out, "host: its probe");
+  ASSERT_FALSE(single.empty()) << one.out;
+  EXPECT_NE(single.find("of 2 runs"), std::string::npos) << single;
+  EXPECT_EQ(single.find("left out"), std::string::npos) << single;
+}
+
 // The summary after the rows counts the rows against the goals: here one
 // row, so its own speed-up and reachable decide every count.
 TEST(PreprocessTable, TheSummaryCountsTheRowsAgainstTheGoals) {
