@@ -58,6 +58,7 @@
 #include <opencv2/imgproc.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <neat/kernels/preprocess.hpp>
@@ -341,10 +342,11 @@ struct Bound {
 // 0.91x against 1.83x. Minutes later both vCPUs ran alike.
 // The probe times a fixed block of vector multiply-adds (the widest the CPU
 // has; about 22 us on that host, within 10% from call to call), the best of
-// three, on the calling thread (with 2 threads the other vCPU is not
-// probed); a run's figure is the slower of its probes before and after. A
-// write to the caches was tried as a second probe: the best of three 4 MiB
-// writes ranged 91-200 us between neighbouring runs, too noisy to mark one.
+// three, on as many threads as the row has, at once (two runnable threads
+// on two vCPUs: each vCPU probed), the slowest of them; a run's figure is
+// the slower of its probes before and after. A write to the caches was
+// tried as a second probe: the best of three 4 MiB writes ranged 91-200 us
+// between neighbouring runs, too noisy to mark one.
 struct HostProbe {
   __attribute__((target("avx512f"))) static float madds512() {
     __m512 a[8];
@@ -385,8 +387,8 @@ struct HostProbe {
         x = x * 0.999999f + 1e-7f;
     return a[0] + a[7];
   }
-  // Nanoseconds, the best of three.
-  double operator()() const {
+  // Nanoseconds, the best of three on one thread.
+  static double once() {
     double best = 1e300;
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Clock::now();
@@ -394,6 +396,19 @@ struct HostProbe {
       best = std::min(best, std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
     }
     return best;
+  }
+  // The slowest of `threads` threads probing at once (the calling thread one of them).
+  double operator()(int threads) const {
+    std::vector<double> others(static_cast<std::size_t>(std::max(threads - 1, 0)));
+    std::vector<std::thread> pool;
+    for (double& t : others)
+      pool.emplace_back([&t] { t = once(); });
+    double slowest = once();
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      pool[i].join();
+      slowest = std::max(slowest, others[i]);
+    }
+    return slowest;
   }
 };
 
@@ -463,7 +478,7 @@ Result measure(const Row& row, const std::vector<neat::NeatTensor>& frames, doub
     for (int i = 0; i < 3; ++i)
       ways[w]();
   allocs = 0;
-  const double before = probe();
+  const double before = probe(row.threads);
   std::vector<double> ns(n, 0.0);
   std::size_t start = 0, iters = 0;
   const auto until = Clock::now() + std::chrono::duration<double>(seconds);
@@ -471,7 +486,7 @@ Result measure(const Row& row, const std::vector<neat::NeatTensor>& frames, doub
     neat::bench::rotated_round(ways, ns, start);
     ++iters;
   }
-  const double after = probe();
+  const double after = probe(row.threads);
   Result r;
   r.host_ns = std::max(before, after);
   const double it = static_cast<double>(iters);
