@@ -36,7 +36,6 @@
 //   of a run on an Intel Xeon, whose L3 is the whole socket's, beat their
 //   bound).
 #include <hwy/targets.h>
-#include <immintrin.h>
 #include <libyuv/convert_argb.h>
 #include <libyuv/cpu_id.h>
 #include <libyuv/scale.h>
@@ -348,44 +347,29 @@ struct Bound {
 // tried as a second probe: the best of three 4 MiB writes ranged 91-200 us
 // between neighbouring runs, too noisy to mark one.
 struct HostProbe {
-  __attribute__((target("avx512f"))) static float madds512() {
-    __m512 a[8];
+  // 8 chains of multiply-adds on 64-byte vectors: one register each with
+  // AVX-512, two with AVX2, four with SSE (one copy per target, picked
+  // when the program loads).
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static float
+  madds() {
+    typedef float V __attribute__((vector_size(64)));
+    V a[8];
     for (int i = 0; i < 8; ++i)
-      a[i] = _mm512_set1_ps(1.f + static_cast<float>(i) * 1e-3f);
-    const __m512 m = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < 20000; ++i)
-      for (int j = 0; j < 8; ++j)
-        a[j] = _mm512_fmadd_ps(a[j], m, b);
-    float sum = 0;
-    for (int i = 0; i < 8; ++i)
-      sum += _mm512_reduce_add_ps(a[i]);
-    return sum;
-  }
-  __attribute__((target("avx2,fma"))) static float madds256() {
-    __m256 a[8];
-    for (int i = 0; i < 8; ++i)
-      a[i] = _mm256_set1_ps(1.f + static_cast<float>(i) * 1e-3f);
-    const __m256 m = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-    for (int i = 0; i < 20000; ++i)
-      for (int j = 0; j < 8; ++j)
-        a[j] = _mm256_fmadd_ps(a[j], m, b);
-    alignas(32) float lanes[8];
-    float sum = 0;
-    for (int i = 0; i < 8; ++i) {
-      _mm256_store_ps(lanes, a[i]);
-      for (float x : lanes)
-        sum += x;
+      for (int l = 0; l < 16; ++l)
+        a[i][l] = 1.f + static_cast<float>(i) * 1e-3f;
+    V m, b;
+    for (int l = 0; l < 16; ++l) {
+      m[l] = 0.999999f;
+      b[l] = 1e-7f;
     }
-    return sum;
-  }
-  static float madds() {
-    if (__builtin_cpu_supports("avx512f")) return madds512();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return madds256();
-    float a[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     for (int i = 0; i < 20000; ++i)
-      for (float& x : a)
-        x = x * 0.999999f + 1e-7f;
-    return a[0] + a[7];
+      for (V& x : a)
+        x = x * m + b;
+    float sum = 0;
+    for (const V& x : a)
+      for (int l = 0; l < 16; ++l)
+        sum += x[l];
+    return sum;
   }
   // Nanoseconds, the best of three on one thread.
   static double once() {
