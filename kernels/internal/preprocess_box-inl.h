@@ -1115,11 +1115,12 @@ void XPickRowG(const std::uint8_t* row, std::int64_t avail, std::int64_t count,
   // written are padded to whole vectors.
   if (o < count && count - o <= lanes) {
     ahead = 0;  // the copy below has no rows on
-    HWY_ALIGN std::uint8_t last[hn::MaxLanes(DBox32()) * 12] = {};
-    HWY_ALIGN std::uint8_t last2[kTwo ? hn::MaxLanes(DBox32()) * 12 : 1] = {};
+    constexpr std::size_t kBytes = hn::MaxLanes(DBox32()) * 12;
+    HWY_ALIGN std::uint8_t last[kBytes];
+    HWY_ALIGN std::uint8_t last2[kTwo ? kBytes : 1];
     const auto n = static_cast<std::size_t>(std::min(avail, count * G) - o * G);
-    std::memcpy(last, row + o * G, n);
-    if constexpr (kTwo) std::memcpy(last2, row2 + o * G, n);
+    CopyTail<kBytes>(DBox8(), last, row + o * G, n);
+    if constexpr (kTwo) CopyTail<kBytes>(DBox8(), last2, row2 + o * G, n);
     vector(last, last2);
     o = count;
   }

@@ -244,47 +244,50 @@ HWY_INLINE void BoxStep(const BoxOut<K, kStore, kConv, P>& out, const BoxRowsK& 
 
 // The row's last outputs (at most a step), from x on: their bytes copied
 // into whole vectors first (a load there would pass the rows' end; P: the
-// last output's pair is the end of the bytes it reads).
+// last output's pair is the end of the bytes it reads), by CopyTail.
 template <int K, bool kPairs, Store kStore, Conv kConv, int P = 0>
 HWY_NOINLINE void BoxRest(const BoxOut<K, kStore, kConv, P>& out, const BoxRowsK& rows,
                           std::int64_t x, std::int64_t n) {
   // A step's bytes of a row: 6 an output at 6x, else 2 bytes a 16-bit lane.
   constexpr std::size_t kMax = (P == 6 ? 6 : 2) * hn::MaxLanes(DBox16());
-  HWY_ALIGN std::uint8_t ys[K][kMax] = {}, us[K / 2][kMax] = {}, vs[K / 2][kMax] = {};
+  HWY_ALIGN std::uint8_t ys[K][kMax], us[K / 2][kMax], vs[K / 2][kMax];
+  auto copy = [](std::uint8_t* to, const std::uint8_t* from, std::int64_t bytes) {
+    CopyTail<kMax>(DBox8(), to, from, static_cast<std::size_t>(bytes));
+  };
   BoxRowsK rest{};
   rest.u_high = rows.u_high;
   if constexpr (P != 0) {  // two rows, P bytes an output
     for (int t = 0; t < 2; ++t) {
-      std::memcpy(ys[t], rows.y[t] + P * x, static_cast<std::size_t>(P * (n - 1) + 2));
+      copy(ys[t], rows.y[t] + P * x, P * (n - 1) + 2);
       rest.y[t] = ys[t];
     }
   } else {
     for (int t = 0; t < K; ++t) {
-      std::memcpy(ys[t], rows.y[t] + K * x, static_cast<std::size_t>(K * n));
+      copy(ys[t], rows.y[t] + K * x, K * n);
       rest.y[t] = ys[t];
     }
   }
   if constexpr (P == 6) {  // one chroma row, the first sample (pair) of each output's 3
     if constexpr (kPairs) {
-      std::memcpy(us[0], rows.u[0] + 6 * x, static_cast<std::size_t>(6 * (n - 1) + 2));
+      copy(us[0], rows.u[0] + 6 * x, 6 * (n - 1) + 2);
     } else {
-      std::memcpy(us[0], rows.u[0] + 3 * x, static_cast<std::size_t>(3 * (n - 1) + 1));
-      std::memcpy(vs[0], rows.v[0] + 3 * x, static_cast<std::size_t>(3 * (n - 1) + 1));
+      copy(us[0], rows.u[0] + 3 * x, 3 * (n - 1) + 1);
+      copy(vs[0], rows.v[0] + 3 * x, 3 * (n - 1) + 1);
+      rest.v[0] = vs[0];
     }
     rest.u[0] = us[0];
-    rest.v[0] = vs[0];
     BoxStep<K, kPairs>(out, rest, 0, x, n);
     return;
   }
   for (int t = 0; t < K / 2; ++t) {
     if constexpr (kPairs) {
-      std::memcpy(us[t], rows.u[t] + K * x, static_cast<std::size_t>(K * n));
+      copy(us[t], rows.u[t] + K * x, K * n);
     } else {
-      std::memcpy(us[t], rows.u[t] + K / 2 * x, static_cast<std::size_t>(K / 2 * n));
-      std::memcpy(vs[t], rows.v[t] + K / 2 * x, static_cast<std::size_t>(K / 2 * n));
+      copy(us[t], rows.u[t] + K / 2 * x, K / 2 * n);
+      copy(vs[t], rows.v[t] + K / 2 * x, K / 2 * n);
+      rest.v[t] = vs[t];
     }
     rest.u[t] = us[t];
-    rest.v[t] = vs[t];
   }
   BoxStep<K, kPairs>(out, rest, 0, x, n);
 }

@@ -76,10 +76,11 @@ struct ByteTap {
   }
   VF Last(std::int64_t x) const {
     const hn::Rebind<std::uint8_t, DI> d8;
-    HWY_ALIGN std::uint8_t last[hn::MaxLanes(d8)] = {};
-    std::memcpy(last, p + x,
-                static_cast<std::size_t>(
-                    std::min<std::int64_t>(static_cast<std::int64_t>(hn::Lanes(d8)), end - x)));
+    constexpr std::size_t kBytes = hn::MaxLanes(d8);
+    HWY_ALIGN std::uint8_t last[kBytes];
+    const auto n = static_cast<std::size_t>(
+        std::min<std::int64_t>(static_cast<std::int64_t>(hn::Lanes(d8)), end - x));
+    CopyTail<kBytes>(d8, last, p + x, n);
     return From(hn::Load(d8, last));
   }
   const std::uint8_t* p;
