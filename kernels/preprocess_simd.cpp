@@ -139,18 +139,18 @@ inline void grow(std::vector<float>& v, std::int64_t n) {
 // A row's last bytes [0, n) of `from` into `to`: kBytes, zeros after n,
 // for the whole-vector loads that follow (a load in the row would pass its
 // end). Where the target's masked loads never touch the masked-off bytes
-// (AVX-512): one masked load and one whole-vector store per vector, so that
-// each later load takes its bytes from one store, forwarded from the store
-// queue. The copy it replaced, a zeroed array (`= {}`, compiled to `rep
-// stosq`) and memcpy, made the first load after it wait for those stores
-// to reach the L1, behind the row's streaming stores: 1080p NV12 -> 320
-// letterboxed bilinear (the pairs at 6x, the last 32 of each row's 320
-// outputs from the copy) took 56 us a call, with half of perf's samples on
-// that load; this copy 31 us, vector zeroing and memcpy 33, no copy at all
-// (reading past the row: a test, not safe) 30 (Zen 5, one thread, the frame
-// cached, session 52). Elsewhere (AVX2 and below, whose masked byte loads
-// read the whole vector): vector zeroing and memcpy.
-// d: the loads' vectors (to aligned to them; kBytes a whole number of them).
+// (AVX-512): one masked load and one whole-vector store per vector, with no
+// `rep stos`. The copy it replaced zeroed its array with `= {}` (compiled
+// to `rep stosq`) and then memcpy'd over it; the first load after it
+// stalled, most likely until those string stores were written out behind
+// the row's streaming stores: 1080p NV12 -> 320 letterboxed bilinear (the
+// pairs at 6x, the last 32 of each row's 320 outputs from the copy) took
+// 56 us a call, with half of perf's samples on that load; this copy 31 us,
+// vector zeroing and memcpy 33, no copy at all (reading past the row: a
+// test, not safe) 30 (Zen 5, one thread, the frame cached, session 52).
+// Elsewhere (AVX2 and below, whose masked byte loads read the whole
+// vector): vector zeroing and memcpy.
+// d8: the loads' vectors (to aligned to them; kBytes a whole number of them).
 template <std::size_t kBytes, class D8>
 HWY_INLINE void CopyTail(D8 d8, std::uint8_t* HWY_RESTRICT to,
                          const std::uint8_t* HWY_RESTRICT from, std::size_t n) {
