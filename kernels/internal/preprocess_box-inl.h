@@ -877,6 +877,17 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
     const __m512i i0 = idx[0], i1 = idx[C - 1], f0 = idx_far[0], f1 = idx_far[C - 1];
     const __mmask64 n0 = near[0], n1 = near[C - 1], x0 = far[0], x1 = far[C - 1];
     const VF one_c = one, off_c = off, w1_c = w1, w2_c = w2;
+    // The rows, their bounds and the outputs too: read through the closure,
+    // every one was loaded again after each store (a vector store may alias
+    // anything), about ten loads a vector.
+    const __m512i ones_c = ones;
+    const __mmask64 low_c = low;
+    const std::uint8_t* const row_c = row;
+    const std::uint8_t* const row2_c = row2;
+    const std::int64_t span_c = span, avail_c = avail, count_c = count;
+    const std::ptrdiff_t ahead_c = ahead;
+    float* const out0 = dst[0];
+    float* const out1 = dst[C - 1];
     // Picks of one row from its registers.
     auto pick = [&](int c, const __m512i(&r)[3]) {
       const __m512i ic = C > 2 ? idx[c] : c == 0 ? i0 : i1;
@@ -887,59 +898,60 @@ void PermutePicks(const std::uint8_t* row, std::int64_t avail, std::int64_t span
         return _mm512_or_si512(_mm512_maskz_permutex2var_epi8(nc, r[0], ic, r[1]),
                                _mm512_maskz_permutex2var_epi8(xc, r[1], fc, r[2]));
       } else if constexpr (kRegisters == 2) {
-        return _mm512_maskz_permutex2var_epi8(low, r[0], ic, r[1]);
+        return _mm512_maskz_permutex2var_epi8(low_c, r[0], ic, r[1]);
       } else {
-        return _mm512_maskz_permutexvar_epi8(low, ic, r[0]);
+        return _mm512_maskz_permutexvar_epi8(low_c, ic, r[0]);
       }
     };
     auto body = [&](std::int64_t o, std::int64_t v, auto whole_c) {
       constexpr bool kWhole = decltype(whole_c)::value;
-      const std::uint8_t* at = row + v * span;
+      const std::uint8_t* at = row_c + v * span_c;
       __m512i r1[3], r2[3];
-      const std::int64_t left = kWhole ? 0 : std::min(avail - v * span, span);
+      const std::int64_t left = kWhole ? 0 : std::min(avail_c - v * span_c, span_c);
       for (int k = 0; k < kRegisters; ++k) {
         if constexpr (kWhole) {
           r1[k] = _mm512_loadu_si512(at + 64 * k);
-          if constexpr (kRows > 0) r2[k] = _mm512_loadu_si512(row2 + v * span + 64 * k);
+          if constexpr (kRows > 0) r2[k] = _mm512_loadu_si512(row2_c + v * span_c + 64 * k);
         } else {
           r1[k] = _mm512_maskz_loadu_epi8(first(left - 64 * k), at + 64 * k);
           if constexpr (kRows > 0)
-            r2[k] = _mm512_maskz_loadu_epi8(first(left - 64 * k), row2 + v * span + 64 * k);
+            r2[k] = _mm512_maskz_loadu_epi8(first(left - 64 * k), row2_c + v * span_c + 64 * k);
         }
       }
-      if (ahead != 0) {
+      if (ahead_c != 0) {
         for (int k = 0; k < kRegisters; ++k) {
-          _mm_prefetch(reinterpret_cast<const char*>(at + ahead + 64 * k), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(at + ahead_c + 64 * k), _MM_HINT_T0);
           if constexpr (kRows > 0)
-            _mm_prefetch(reinterpret_cast<const char*>(row2 + v * span + ahead + 64 * k),
+            _mm_prefetch(reinterpret_cast<const char*>(row2_c + v * span_c + ahead_c + 64 * k),
                          _MM_HINT_T0);
         }
       }
       for (int c = 0; c < C; ++c) {
+        float* const to = C > 2 ? dst[c] : c == 0 ? out0 : out1;
         __m512i picked = pick(c, r1);
-        if constexpr (kPair) picked = _mm512_madd_epi16(picked, ones);
+        if constexpr (kPair) picked = _mm512_madd_epi16(picked, ones_c);
         if constexpr (kRows == 2) {
           const VF a = hn::ConvertTo(df, hn::Vec<DI>{picked});
           const VF b = hn::ConvertTo(
-              df, hn::Vec<DI>{kPair ? _mm512_madd_epi16(pick(c, r2), ones) : pick(c, r2)});
-          hn::StoreU(hn::MulAdd(a, w1_c, hn::MulAdd(b, w2_c, off_c)), df, dst[c] + o);
+              df, hn::Vec<DI>{kPair ? _mm512_madd_epi16(pick(c, r2), ones_c) : pick(c, r2)});
+          hn::StoreU(hn::MulAdd(a, w1_c, hn::MulAdd(b, w2_c, off_c)), df, to + o);
           continue;
         }
         if constexpr (kRows == 1)
-          picked = _mm512_add_epi32(picked, _mm512_madd_epi16(pick(c, r2), ones));
+          picked = _mm512_add_epi32(picked, _mm512_madd_epi16(pick(c, r2), ones_c));
         const hn::Vec<DI> level{picked};
         if constexpr (kRaw) {
-          hn::StoreU(hn::BitCast(df, level), df, dst[c] + o);
+          hn::StoreU(hn::BitCast(df, level), df, to + o);
         } else {
-          hn::StoreU(hn::MulAdd(hn::ConvertTo(df, level), one_c, off_c), df, dst[c] + o);
+          hn::StoreU(hn::MulAdd(hn::ConvertTo(df, level), one_c, off_c), df, to + o);
         }
       }
     };
     // Whole registers while they lie inside the row, then masked to it.
     std::int64_t o = 0, v = 0;
-    for (; o < count && v * span + 64 * kRegisters <= avail; o += 16, ++v)
+    for (; o < count_c && v * span_c + 64 * kRegisters <= avail_c; o += 16, ++v)
       body(o, v, std::true_type());
-    for (; o < count; o += 16, ++v)
+    for (; o < count_c; o += 16, ++v)
       body(o, v, std::false_type());
   };
   using Yes = std::true_type;
