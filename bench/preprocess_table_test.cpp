@@ -4,6 +4,7 @@
 // the host's CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -159,9 +160,10 @@ TEST(PreprocessTable, RunsCoverEveryBlock) {
 
 // The host's probe beside every run (HostProbe): after the rows, its range
 // as a ratio to its fastest and how many runs it marks slowed, out of every
-// run of every row. The fastest is one of the runs, so at least one run is
-// not slowed. With --runs the slowed runs leave the rows' medians, and the
-// line says so; one run a row leaves nothing out.
+// run of every row; then the floor's range against its row's fastest floor
+// and the runs it marks (the memory slowed), and the runs slowed either way. The fastest is one of
+// the runs, so at least one run is not slowed. With --runs the slowed runs leave the rows' medians,
+// and the line says so; one run a row leaves nothing out.
 TEST(PreprocessTable, TheHostProbeCountsEveryRun) {
   const char* args =
       "--sources 720p --formats nv12 --sizes 32,48 --modes square --interp nearest --threads 1 "
@@ -172,16 +174,26 @@ TEST(PreprocessTable, TheHostProbeCountsEveryRun) {
   ASSERT_FALSE(line.empty()) << r.out;
   const auto took = line.find("took 1.00-");
   ASSERT_NE(took, std::string::npos) << line;
-  double hi = 0;
-  int slowed = -1, total = 0;
-  ASSERT_EQ(std::sscanf(line.c_str() + took, "took 1.00-%lfx its fastest time; %d of %d runs", &hi,
-                        &slowed, &total),
-            3)
+  double hi = 0, limit = 0, floor_hi = 0, floor_limit = 0;
+  int probed = -1, total = 0, memory = -1, slowed = -1;
+  ASSERT_EQ(std::sscanf(line.c_str() + took,
+                        "took 1.00-%lfx its fastest time, over %lfx in %d of %d runs; the floor of "
+                        "a run took 1.00-%lfx the fastest of its row's runs, over %lfx in %d (the "
+                        "memory slowed). %d runs",
+                        &hi, &limit, &probed, &total, &floor_hi, &floor_limit, &memory, &slowed),
+            8)
       << line;
   EXPECT_GE(hi, 1.0) << line;
+  EXPECT_GE(floor_hi, 1.0) << line;
   EXPECT_EQ(total, 6) << "two rows, three runs each: " << line;
-  EXPECT_GE(slowed, 0) << line;
-  EXPECT_LT(slowed, total) << "the fastest run is not slowed: " << line;
+  EXPECT_GE(probed, 0) << line;
+  EXPECT_LT(probed, total) << "the fastest run is not slowed: " << line;
+  // The fastest floor of each row is one of its runs: at most two of each
+  // row's three are marked, and a run marked either way counts once.
+  EXPECT_GE(memory, 0) << line;
+  EXPECT_LE(memory, 4) << line;
+  EXPECT_GE(slowed, std::max(probed, memory)) << line;
+  EXPECT_LE(slowed, probed + memory) << line;
   EXPECT_NE(line.find("left out of their rows' medians"), std::string::npos) << line;
 
   const CliRun one = run(args);

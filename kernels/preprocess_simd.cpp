@@ -158,8 +158,11 @@ HWY_INLINE void CopyTail(D8 d8, std::uint8_t* HWY_RESTRICT to,
   const std::size_t lanes = hn::Lanes(d8);
   static_assert(kBytes % hn::MaxLanes(D8()) == 0, "whole vectors");
   for (std::size_t o = 0; o < kBytes; o += lanes) {
-    const std::size_t left = n > o ? std::min(n - o, lanes) : 0;
-    hn::Store(hn::MaskedLoad(hn::FirstN(d8, left), d8, from + o), d8, to + o);
+    if (o < n) {
+      hn::Store(hn::MaskedLoad(hn::FirstN(d8, std::min(n - o, lanes)), d8, from + o), d8, to + o);
+    } else {  // zeros, with no pointer formed past the bytes copied
+      hn::Store(hn::Zero(d8), d8, to + o);
+    }
   }
 #else
   (void)d8;
