@@ -161,9 +161,10 @@ TEST(PreprocessTable, RunsCoverEveryBlock) {
 // The host's probe beside every run (HostProbe): after the rows, its range
 // as a ratio to its fastest and how many runs it marks slowed, out of every
 // run of every row; then the floor's range against its row's fastest floor
-// and the runs it marks (the memory slowed), and the runs slowed either way. The fastest is one of
-// the runs, so at least one run is not slowed. With --runs the slowed runs leave the rows' medians,
-// and the line says so; one run a row leaves nothing out.
+// and the runs it marks (the memory slowed), and the runs slowed either
+// way. The fastest probe is one of the runs, so at least one run is not
+// slowed by it. With --runs the slowed runs leave the rows' medians, and
+// the line says so; one run a row leaves nothing out.
 TEST(PreprocessTable, TheHostProbeCountsEveryRun) {
   const char* args =
       "--sources 720p --formats nv12 --sizes 32,48 --modes square --interp nearest --threads 1 "
