@@ -232,11 +232,25 @@ TEST_F(GraphTest, PoolsHoldEveryFrameInFlightSoASlowConsumerAllocatesNothingNew)
   // The application pulls nothing until every queue is full (on a slow
   // machine, as under TSan, a consumer that is merely slow may still outrun
   // the stages), then pulls slowly.
-  auto backed_up = [&] {
-    const GraphStats s = g->stats();
-    for (const EdgeStats& e : s.edges)
+  // stats() reads the edges one after another, so while frames still move a
+  // single read may see each queue full at a different moment. Backed up
+  // means every queue full and no frame moved between two reads 20 ms apart.
+  auto moved = [&] {
+    std::uint64_t n = 0;
+    for (const EdgeStats& e : g->stats().edges)
+      n += e.frames;
+    return n;
+  };
+  auto all_full = [&] {
+    for (const EdgeStats& e : g->stats().edges)
       if (e.queue_depth < e.capacity) return false;
     return true;
+  };
+  auto backed_up = [&] {
+    const std::uint64_t before = moved();
+    if (!all_full()) return false;
+    std::this_thread::sleep_for(20ms);
+    return all_full() && moved() == before;
   };
   for (auto until = std::chrono::steady_clock::now() + 30s;
        !backed_up() && std::chrono::steady_clock::now() < until;)
