@@ -677,9 +677,14 @@ bool memory_slowed(const Result& r, double row_floor) {
   return r.floor_us > kSlowMemory * row_floor;
 }
 
+// The probe (vector work) over kSlowHost times its fastest in the table.
+bool host_slowed(const Result& r, double fastest) {
+  return r.host_ns > kSlowHost * fastest;
+}
+
 // Slowed either way: the probe (vector work) or the floor (memory).
 bool slowed(const Result& r, double fastest, double row_floor) {
-  return r.host_ns > kSlowHost * fastest || memory_slowed(r, row_floor);
+  return host_slowed(r, fastest) || memory_slowed(r, row_floor);
 }
 
 // The run a row reports out of several: the one of median speed-up (the
@@ -919,7 +924,7 @@ int main(int argc, char** argv) {
       const double row_floor = fastest_floor(p.results);
       for (const Result& x : p.results) {
         n_slowed += slowed(x, fastest, row_floor);
-        probe_runs += x.host_ns > kSlowHost * fastest;
+        probe_runs += host_slowed(x, fastest);
         memory_runs += memory_slowed(x, row_floor);
         host_hi = std::max(host_hi, x.host_ns / fastest);
         floor_hi = std::max(floor_hi, x.floor_us / row_floor);
