@@ -176,6 +176,42 @@ void build_spans(ResampleAxis& a, int step) {
   a.span_base = std::move(base);
 }
 
+// A gather's blocks 32 bytes wide (see ResampleAxis::wide_base): where
+// every block of 4 outputs (one tap pair each) reads within 32 bytes.
+void build_wide(ResampleAxis& a, int step) {
+  a.wide_base.clear();
+  for (auto& half : a.shuffle_wide)
+    for (auto& t : half)
+      t.clear();
+  const std::int64_t row_bytes = a.source * step;
+  if (!a.gather || row_bytes < 32) return;
+  std::vector<std::int32_t> base(static_cast<std::size_t>(a.block_count), 0);
+  for (std::int64_t b = 0; 4 * b < a.count; ++b) {
+    std::int64_t lo = 0, hi = 0;
+    tap_span(a, step, 4 * b, 4 * b + 4, lo, hi);
+    const std::int64_t at = hi < 0 ? 0 : std::min(lo, row_bytes - 32);
+    if (hi - at >= 32) return;
+    base[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(at);
+  }
+  for (auto& half : a.shuffle_wide)
+    for (int ch = 0; ch < 4; ++ch)
+      half[ch].assign(ch < step ? static_cast<std::size_t>(a.block_count * 16) : 0, 0x80);
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const std::int64_t b = o / 4, i = o % 4;
+    for (int t = 0; t < a.taps && t < 2; ++t) {
+      if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
+      const std::int64_t byte =
+          (a.first[static_cast<std::size_t>(o)] + t) * step - base[static_cast<std::size_t>(b)];
+      const auto at = static_cast<std::size_t>(b * 16 + 4 * i + 2 * t);
+      for (int ch = 0; ch < step; ++ch) {
+        const std::int64_t k = byte + ch;
+        a.shuffle_wide[k < 16 ? 0 : 1][ch][at] = static_cast<std::uint8_t>(k % 16);
+      }
+    }
+  }
+  a.wide_base = std::move(base);
+}
+
 // The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
 // lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
 // output; else (large area ratios) a.blocks stays false. Then the permutes'.
@@ -268,6 +304,7 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
       }
     }
   }
+  build_wide(a, step);
   a.blocks = usable;
   build_permutes(a, step);
   build_spans(a, step);

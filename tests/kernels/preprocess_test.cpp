@@ -1383,22 +1383,27 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
     Sampling m;
     int step;
     bool blocks, gather;
-    int windows;  // -1: any
+    int windows;    // -1: any
+    int wide = -1;  // a gather's 32-byte blocks: 1 built, 0 not, -1 either
   };
   const AxisCase cases[] = {
-      {640, 1920, 0, Sampling::Bilinear, 1, true, false, -1},   // 3x: 16-byte blocks
-      {640, 1920, 1, Sampling::Bilinear, 2, true, false, -1},   // its NV12 chroma
-      {320, 1920, 0, Sampling::Bilinear, 1, true, true, 1},     // 6x: a gather, one window
-      {320, 1920, 1, Sampling::Bilinear, 2, true, true, 1},     // its NV12 chroma
-      {320, 1920, 0, Sampling::Area, 1, false, false, 1},       // 7 taps: permutes only
-      {320, 1920, 0, Sampling::Area, 2, false, false, 2},       // 16-bit sums of luma rows
-      {320, 1920, 1, Sampling::Area, 4, false, false, 2},       // ... of UV rows
-      {320, 3840, 0, Sampling::Area, 1, false, false, 2},       // 12x: two windows
-      {320, 3840, 0, Sampling::Nearest, 1, true, true, 2},      // nearest: 12x
-      {1280, 1280, 0, Sampling::Bilinear, 1, true, false, -1},  // 1:1
-      {1280, 720, 0, Sampling::Area, 1, true, false, -1},       // enlarging
-      {300, 1001, 1, Sampling::Area, 1, true, false, -1},       // odd, I420 chroma
-      {2, 40000, 0, Sampling::Area, 1, false, false, 0},        // 20000 taps: neither
+      {640, 1920, 0, Sampling::Bilinear, 1, true, false, -1},    // 3x: 16-byte blocks
+      {640, 1920, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
+      {320, 1920, 0, Sampling::Bilinear, 1, true, true, 1, 1},   // 6x: a gather, one window
+      {320, 1920, 1, Sampling::Bilinear, 2, true, true, 1, 1},   // its NV12 chroma
+      {416, 1920, 1, Sampling::Bilinear, 2, true, true, -1, 1},  // 1080p NV12 chroma -> 416
+      {416, 3840, 0, Sampling::Bilinear, 1, true, true, -1, 1},  // 9.2x: 30 bytes a block
+      {320, 3840, 0, Sampling::Bilinear, 1, true, true, -1, 0},  // 12x: 38 bytes, gathered
+      {320, 1920, 0, Sampling::Area, 1, false, false, 1},        // 7 taps: permutes only
+      {320, 1920, 0, Sampling::Area, 2, false, false, 2},        // 16-bit sums of luma rows
+      {320, 1920, 1, Sampling::Area, 4, false, false, 2},        // ... of UV rows
+      {320, 3840, 0, Sampling::Area, 1, false, false, 2},        // 12x: two windows
+      {320, 3840, 0, Sampling::Nearest, 1, true, true, 2, 0},    // nearest: 12x
+      {611, 3843, 0, Sampling::Nearest, 1, true, true, -1, 1},   // nearest: 6.3x, a tail
+      {1280, 1280, 0, Sampling::Bilinear, 1, true, false, -1},   // 1:1
+      {1280, 720, 0, Sampling::Area, 1, true, false, -1},        // enlarging
+      {300, 1001, 1, Sampling::Area, 1, true, false, -1},        // odd, I420 chroma
+      {2, 40000, 0, Sampling::Area, 1, false, false, 0},         // 20000 taps: neither
   };
   std::mt19937 rng(5);
   for (const AxisCase& c : cases) {
@@ -1409,6 +1414,8 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
     EXPECT_EQ(a.blocks, c.blocks) << what;
     EXPECT_EQ(a.gather, c.gather) << what;
     if (c.windows >= 0) EXPECT_EQ(a.windows, c.windows) << what;
+    if (c.wide >= 0) EXPECT_EQ(!a.wide_base.empty(), c.wide == 1) << what;
+    if (!a.gather) EXPECT_TRUE(a.wide_base.empty()) << what;
     if (!a.blocks && a.windows == 0) continue;  // the vertical-first path: no tables
     const std::int64_t bytes = a.source * c.step;
     std::vector<int> row(static_cast<std::size_t>(bytes));
@@ -1428,7 +1435,7 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
           if (w != 0) want += w * at((a.first[static_cast<std::size_t>(o)] + t) * c.step + ch);
         }
         const std::int64_t b = o / 4, i = o % 4;
-        double blocks = 0, permutes = 0;
+        double blocks = 0, permutes = 0, wide = 0;
         for (int p = 0; p < a.passes; ++p) {
           for (int half = 0; half < 2; ++half) {
             const auto k = static_cast<std::size_t>((p * a.block_count + b) * 8 + 2 * i + half);
@@ -1439,6 +1446,14 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
                                               ? a.lane_base[static_cast<std::size_t>(o)] - 4 * i
                                               : a.block_base[static_cast<std::size_t>(b)];
               if (idx != 0x80) blocks += w * at(origin + idx);
+            }
+            if (!a.wide_base.empty()) {  // one pass: the sample from one window or neither
+              const auto pos = static_cast<std::size_t>(b * 16 + 4 * i + 2 * half);
+              const int low = a.shuffle_wide[0][ch][pos], high = a.shuffle_wide[1][ch][pos];
+              EXPECT_TRUE(low == 0x80 || high == 0x80) << what << " output " << o;
+              const std::int64_t origin = a.wide_base[static_cast<std::size_t>(b)];
+              if (low != 0x80) wide += w * at(origin + low);
+              if (high != 0x80) wide += w * at(origin + 16 + high);
             }
             if (a.windows > 0) {
               const std::int64_t v = o / 16, j = o % 16;
@@ -1453,6 +1468,7 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
         // Each weight within half a unit of 1/32767, at most 255 levels apart.
         const double tol = c.m == Sampling::Nearest ? 0 : 255.0 * a.taps * 0.5 / 32767 + 1e-9;
         if (a.blocks) ASSERT_NEAR(blocks / one, want, tol) << what << " output " << o;
+        if (!a.wide_base.empty()) ASSERT_EQ(wide, blocks) << what << " output " << o;
         if (a.windows > 0) ASSERT_NEAR(permutes / one, want, tol) << what << " output " << o;
       }
     }

@@ -65,7 +65,11 @@ const PreprocessCase kPreprocess[] = {
     {PixelFormat::YV12, 37, 23, 61, 47, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // enlarging, tails only
     {PixelFormat::NV12, 1920, 1080, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox,
-     DType::F32},  // 6x: gathers, or VBMI permutes
+     DType::F32},  // 6x: gathers (AVX2: 32-byte blocks), or VBMI permutes
+    {PixelFormat::NV21, 1923, 1081, 417, 415, Interpolation::Bilinear, ResizeMode::Letterbox,
+     DType::F32},  // 4.6x: AVX2's 32-byte blocks for luma and UV pairs, tails
+    {PixelFormat::I420, 3843, 2161, 611, 343, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // nearest 6.3x: AVX2's 32-byte blocks of picks, tails
     {PixelFormat::NV21, 1280, 720, 201, 97, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // nearest
     {PixelFormat::I420, 1920, 1080, 200, 120, Interpolation::Area, ResizeMode::Stretch,
