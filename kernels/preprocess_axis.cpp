@@ -176,15 +176,16 @@ void build_spans(ResampleAxis& a, int step) {
   a.span_base = std::move(base);
 }
 
-// A gather's blocks 32 bytes wide (see ResampleAxis::wide_base): where
-// every block of 4 outputs (one tap pair each) reads within 32 bytes.
-void build_wide(ResampleAxis& a, int step) {
+// Blocks 32 bytes wide (see ResampleAxis::wide_base), where the 16-byte
+// blocks do not fit (`fit`) and every block of 4 outputs reads within 32
+// bytes.
+void build_wide(ResampleAxis& a, int step, bool fit) {
   a.wide_base.clear();
   for (auto& half : a.shuffle_wide)
     for (auto& t : half)
       t.clear();
   const std::int64_t row_bytes = a.source * step;
-  if (!a.gather || row_bytes < 32) return;
+  if (fit || row_bytes < 32 || a.taps > 64) return;
   std::vector<std::int32_t> base(static_cast<std::size_t>(a.block_count), 0);
   for (std::int64_t b = 0; 4 * b < a.count; ++b) {
     std::int64_t lo = 0, hi = 0;
@@ -195,14 +196,16 @@ void build_wide(ResampleAxis& a, int step) {
   }
   for (auto& half : a.shuffle_wide)
     for (int ch = 0; ch < 4; ++ch)
-      half[ch].assign(ch < step ? static_cast<std::size_t>(a.block_count * 16) : 0, 0x80);
+      half[ch].assign(ch < step ? static_cast<std::size_t>(a.passes * a.block_count * 16) : 0,
+                      0x80);
   for (std::int64_t o = 0; o < a.count; ++o) {
     const std::int64_t b = o / 4, i = o % 4;
-    for (int t = 0; t < a.taps && t < 2; ++t) {
+    for (int t = 0; t < a.taps; ++t) {
       if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
       const std::int64_t byte =
           (a.first[static_cast<std::size_t>(o)] + t) * step - base[static_cast<std::size_t>(b)];
-      const auto at = static_cast<std::size_t>(b * 16 + 4 * i + 2 * t);
+      const auto at =
+          static_cast<std::size_t>(((t / 2) * a.block_count + b) * 16 + 4 * i + 2 * (t % 2));
       for (int ch = 0; ch < step; ++ch) {
         const std::int64_t k = byte + ch;
         a.shuffle_wide[k < 16 ? 0 : 1][ch][at] = static_cast<std::uint8_t>(k % 16);
@@ -304,7 +307,7 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
       }
     }
   }
-  build_wide(a, step);
+  build_wide(a, step, fit);
   a.blocks = usable;
   build_permutes(a, step);
   build_spans(a, step);

@@ -100,9 +100,11 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 21x luma (23 taps: gathers), 10.6x chroma (12 taps: two vectors)
     // Without VBMI, rows whose taps fit neither the blocks nor a gather,
     // output by output: bytes, or rows of sums (words); samples side by side,
-    // or UV pairs (both from one load); 4, 8 or 16 taps; tails.
+    // or UV pairs (both from one load); 4, 8 or 16 taps; tails. AVX2 takes
+    // the bytes within 32 bytes a block of four by the wide blocks, pass by
+    // pass (AVX-512 without VBMI still output by output).
     {PixelFormat::NV12, 1920, 1080, 416, 416, Interpolation::Area, ResizeMode::Stretch,
-     DType::F32},  // luma sums 4.6x (8 taps), UV bytes 2.3x (4), chroma rows not summed
+     DType::F32},  // luma sums 4.6x (8 taps), UV bytes 2.3x (4, AVX2: wide), chroma not summed
     {PixelFormat::NV21, 1922, 1082, 417, 415, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // the same, V first, a tail of outputs
     {PixelFormat::NV12, 1920, 1080, 400, 150, Interpolation::Area, ResizeMode::Stretch,
