@@ -103,7 +103,7 @@ void BM_PreprocessAreaRecipes(benchmark::State& state) {
 }
 BENCHMARK(BM_PreprocessAreaRecipes)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
-// A ratio with no periodic pattern (1920x1080 -> 608x608: the gather path)
+// A ratio with no periodic pattern (1920x1080 -> 608x608: the tables' blocks)
 // and the letterbox of the detection demo, against the careful OpenCV chains.
 void BM_PreprocessOtherShapes(benchmark::State& state) {
   const bool letterbox = state.range(0) == 1;

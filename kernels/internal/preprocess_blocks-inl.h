@@ -83,11 +83,20 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
   hn::StoreU(raw ? hn::BitCast(df, sums) : hn::ConvertTo(df, sums), df, out);
 }
 
-// Without VBMI: rows of large ratios, and rows of sums, output by output;
+// Without VBMI: rows of large ratios (past the wide blocks' 32 bytes), and
+// rows of sums, output by output;
 // with it, rows of more taps than the permutes take well.
 #include "kernels/internal/preprocess_by_output-inl.h"
 // The VBMI permutes (ResampleAxis::windows, pick patterns).
 #include "kernels/internal/preprocess_permutes-inl.h"
+
+// Whether this target takes the wide blocks (ResampleAxis::wide_base) where
+// the 16-byte blocks do not fit: x86 without VBMI, whose byte shuffles work
+// within 16 bytes and whose gathers are slow (AVX2's microcoded on AMD; on
+// Intel, AVX2's and AVX-512's slowed by the Gather Data Sampling fix; SSE4's
+// and SSSE3's four loads and inserts).
+constexpr bool kWideBlocks = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 ||
+                             HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3;
 
 // Outputs [0, ax.count) of R rows (padded to whole vectors) for C channels
 // of each: out[k * C + c] from shuffle[channel[c]] of rows[k]. Two rows (a
@@ -286,12 +295,22 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
   // 0.93-0.94, two threads 0.91-0.96; the other rows 0.99-1.00.
   using One = std::integral_constant<int, 1>;
   if (ax.gather) {  // a gather serves one pass only
-#if HWY_TARGET == HWY_AVX2
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_SSE4 || \
+    HWY_TARGET == HWY_SSSE3
     // Where a block's taps lie within 32 bytes, two 16-byte windows per
     // block in place of the 4-byte loads (Zen 5, AVX2, calls alternated in
     // one process, time wide / gathered: 4K NV12 -> 416 to 608 bilinear
     // 0.77-0.82, I420 0.83-0.87, nearest 0.78-0.90; 1080p NV12 -> 416 0.89;
     // with 32 MiB written between calls 0.88-0.95; the same bytes out).
+    // AVX-512 without VBMI (Skylake-X to Cooper Lake) the same in place of
+    // vpgatherdd, which Intel's Gather Data Sampling fix slows on those
+    // cores; its target run on Zen 5, whose gathers are not slowed, time
+    // wide / gathered: 4K NV12 -> 416 bilinear 0.59, -> 608 letterboxed
+    // 0.62, I420 -> 512 0.71, nearest 0.69-0.78; 1080p NV12 -> 416 0.74-0.80;
+    // 32 MiB written between calls 0.54-0.80, two threads 0.62-0.75. SSE4
+    // and SSSE3 (Tremont's edge boxes) in place of four loads and inserts:
+    // SSE4 on Zen 5, 4K NV12 -> 416 bilinear 0.91-0.93, -> 608 letterboxed
+    // 0.91, I420 -> 512 0.93, nearest 0.93-0.94; 1080p 0.98-1.01.
     if (!ax.wide_base.empty()) {
       using Wide = std::integral_constant<int, 2>;
       pick ? kind(Wide(), One(), Yes()) : kind(Wide(), One(), No());
@@ -299,7 +318,8 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
     }
 #endif
     pick ? kind(Yes(), One(), Yes()) : kind(Yes(), One(), No());
-#if HWY_TARGET == HWY_AVX2
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_SSE4 || \
+    HWY_TARGET == HWY_SSSE3
   } else if (!ax.blocks) {
     // More taps than a gather takes, within 32 bytes a block: the wide
     // blocks pass by pass, in place of the taps output by output (1080p
@@ -334,7 +354,7 @@ bool TakesBlocks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
   return !HasPatternPicks<C>(ax, offset) && !TakesPermutes(ax) && !TakesByOutput(ax);
 #else
   (void)offset;
-  return ax.blocks || (HWY_TARGET == HWY_AVX2 && !ax.wide_base.empty());
+  return ax.blocks || (kWideBlocks && !ax.wide_base.empty());
 #endif
 }
 
@@ -375,9 +395,8 @@ void HorizontalBlocks(const ResampleAxis& ax, const std::uint8_t* row, const int
     return;
   }
 #elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-  // Taps that fit neither the blocks nor a gather (nor, on AVX2, the wide
-  // blocks).
-  if (!ax.blocks && !(HWY_TARGET == HWY_AVX2 && !ax.wide_base.empty())) {
+  // Taps that fit neither the blocks nor a gather nor the wide blocks.
+  if (!ax.blocks && ax.wide_base.empty()) {
     HorizontalByOutput<C, false>(ax, row, channel, out, offset, raw);
     return;
   }

@@ -65,11 +65,11 @@ const PreprocessCase kPreprocess[] = {
     {PixelFormat::YV12, 37, 23, 61, 47, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // enlarging, tails only
     {PixelFormat::NV12, 1920, 1080, 320, 320, Interpolation::Bilinear, ResizeMode::Letterbox,
-     DType::F32},  // 6x: gathers (AVX2: 32-byte blocks), or VBMI permutes
+     DType::F32},  // 6x: VBMI permutes, x86 without VBMI 32-byte blocks, else gathers
     {PixelFormat::NV21, 1923, 1081, 417, 415, Interpolation::Bilinear, ResizeMode::Letterbox,
-     DType::F32},  // 4.6x: AVX2's 32-byte blocks for luma and UV pairs, tails
+     DType::F32},  // 4.6x: 32-byte blocks (no VBMI) for luma and UV pairs, tails
     {PixelFormat::I420, 3843, 2161, 611, 343, Interpolation::Nearest, ResizeMode::Stretch,
-     DType::F32},  // nearest 6.3x: AVX2's 32-byte blocks of picks, tails
+     DType::F32},  // nearest 6.3x: 32-byte blocks of picks (no VBMI), tails
     {PixelFormat::NV21, 1280, 720, 201, 97, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // nearest
     {PixelFormat::I420, 1920, 1080, 200, 120, Interpolation::Area, ResizeMode::Stretch,
@@ -100,11 +100,10 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // 21x luma (23 taps: gathers), 10.6x chroma (12 taps: two vectors)
     // Without VBMI, rows whose taps fit neither the blocks nor a gather,
     // output by output: bytes, or rows of sums (words); samples side by side,
-    // or UV pairs (both from one load); 4, 8 or 16 taps; tails. AVX2 takes
-    // the bytes within 32 bytes a block of four by the wide blocks, pass by
-    // pass (AVX-512 without VBMI still output by output).
+    // or UV pairs (both from one load); 4, 8 or 16 taps; tails. Bytes
+    // within 32 bytes a block of four take the wide blocks, pass by pass.
     {PixelFormat::NV12, 1920, 1080, 416, 416, Interpolation::Area, ResizeMode::Stretch,
-     DType::F32},  // luma sums 4.6x (8 taps), UV bytes 2.3x (4, AVX2: wide), chroma not summed
+     DType::F32},  // luma sums 4.6x (8 taps), UV bytes 2.3x (4: wide), chroma not summed
     {PixelFormat::NV21, 1922, 1082, 417, 415, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // the same, V first, a tail of outputs
     {PixelFormat::NV12, 1920, 1080, 400, 150, Interpolation::Area, ResizeMode::Stretch,
