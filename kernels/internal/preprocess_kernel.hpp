@@ -110,9 +110,9 @@ struct ResampleAxis {
   /// AVX-512 VBMI takes them in place of a gather, or of the taps output by
   /// output; empty where some block's taps do not fit in 32 bytes): block
   /// b reads the 16 bytes at wide_base[b] and the 16 after them, and pass p
-  /// picks its pairs from the first with
-  /// shuffle_wide[0][channel], from the second with shuffle_wide[1][channel]
-  /// (0x80: not from that one), ORed; laid out as `shuffle`.
+  /// picks its pairs from the first with shuffle_wide[0][channel], from the
+  /// second with shuffle_wide[1][channel] (0x80: not from that one), ORed;
+  /// laid out as `shuffle`.
   std::vector<std::int32_t> wide_base;
   std::vector<std::uint8_t> shuffle_wide[2][4];
   /// The byte-permute tables for CPUs with AVX-512 VBMI (any number of taps):
