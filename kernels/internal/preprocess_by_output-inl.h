@@ -12,8 +12,9 @@
 #endif
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-// Where a row's taps fit neither the 16-byte blocks nor a gather (area at
-// large ratios: 1080p -> 416 reads 4.6 luma samples per output), and for
+// Where a row's taps fit neither the 16-byte blocks, a gather nor the wide
+// blocks' 32 bytes (area from about 7x across: 4K -> 416 reads 9.2 luma
+// samples per output), and for
 // rows of 16-bit sums (area's rows summed first, the fixed-point vertical
 // pass), without the VBMI permutes (with them, beyond 16 taps: area from
 // 17x across): each output's samples are loaded from its first (8 elements,

@@ -139,7 +139,8 @@ struct ResampleAxis {
   /// The pair weights output by output, each output's taps in order in a row
   /// of q_taps (4, 8, 16, 32 or 64; 0 and empty beyond 64 taps, and for
   /// nearest): on AVX2 (and AVX-512 without VBMI), rows whose taps fit
-  /// neither the blocks nor a gather, and rows of 16-bit sums; with VBMI,
+  /// neither the blocks, a gather nor the wide blocks, and rows of 16-bit
+  /// sums; with VBMI,
   /// rows of more than 16 taps or that no permute window fits: each output's
   /// samples are loaded from `first` (one to eight 16-element vectors) and
   /// weighed in multiply-adds (preprocess_by_output-inl.h).
