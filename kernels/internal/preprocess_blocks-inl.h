@@ -131,10 +131,10 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
     // Everything the loop reads but its stores, in locals: the stores (which
     // may alias anything) would make the compiler load them again per vector.
     // So are what the lambda would read through its captures where it is
-    // not inlined (AVX2, SSE4: the weights down, `ahead`, reloaded per
-    // vector). AVX2 on Zen 5, time locals / captures: 720p I420 -> 416
+    // not inlined (AVX2: the weights down and `ahead`, reloaded per
+    // vector). On Zen 5, time locals / captures: AVX2 720p I420 -> 416
     // letterboxed bilinear 0.81, NV12 0.87, 1080p -> 416 0.72, 4K -> 416
-    // 0.81; SSE4 0.8; AVX-512 0.9; area and nearest about 1.00.
+    // 0.81; SSE4 0.73-0.80; AVX-512 without VBMI 0.87-0.91.
     const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(df));
     const std::int64_t per_vector = lanes / 4;  // blocks
     // A pick (one tap of weight 1: nearest, bilinear at an odd ratio) needs
