@@ -23,6 +23,14 @@
 // so that the final pass need not subtract; nearest's hold whole levels.
 constexpr std::int32_t kOne = 32767;
 
+// Whether this target takes the wide blocks (ResampleAxis::wide_base) where
+// the 16-byte blocks do not fit: x86 without VBMI, whose byte shuffles work
+// within 16 bytes and whose gathers are slow (AVX2's microcoded on AMD; on
+// Intel, AVX2's and AVX-512's slowed by the Gather Data Sampling fix; SSE4's
+// and SSSE3's four loads and inserts).
+constexpr bool kWideBlocks = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 ||
+                             HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3;
+
 #if HWY_TARGET == HWY_SCALAR
 // One lane: the same tables, read one output at a time.
 template <int C>
@@ -89,14 +97,6 @@ HWY_INLINE void StoreSums(hn::Vec<DI> sums, bool raw, float* out) {
 #include "kernels/internal/preprocess_by_output-inl.h"
 // The VBMI permutes (ResampleAxis::windows, pick patterns).
 #include "kernels/internal/preprocess_permutes-inl.h"
-
-// Whether this target takes the wide blocks (ResampleAxis::wide_base) where
-// the 16-byte blocks do not fit: x86 without VBMI, whose byte shuffles work
-// within 16 bytes and whose gathers are slow (AVX2's microcoded on AMD; on
-// Intel, AVX2's and AVX-512's slowed by the Gather Data Sampling fix; SSE4's
-// and SSSE3's four loads and inserts).
-constexpr bool kWideBlocks = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 ||
-                             HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3;
 
 // Outputs [0, ax.count) of R rows (padded to whole vectors) for C channels
 // of each: out[k * C + c] from shuffle[channel[c]] of rows[k]. Two rows (a
@@ -1243,8 +1243,7 @@ bool UseBlocks(const PreprocessJob& job) {
   // -> 320 0.30, 4K -> 608 0.41-0.51; 32 MiB written between calls 0.31,
   // two threads 0.27. Values within 0.016 levels of the float path's.
   auto takes = [](const ResampleAxis& a) {
-    return a.blocks ||
-           ((HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3) && !a.wide_base.empty());
+    return a.blocks || (kWideBlocks && !a.wide_base.empty());
   };
   const bool x = takes(*job.luma_x) && takes(*job.chroma_x);
 #endif
