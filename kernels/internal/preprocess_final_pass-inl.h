@@ -200,7 +200,7 @@ struct ToRgb {
 // and stored at element `at` of row out_r's content; whole vectors by
 // kStore, a row's last (n < lanes) and other dtypes through StoreOut.
 // kAffine false: the levels come normalized already (Conv::Scaled).
-template <Store kStore, bool kAffine = true>
+template <Store kStore, bool kAffine = true, bool kUniform = false>
 struct RgbOut {
   RgbOut(const PreprocessJob& of, std::int64_t out_r, float* staged = nullptr) : job(of) {
     const DF df;
@@ -227,7 +227,8 @@ struct RgbOut {
   HWY_INLINE void Whole(std::int64_t at, VF r8, VF g8, VF b8) const {
     static_assert(kStore != Store::Any);
     const DF df;
-    const VF r = Normalize(r8, ra, rb), g = Normalize(g8, ga, gb), b = Normalize(b8, ba, bb);
+    const VF r = Normalize(r8, ra, rb), g = Normalize(g8, GA(), GB()),
+             b = Normalize(b8, BA(), BB());
     if constexpr (kStore == Store::F32Rows) {
       hn::Store(r, df, sr + at);
       hn::Store(g, df, sg + at);
@@ -249,11 +250,17 @@ struct RgbOut {
         return Whole(at, r8, g8, b8);
       }
     }
-    const VF r = Normalize(r8, ra, rb), g = Normalize(g8, ga, gb), b = Normalize(b8, ba, bb);
+    const VF r = Normalize(r8, ra, rb), g = Normalize(g8, GA(), GB()),
+             b = Normalize(b8, BA(), BB());
     StoreOut(job, r, job.planes[job.r_plane], start + at, n);
     StoreOut(job, g, job.planes[1], start + at, n);
     StoreOut(job, b, job.planes[job.b_plane], start + at, n);
   }
+  // kUniform: every plane's a and b are R's (two registers, not six).
+  HWY_INLINE VF GA() const { return kUniform ? ra : ga; }
+  HWY_INLINE VF GB() const { return kUniform ? rb : gb; }
+  HWY_INLINE VF BA() const { return kUniform ? ra : ba; }
+  HWY_INLINE VF BB() const { return kUniform ? rb : bb; }
   static HWY_INLINE VF Normalize(VF x, VF a, VF b) {
     if constexpr (kAffine) {
       return hn::MulAdd(x, a, b);

@@ -54,6 +54,7 @@ struct PreprocessCase {
   Interpolation interp;
   ResizeMode mode;
   DType dtype;
+  bool per_channel = false;  // ImageNet's mean and std: a and b differ by plane
 };
 const PreprocessCase kPreprocess[] = {
     {PixelFormat::NV12, 1920, 1080, 640, 640, Interpolation::Bilinear, ResizeMode::Stretch,
@@ -72,6 +73,14 @@ const PreprocessCase kPreprocess[] = {
      DType::F32},  // nearest 6.3x: 32-byte blocks of picks (no VBMI), tails
     {PixelFormat::NV21, 1280, 720, 201, 97, Interpolation::Nearest, ResizeMode::Stretch,
      DType::F32},  // nearest
+    // Nearest's one pass with the same a and b in every plane (AVX2: its own
+    // loop) and with a and b per plane.
+    {PixelFormat::NV12, 1920, 1080, 640, 640, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32},  // luma 3 apart, UV pairs 1.5x
+    {PixelFormat::NV12, 1280, 720, 640, 640, Interpolation::Nearest, ResizeMode::Stretch,
+     DType::F32, true},  // luma 2 apart, UV pairs 1 apart
+    {PixelFormat::I420, 1280, 720, 416, 416, Interpolation::Nearest, ResizeMode::Letterbox,
+     DType::F32, true},  // 3.1x, letterbox
     {PixelFormat::I420, 1920, 1080, 200, 120, Interpolation::Area, ResizeMode::Stretch,
      DType::F32},  // large area ratios: VBMI permutes, or the vertical-first path
     {PixelFormat::NV12, 1920, 1080, 320, 320, Interpolation::Area, ResizeMode::Letterbox,
@@ -239,6 +248,10 @@ PreprocessParams params_of(const PreprocessCase& c) {
   p.interpolation = c.interp;
   p.resize_mode = c.mode;
   p.out_dtype = c.dtype;
+  if (c.per_channel) {
+    p.mean = {0.485f, 0.456f, 0.406f};
+    p.std = {0.229f, 0.224f, 0.225f};
+  }
   return p;
 }
 
