@@ -212,9 +212,19 @@ void ByOutputRow(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t a
       store(first_ch, even, o);
       store(second_ch, 1 - even, o);
     } else if constexpr (kSpan == 8) {
-      // 8 elements per output: outputs i and i + 4 share a vector, and two
-      // levels of horizontal adds leave outputs 0-3 in the low half, 4-7 in
-      // the high.
+      // 8 elements per output, two outputs a vector. Of 8 taps each (kE 1),
+      // outputs 2i and 2i + 1 share vector i, their weights one load of the
+      // table as it lies; two levels of horizontal adds leave the even
+      // outputs in the low half, the odd in the high, and a permute puts
+      // them in order. AVX2 on Zen 5, calls alternated in one process, time
+      // against outputs i and i + 4 a vector (their weights two loads and an
+      // insert): 1080p NV12 -> 416 area 0.97 (with 32 MiB written between
+      // calls too), 1080p I420 -> 416 letterboxed, 4K NV12 -> 608 and 4K
+      // I420 -> 416 0.97-0.98; AVX-512 without VBMI 0.97. Otherwise (4 taps,
+      // or UV pairs) outputs i and i + 4 share a vector, and the halves come
+      // out in order.
+      constexpr bool kAdjacent = kE == 1 && kT == 8;
+      constexpr std::int64_t kNext = kAdjacent ? 2 : 1, kPartner = kAdjacent ? 1 : 4;
       auto half = [&](std::int64_t k) {
         const std::int16_t* p = q + k * kT;
         if constexpr (kE == 2) {
@@ -226,24 +236,33 @@ void ByOutputRow(const ResampleAxis& ax, const std::uint8_t* row, std::int64_t a
         }
       };
       __m256i w[4];
-      for (int i = 0; i < 4; ++i)
-        w[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(half(o + i)), half(o + i + 4), 1);
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (kAdjacent) {
+          w[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (o + 2 * i) * kT));
+        } else {
+          w[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(half(o + i)), half(o + i + 4), 1);
+        }
+      }
       __m256i sums[C];
       for (int c = 0; c < C; ++c) {
         __m256i p[4];
         for (int i = 0; i < 4; ++i) {
+          const std::int64_t k0 = o + kNext * i, k1 = k0 + kPartner;
           __m256i v;
           if constexpr (kWords) {
-            v = _mm256_inserti128_si256(_mm256_castsi128_si256(Elements8<true>(at(o + i, c))),
-                                        Elements8<true>(at(o + i + 4, c)), 1);
+            v = _mm256_inserti128_si256(_mm256_castsi128_si256(Elements8<true>(at(k0, c))),
+                                        Elements8<true>(at(k1, c)), 1);
           } else {
-            v = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(
-                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(o + i, c))),
-                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(o + i + 4, c)))));
+            v = _mm256_cvtepu8_epi16(
+                _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(k0, c))),
+                                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(k1, c)))));
           }
           p[i] = _mm256_madd_epi16(v, moved(w[i], c));
         }
         sums[c] = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+        if constexpr (kAdjacent) {
+          sums[c] = _mm256_permutevar8x32_epi32(sums[c], _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        }
       }
       for (int c = 0; c < C; ++c)  // after the loads: the stores could alias the row
         store(sums[c], c, o);
