@@ -62,8 +62,8 @@ using VF = hn::Vec<DF>;
 // The blocks path's horizontally resampled source rows: one slot per source
 // row (rows % slots), kept while the next output rows read it.
 struct RowCache {
-  std::vector<float> data;
-  std::vector<std::int64_t> tag;
+  LineVector<float> data;
+  LineVector<std::int64_t> tag;  // written per row: on lines of its own
   std::int64_t width = 0;
   void reset(int slots, std::int64_t w) {
     width = w;
@@ -103,17 +103,18 @@ HWY_INLINE VF TapsAt(const RowTaps& t, std::int64_t x) {
 
 // Scratch rows, lent per stripe from ScratchPool() (below) and reused across
 // calls. Sized with slack for whole vectors past the end; grown (never
-// shrunk) when a larger frame arrives.
+// shrunk) when a larger frame arrives. The rows on lines of their own
+// (LineVector), as is each slot: another stripe's scratch shares none.
 struct Scratch {
-  std::vector<float> vrow, urow, wrow;  // vertical pass (general path): luma, or U and V
-  std::vector<float> luma;              // resampled luma, box_w
-  std::vector<float> cu, cv;            // resampled chroma, box_w
-  std::int64_t chroma_row = -1;         // the content row whose chroma cu/cv hold
-  RowCache luma_rows, chroma_rows;      // the blocks path (chroma: U, then V)
-  std::vector<std::uint16_t> sums;      // area: a row of 16-bit sums of source rows
-  std::vector<float> luma_sums;         // ... resampled: low bytes, then high bytes
-  std::vector<float> chroma_sums;       // U low, V low, U high, V high
-  RowTaps luma_taps, u_taps, v_taps;    // the rows FinishRow sums
+  LineVector<float> vrow, urow, wrow;  // vertical pass (general path): luma, or U and V
+  LineVector<float> luma;              // resampled luma, box_w
+  LineVector<float> cu, cv;            // resampled chroma, box_w
+  std::int64_t chroma_row = -1;        // the content row whose chroma cu/cv hold
+  RowCache luma_rows, chroma_rows;     // the blocks path (chroma: U, then V)
+  LineVector<std::uint16_t> sums;      // area: a row of 16-bit sums of source rows
+  LineVector<float> luma_sums;         // ... resampled: low bytes, then high bytes
+  LineVector<float> chroma_sums;       // U low, V low, U high, V high
+  RowTaps luma_taps, u_taps, v_taps;   // the rows FinishRow sums
   // Bilinear's two rows down weighed into one as they are resampled (luma,
   // U, V; `fused_width` floats each, vector-aligned), where no row serves
   // two output rows.
@@ -130,7 +131,7 @@ inline std::int64_t StagedWidth(const PreprocessJob& job) {
   return (job.box_w + 16 + 15) / 16 * 16;
 }
 
-inline void grow(std::vector<float>& v, std::int64_t n) {
+inline void grow(LineVector<float>& v, std::int64_t n) {
   const auto want =
       static_cast<std::size_t>(n + 4 * static_cast<std::int64_t>(hn::Lanes(DF())) + 8);
   if (v.size() < want) v.assign(want, 0.f);  // zeros: lanes past the end stay finite
