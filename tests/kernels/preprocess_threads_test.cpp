@@ -6,8 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "neat/kernels/internal/lease_pool.hpp"
@@ -80,6 +84,69 @@ TEST(LeasePool, ThreadsTakingAtOnceNeverShareASlot) {
   for (auto& t : threads)
     t.join();
   EXPECT_EQ(shared.load(), 0) << "a slot was lent to two holders at once";
+}
+
+// The lines a block of memory lies on, by cache-line pair (kLineBytes).
+std::pair<std::uintptr_t, std::uintptr_t> lines_of(const void* p, std::size_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return {a / detail::kLineBytes, (a + bytes - 1) / detail::kLineBytes};
+}
+bool share_a_line(std::pair<std::uintptr_t, std::uintptr_t> a,
+                  std::pair<std::uintptr_t, std::uintptr_t> b) {
+  return a.first <= b.second && b.first <= a.second;
+}
+
+// Scratch rows allocated one after the other, of sizes that are not whole
+// lines (a row cache's few bytes of tags, odd row widths), each start on a
+// line of their own and share no line with another: the heap's own
+// allocator puts such blocks a few bytes apart, on one line.
+TEST(LineVector, RowsAllocatedOneAfterAnotherNeverShareALine) {
+  std::vector<detail::LineVector<std::uint8_t>> rows;
+  std::vector<detail::LineVector<std::int32_t>> tags;
+  for (std::size_t i = 0; i < 64; ++i) {
+    rows.emplace_back(1 + (i * 37) % 300);
+    tags.emplace_back(1 + i % 5);
+  }
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> spans;
+  for (const auto& r : rows) {
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(r.data()) % detail::kLineBytes, 0u);
+    spans.push_back(lines_of(r.data(), r.capacity()));
+  }
+  for (const auto& t : tags) {
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data()) % detail::kLineBytes, 0u);
+    spans.push_back(lines_of(t.data(), t.capacity() * sizeof(std::int32_t)));
+  }
+  int shared = 0;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    for (std::size_t j = i + 1; j < spans.size(); ++j) {
+      shared += share_a_line(spans[i], spans[j]) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(shared, 0) << "two scratch rows share a cache line";
+}
+
+// A size whose bytes do not fit in memory is refused, not wrapped around.
+TEST(LineVector, ASizeBeyondMemoryIsRefused) {
+  detail::LineAllocator<std::uint64_t> alloc;
+  EXPECT_THROW((void)alloc.allocate(std::numeric_limits<std::size_t>::max() / 4),
+               std::bad_array_new_length);
+}
+
+// Two holders' slots (flag and value) lie on lines of their own, so two
+// stripes taking and writing their slots never take a line from each other.
+TEST(LeasePool, TwoSlotsNeverShareALine) {
+  detail::LeasePool<int, 4> pool;
+  auto a = pool.take();
+  auto b = pool.take();
+  auto c = pool.take();
+  ASSERT_TRUE(a.pooled() && b.pooled() && c.pooled());
+  const int* values[3] = {&*a, &*b, &*c};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = i + 1; j < 3; ++j) {
+      EXPECT_FALSE(share_a_line(lines_of(values[i], sizeof(int)), lines_of(values[j], sizeof(int))))
+          << "slots " << i << " and " << j;
+    }
+  }
 }
 
 std::vector<std::byte> bytes_of(const NeatTensor& t) {
