@@ -507,9 +507,9 @@ bool SumsAsWords(const ResampleAxis&) {
 // a row down (chroma into 416 to 608 from 720p, luma 720p -> 608), each then
 // takes its rows two at a time, the blocks' tables loaded once for both,
 // and the two rows after them prefetched. Zen 5, calls alternated in one
-// process, time with / without: 720p NV12 -> 416 area 0.90-0.92 (the
+// process, time with / without: 720p NV12 -> 416 area 0.90-0.94 (the
 // frame cached or 32 MiB written between calls), two threads 0.92; -> 512
-// 0.92-0.95; 720p NV12 and I420 -> 608 bilinear 0.93-0.96; 1080p NV12 ->
+// 0.90-0.97; 720p NV12 and I420 -> 608 bilinear 0.93-0.96; 1080p NV12 ->
 // 608 bilinear 0.87 and 1080p -> 512 letterboxed 0.85 with 32 MiB between
 // calls (0.98-1.01 cached); AVX2 0.87-0.93. Without the prefetch of the
 // two rows after, 1.09-1.20 with 32 MiB between calls. I420's chroma rows
