@@ -13,6 +13,15 @@
 #define NEAT_KERNELS_INTERNAL_PREPROCESS_STORES_INL_H_
 #endif
 
+// Bytes of `count` (< lanes) values kept in a temporary of `cap` lanes. The
+// clamp changes nothing at run time; it lets the compiler see the copy stays
+// inside the temporary (GCC 12 otherwise warns on the one-lane scalar target).
+template <typename T>
+HWY_INLINE std::size_t PartialBytes(std::int64_t count, std::size_t cap) {
+  const auto n = static_cast<std::size_t>(count);
+  return (n < cap ? n : cap) * sizeof(T);
+}
+
 // Stores `count` (<= lanes) values at element `at` of an output plane;
 // whole aligned vectors bypass the caches when job.stream says so.
 HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::int64_t at,
@@ -30,7 +39,7 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
     } else {
       HWY_ALIGN float tmp[hn::MaxLanes(df)];
       hn::Store(v, df, tmp);
-      std::memcpy(p, tmp, static_cast<std::size_t>(count) * sizeof(float));
+      std::memcpy(p, tmp, PartialBytes<float>(count, hn::MaxLanes(df)));
     }
     return;
   }
@@ -58,7 +67,7 @@ HWY_INLINE void StoreOut(const PreprocessJob& job, VF v, std::byte* plane, std::
   } else {
     HWY_ALIGN std::uint16_t tmp[hn::MaxLanes(d16)];
     hn::Store(bits, d16, tmp);
-    std::memcpy(p, tmp, static_cast<std::size_t>(count) * sizeof(std::uint16_t));
+    std::memcpy(p, tmp, PartialBytes<std::uint16_t>(count, hn::MaxLanes(d16)));
   }
 }
 
