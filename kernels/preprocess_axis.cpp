@@ -218,6 +218,38 @@ void build_wide(ResampleAxis& a, int step, bool fit) {
 // The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
 // lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
 // output; else (large area ratios) a.blocks stays false. Then the permutes'.
+// The pair span tables (see ResampleAxis::pair_span_base): one pass of taps
+// that the blocks take, every vector's 16 outputs within 64 bytes.
+void build_pair_spans(ResampleAxis& a, int step) {
+  a.pair_span_base.clear();
+  for (auto& t : a.pair_span_permute)
+    t.clear();
+  const std::int64_t row_bytes = a.source * step;
+  if (!a.blocks || a.gather || a.picks || a.passes != 1 || row_bytes < 64) return;
+  const std::int64_t vectors = a.stride / 16;
+  std::vector<std::int32_t> base(static_cast<std::size_t>(vectors), 0);
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    std::int64_t lo = 0, hi = 0;
+    tap_span(a, step, v * 16, (v + 1) * 16, lo, hi);
+    const std::int64_t b = hi < 0 ? 0 : std::min(lo, row_bytes - 64);
+    if (hi - b >= 64) return;
+    base[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
+  }
+  for (int ch = 0; ch < step; ++ch)
+    a.pair_span_permute[ch].assign(static_cast<std::size_t>(vectors * 64), 0);
+  for (std::int64_t o = 0; o < a.count; ++o) {
+    const auto v = static_cast<std::size_t>(o / 16);
+    for (int t = 0; t < a.taps; ++t) {
+      if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
+      const std::int64_t byte = (a.first[static_cast<std::size_t>(o)] + t) * step - base[v];
+      const auto at = v * 64 + static_cast<std::size_t>(4 * (o % 16) + 2 * t);
+      for (int ch = 0; ch < step; ++ch)
+        a.pair_span_permute[ch][at] = static_cast<std::uint8_t>(byte + ch);
+    }
+  }
+  a.pair_span_base = std::move(base);
+}
+
 void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   // Pair weights in 1/32767 (1 fits in 16 bits); nearest: 1, so that the
   // resampled rows hold the source levels themselves.
@@ -311,6 +343,7 @@ void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   a.blocks = usable;
   build_permutes(a, step);
   build_spans(a, step);
+  build_pair_spans(a, step);
 }
 
 }  // namespace

@@ -122,7 +122,8 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
   // 2 and 3: area, below).
   auto run = [&](auto load_c, auto passes_c, auto pick, auto weighed_c, auto raw_c) {
     // How each vector's bytes load: 0 the 16-byte blocks, 1 a gather, 2
-    // the wide blocks (two 16-byte windows each: ResampleAxis::wide_base).
+    // the wide blocks (two 16-byte windows each: ResampleAxis::wide_base),
+    // 3 one 64-byte span permuted (VBMI: ResampleAxis::pair_span_base).
     constexpr int kLoad = static_cast<int>(decltype(load_c)::value);
     constexpr bool gather = kLoad == 1;
     constexpr int kPasses = decltype(passes_c)::value;  // 0: ax.passes, in a loop
@@ -151,8 +152,9 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
     hn::Vec<DI> start[C];
     VF start_f[C];
     for (int c = 0; c < C; ++c) {
-      shuffle[c] =
-          kLoad == 2 ? ax.shuffle_wide[0][channel[c]].data() : ax.shuffle[channel[c]].data();
+      shuffle[c] = kLoad == 2   ? ax.shuffle_wide[0][channel[c]].data()
+                   : kLoad == 3 ? ax.pair_span_permute[channel[c]].data()
+                                : ax.shuffle[channel[c]].data();
       shuffle_high[c] = kLoad == 2 ? ax.shuffle_wide[1][channel[c]].data() : nullptr;
       start[c] = hn::Set(di, offset[c]);
       start_f[c] = hn::Set(df, static_cast<float>(offset[c]));
@@ -165,6 +167,7 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
     const std::int16_t* const weights = ax.pair_weight.data();
     const std::int32_t* const block_base = kLoad == 2 ? ax.wide_base.data() : ax.block_base.data();
     const std::int32_t* const lane_base = ax.lane_base.data();
+    [[maybe_unused]] const std::int32_t* const span_base = ax.pair_span_base.data();
     const std::int64_t count = ax.count, block_count = ax.block_count;
     const int passes = kPasses != 0 ? kPasses : ax.passes;
     for (std::int64_t o = 0, b = 0; o < count; o += lanes, b += per_vector) {
@@ -176,6 +179,11 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
         if constexpr (kLoad == 2) {
           return hn::Or(hn::TableLookupBytesOr0(bytes[k], idx),
                         hn::TableLookupBytesOr0(high[k], hn::LoadU(db, idx_high)));
+#if HWY_TARGET == HWY_AVX3_DL
+        } else if constexpr (kLoad == 3) {
+          return hn::Vec<DB>{
+              _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, idx.raw, bytes[k].raw)};
+#endif
         } else {
           return hn::TableLookupBytesOr0(bytes[k], idx);
         }
@@ -185,6 +193,10 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
           bytes[k] = LoadBlocks(db, row[k], block_base + b);
           high[k] = LoadBlocks(db, row[k] + 16, block_base + b);
         }
+      } else if constexpr (kLoad == 3) {
+        const std::int32_t at = span_base[o / 16];
+        for (int k = 0; k < R; ++k)
+          bytes[k] = hn::LoadU(db, row[k] + at);
       } else if constexpr (gather) {
 #if HWY_TARGET == HWY_AVX2
         // Eight 4-byte loads, not vpgatherdd: microcoded on AMD (Zen 3: 80%
@@ -342,6 +354,22 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
     }
 #endif
   } else if (ax.passes == 1) {
+#if HWY_TARGET == HWY_AVX3_DL
+    // Where each vector's 16 outputs lie within 64 bytes (bilinear from 1x
+    // to about 3.9x; ResampleAxis::pair_span_base): one 64-byte load and one
+    // byte permute per row and vector, in place of four 16-byte loads
+    // merged and a shuffle. Zen 5, calls alternated in one process, the
+    // same bytes out, time spans / blocks: 720p I420 -> 416 letterboxed
+    // 0.86 (frame cached), 0.94-0.98 (16 MiB written between calls), two
+    // threads 0.91; NV12 0.92 and 0.96-0.97; 720p I420 -> 608 0.87 and
+    // 0.86-0.89; 1080p NV12 -> 512 letterboxed 0.92 and 1.00; 1080p I420 ->
+    // 416 letterboxed 0.93 and 0.91-0.95, -> 1280 letterboxed 0.92; the
+    // other rows 0.96-1.00 (session 65).
+    if (!pick && !ax.pair_span_base.empty()) {
+      kind(std::integral_constant<int, 3>(), One(), No());
+      return;
+    }
+#endif
     pick ? kind(No(), One(), Yes()) : kind(No(), One(), No());
   } else if (ax.passes == 2) {
     kind(No(), std::integral_constant<int, 2>(), No());

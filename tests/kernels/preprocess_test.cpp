@@ -1388,6 +1388,9 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
   };
   const AxisCase cases[] = {
       {640, 1920, 0, Sampling::Bilinear, 1, true, false, -1},    // 3x: 16-byte blocks
+      {416, 1280, 0, Sampling::Bilinear, 1, true, false, -1},    // 3.1x: blocks, 64-byte spans
+      {416, 1280, 1, Sampling::Bilinear, 1, true, false, -1},    // its I420 chroma
+      {416, 1280, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
       {640, 1920, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
       {320, 1920, 0, Sampling::Bilinear, 1, true, true, 1, 1},   // 6x: a gather, one window
       {320, 1920, 1, Sampling::Bilinear, 2, true, true, 1, 1},   // its NV12 chroma
@@ -1436,7 +1439,7 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
           if (w != 0) want += w * at((a.first[static_cast<std::size_t>(o)] + t) * c.step + ch);
         }
         const std::int64_t b = o / 4, i = o % 4;
-        double blocks = 0, permutes = 0, wide = 0;
+        double blocks = 0, permutes = 0, wide = 0, spans = 0;
         for (int p = 0; p < a.passes; ++p) {
           for (int half = 0; half < 2; ++half) {
             const auto k = static_cast<std::size_t>((p * a.block_count + b) * 8 + 2 * i + half);
@@ -1457,6 +1460,15 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
               if (low != 0x80) wide += w * at(origin + low);
               if (high != 0x80) wide += w * at(origin + 16 + high);
             }
+            if (!a.pair_span_base.empty()) {  // one 64-byte span a vector
+              const auto v = static_cast<std::size_t>(o / 16);
+              const int idx =
+                  a.pair_span_permute[ch]
+                                     [v * 64 + static_cast<std::size_t>(4 * (o % 16) + 2 * half)];
+              EXPECT_LT(idx, 64) << what << " output " << o;
+              EXPECT_LE(a.pair_span_base[v] + 64, bytes) << what;
+              if (w != 0) spans += w * at(a.pair_span_base[v] + idx);
+            }
             if (a.windows > 0) {
               const std::int64_t v = o / 16, j = o % 16;
               const std::int64_t base =
@@ -1473,9 +1485,26 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
         if (!a.wide_base.empty()) ASSERT_NEAR(wide / one, want, tol) << what << " output " << o;
         if (!a.wide_base.empty() && a.blocks) ASSERT_EQ(wide, blocks) << what << " output " << o;
         if (a.windows > 0) ASSERT_NEAR(permutes / one, want, tol) << what << " output " << o;
+        if (!a.pair_span_base.empty()) {
+          ASSERT_TRUE(a.blocks && !a.gather && !a.picks && a.passes == 1) << what;
+          ASSERT_EQ(spans, blocks) << what << " output " << o;
+        }
       }
     }
   }
+  // Where the spans are built: bilinear whose 16 outputs lie within 64
+  // bytes, not picks; 1080p NV12 chroma -> 416 spans 74 bytes.
+  auto spans = [](std::int64_t count, std::int64_t grid, int shift, int step) {
+    ResampleAxis a;
+    build_axis(a, count, grid, shift, Sampling::Bilinear, step);
+    return !a.pair_span_base.empty();
+  };
+  EXPECT_TRUE(spans(416, 1280, 0, 1));
+  EXPECT_TRUE(spans(416, 1280, 1, 2));
+  EXPECT_TRUE(spans(608, 1280, 1, 1));
+  EXPECT_FALSE(spans(416, 1920, 1, 2));  // 2.3 UV pairs an output: 74 bytes
+  EXPECT_FALSE(spans(640, 1920, 0, 1));  // 3x: picks
+  EXPECT_FALSE(spans(320, 1920, 0, 1));  // 6x: a gather
 }
 
 // One-pixel stripes (the worst case for aliasing): bilinear at 3x reads one
