@@ -218,14 +218,14 @@ void build_wide(ResampleAxis& a, int step, bool fit) {
 // The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
 // lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
 // output; else (large area ratios) a.blocks stays false. Then the permutes'.
-// The pair span tables (see ResampleAxis::pair_span_base): one pass of taps
-// that the blocks take, every vector's 16 outputs within 64 bytes.
+// The pair span tables (see ResampleAxis::pair_span_base): up to 8 taps,
+// not picks, every vector's 16 outputs within 64 bytes.
 void build_pair_spans(ResampleAxis& a, int step) {
   a.pair_span_base.clear();
   for (auto& t : a.pair_span_permute)
     t.clear();
   const std::int64_t row_bytes = a.source * step;
-  if (!a.blocks || a.gather || a.picks || a.passes != 1 || row_bytes < 64) return;
+  if (a.picks || a.taps > 8 || a.pair_weight.empty() || row_bytes < 64) return;
   const std::int64_t vectors = a.stride / 16;
   std::vector<std::int32_t> base(static_cast<std::size_t>(vectors), 0);
   for (std::int64_t v = 0; v < vectors; ++v) {
@@ -236,13 +236,14 @@ void build_pair_spans(ResampleAxis& a, int step) {
     base[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
   }
   for (int ch = 0; ch < step; ++ch)
-    a.pair_span_permute[ch].assign(static_cast<std::size_t>(vectors * 64), 0);
+    a.pair_span_permute[ch].assign(static_cast<std::size_t>(a.passes * vectors * 64), 0);
   for (std::int64_t o = 0; o < a.count; ++o) {
     const auto v = static_cast<std::size_t>(o / 16);
     for (int t = 0; t < a.taps; ++t) {
       if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
       const std::int64_t byte = (a.first[static_cast<std::size_t>(o)] + t) * step - base[v];
-      const auto at = v * 64 + static_cast<std::size_t>(4 * (o % 16) + 2 * t);
+      const auto at = static_cast<std::size_t>(
+          ((t / 2) * vectors + static_cast<std::int64_t>(v)) * 64 + 4 * (o % 16) + 2 * (t % 2));
       for (int ch = 0; ch < step; ++ch)
         a.pair_span_permute[ch][at] = static_cast<std::uint8_t>(byte + ch);
     }

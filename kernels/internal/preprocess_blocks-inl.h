@@ -232,7 +232,11 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
       // bytes at 4K -> 416) bought nothing.
       if (fetch_ahead != 0) {
         for (int k = 0; k < R; ++k)
-          hwy::Prefetch(row[k] + (gather ? lane_base[o] : block_base[b]) + fetch_ahead);
+          hwy::Prefetch(row[k] +
+                        (kLoad == 3 ? span_base[o / 16]
+                         : gather   ? lane_base[o]
+                                    : block_base[b]) +
+                        fetch_ahead);
       }
       if constexpr (pick) {
         for (int c = 0; c < C; ++c) {
@@ -312,6 +316,33 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
   // 0.93-0.94 of the time, I420 -> 416 0.96, 1080p -> 608 letterboxed
   // 0.93-0.94, two threads 0.91-0.96; the other rows 0.99-1.00.
   using One = std::integral_constant<int, 1>;
+#if HWY_TARGET == HWY_AVX3_DL
+  // Where each vector's 16 outputs lie within 64 bytes (TakesSpans): one
+  // 64-byte load and one byte permute per row, vector and pass, in place of
+  // four 16-byte loads merged and a shuffle (bilinear), or of the permutes
+  // out of two 64-byte halves of a 128-byte window (area, whose blocks do
+  // not fit). Zen 5, calls alternated in one process, the same bytes out,
+  // time spans / before, the frame cached and then 16 MiB written between
+  // calls: bilinear 720p I420 -> 416 letterboxed 0.86 and 0.94-0.98, two
+  // threads 0.91; NV12 0.92 and 0.96-0.97; 720p I420 -> 608 0.87 and
+  // 0.86-0.89; 1080p NV12 -> 512 letterboxed 0.92 and 1.00; 1080p I420 ->
+  // 416 letterboxed 0.93 and 0.91-0.95, -> 1280 letterboxed 0.92. Area
+  // 720p NV12 -> 416 0.93 and 0.97, I420 0.85 and 0.92, NV12 -> 608 0.90
+  // and 0.97, two threads 0.96-0.97. The other rows 0.96-1.01 (session 65).
+  if (TakesSpans(ax)) {
+    using Spans = std::integral_constant<int, 3>;
+    if (ax.passes == 1) {
+      kind(Spans(), One(), No());
+    } else if (ax.passes == 2) {
+      kind(Spans(), std::integral_constant<int, 2>(), No());
+    } else if (ax.passes == 3) {
+      kind(Spans(), std::integral_constant<int, 3>(), No());
+    } else {
+      kind(Spans(), std::integral_constant<int, 0>(), No());
+    }
+    return;
+  }
+#endif
   if (ax.gather) {  // a gather serves one pass only
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_SSE4 || \
     HWY_TARGET == HWY_SSSE3
@@ -354,22 +385,6 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
     }
 #endif
   } else if (ax.passes == 1) {
-#if HWY_TARGET == HWY_AVX3_DL
-    // Where each vector's 16 outputs lie within 64 bytes (bilinear from 1x
-    // to about 3.9x; ResampleAxis::pair_span_base): one 64-byte load and one
-    // byte permute per row and vector, in place of four 16-byte loads
-    // merged and a shuffle. Zen 5, calls alternated in one process, the
-    // same bytes out, time spans / blocks: 720p I420 -> 416 letterboxed
-    // 0.86 (frame cached), 0.94-0.98 (16 MiB written between calls), two
-    // threads 0.91; NV12 0.92 and 0.96-0.97; 720p I420 -> 608 0.87 and
-    // 0.86-0.89; 1080p NV12 -> 512 letterboxed 0.92 and 1.00; 1080p I420 ->
-    // 416 letterboxed 0.93 and 0.91-0.95, -> 1280 letterboxed 0.92; the
-    // other rows 0.96-1.00 (session 65).
-    if (!pick && !ax.pair_span_base.empty()) {
-      kind(std::integral_constant<int, 3>(), One(), No());
-      return;
-    }
-#endif
     pick ? kind(No(), One(), Yes()) : kind(No(), One(), No());
   } else if (ax.passes == 2) {
     kind(No(), std::integral_constant<int, 2>(), No());

@@ -134,14 +134,13 @@ struct ResampleAxis {
   /// AVX-512 VBMI permute per channel.
   std::vector<std::int32_t> span_base;
   std::vector<std::uint8_t> span_permute[4];
-  /// One pass of taps (bilinear, not picks) that the 16-byte blocks take,
-  /// where every vector of 16 outputs reads at most 64 bytes (empty: not
-  /// so): vector v loads the 64 bytes at pair_span_base[v] (inside the row)
-  /// and takes output i's two samples from bytes pair_span_permute[channel]
-  /// [v * 64 + 4 i] and [v * 64 + 4 i + 2] of them into the low bytes of
-  /// 16-bit lanes (as `shuffle` lays them out), one AVX-512 VBMI permute per
-  /// vector and channel in place of four block loads and a shuffle; weighed
-  /// with pair_weight.
+  /// Up to 8 taps (not picks) where every vector of 16 outputs reads at
+  /// most 64 bytes (empty: not so): vector v loads the 64 bytes at
+  /// pair_span_base[v] (inside the row), and pass p takes output i's two
+  /// samples from bytes pair_span_permute[channel][(p * vectors + v) * 64 +
+  /// 4 i] and [... + 4 i + 2] of them into the low bytes of 16-bit lanes
+  /// (as `shuffle` lays them out), one AVX-512 VBMI permute per vector,
+  /// pass and channel; weighed with pair_weight.
   std::vector<std::int32_t> pair_span_base;
   std::vector<std::uint8_t> pair_span_permute[4];
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block

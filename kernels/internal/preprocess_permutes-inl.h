@@ -289,15 +289,24 @@ bool HasPatternPicks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 // 17 taps the permutes measured faster (1080p -> 224, 10 taps: 1.35x the
 // time output by output; 4K -> 416: 1.2x). 4K -> 224 area 0.61-0.65 of the
 // time, 1080p -> 64 0.60, 4K -> 128 0.52-0.57 (in-process A/B, session 13).
+// Whether a row takes one 64-byte span per vector (ResampleAxis::
+// pair_span_base) in place of the 16-byte blocks, a gather or the permutes
+// out of 128-byte windows, where its tables are built: up to 8 taps, each
+// vector's 16 outputs within 64 bytes, not picks (bilinear from 1x to
+// about 3.9x; area to about 3x: 720p -> 416 to 608, 1080p and 4K -> 1280).
+bool TakesSpans(const ResampleAxis& ax) {
+  return !ax.pair_span_base.empty();
+}
+
 bool TakesByOutput(const ResampleAxis& ax) {
-  return !ax.blocks && ax.q_taps > 0 && (ax.windows == 0 || ax.taps > 16);
+  return !ax.blocks && ax.q_taps > 0 && (ax.windows == 0 || ax.taps > 16) && !TakesSpans(ax);
 }
 
 // Whether a row takes the permutes out of windows rather than the 16-byte
 // blocks (which measured faster where both apply), a gather (slower) or
 // its taps output by output (above).
 bool TakesPermutes(const ResampleAxis& ax) {
-  return ax.windows > 0 && (!ax.blocks || ax.gather) && !TakesByOutput(ax);
+  return ax.windows > 0 && (!ax.blocks || ax.gather) && !TakesByOutput(ax) && !TakesSpans(ax);
 }
 
 // The pattern's picks: one permute per vector and channel (PermutePicks).

@@ -1391,6 +1391,8 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
       {416, 1280, 0, Sampling::Bilinear, 1, true, false, -1},    // 3.1x: blocks, 64-byte spans
       {416, 1280, 1, Sampling::Bilinear, 1, true, false, -1},    // its I420 chroma
       {416, 1280, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
+      {416, 1280, 0, Sampling::Area, 1, true, false, -1},        // 3.1x area: spans, 2 passes
+      {608, 1280, 1, Sampling::Area, 2, true, false, -1},        // NV12 chroma, 1.05x
       {640, 1920, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
       {320, 1920, 0, Sampling::Bilinear, 1, true, true, 1, 1},   // 6x: a gather, one window
       {320, 1920, 1, Sampling::Bilinear, 2, true, true, 1, 1},   // its NV12 chroma
@@ -1462,9 +1464,9 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
             }
             if (!a.pair_span_base.empty()) {  // one 64-byte span a vector
               const auto v = static_cast<std::size_t>(o / 16);
-              const int idx =
-                  a.pair_span_permute[ch]
-                                     [v * 64 + static_cast<std::size_t>(4 * (o % 16) + 2 * half)];
+              const auto pass = static_cast<std::size_t>(p * vectors) + v;
+              const int idx = a.pair_span_permute[ch][pass * 64 + static_cast<std::size_t>(
+                                                                      4 * (o % 16) + 2 * half)];
               EXPECT_LT(idx, 64) << what << " output " << o;
               EXPECT_LE(a.pair_span_base[v] + 64, bytes) << what;
               if (w != 0) spans += w * at(a.pair_span_base[v] + idx);
@@ -1486,25 +1488,32 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
         if (!a.wide_base.empty() && a.blocks) ASSERT_EQ(wide, blocks) << what << " output " << o;
         if (a.windows > 0) ASSERT_NEAR(permutes / one, want, tol) << what << " output " << o;
         if (!a.pair_span_base.empty()) {
-          ASSERT_TRUE(a.blocks && !a.gather && !a.picks && a.passes == 1) << what;
-          ASSERT_EQ(spans, blocks) << what << " output " << o;
+          ASSERT_TRUE(!a.picks && a.taps <= 8) << what;
+          ASSERT_NEAR(spans / one, want, tol) << what << " output " << o;
+          if (a.blocks && !a.gather) ASSERT_EQ(spans, blocks) << what << " output " << o;
+          if (a.windows > 0) ASSERT_EQ(spans, permutes) << what << " output " << o;
         }
       }
     }
   }
-  // Where the spans are built: bilinear whose 16 outputs lie within 64
-  // bytes, not picks; 1080p NV12 chroma -> 416 spans 74 bytes.
-  auto spans = [](std::int64_t count, std::int64_t grid, int shift, int step) {
+  // Where the spans are built: up to 8 taps whose 16 outputs a vector lie
+  // within 64 bytes, not picks; 1080p NV12 chroma -> 416 spans 74 bytes.
+  auto spans = [](std::int64_t count, std::int64_t grid, int shift, int step,
+                  Sampling m = Sampling::Bilinear) {
     ResampleAxis a;
-    build_axis(a, count, grid, shift, Sampling::Bilinear, step);
+    build_axis(a, count, grid, shift, m, step);
     return !a.pair_span_base.empty();
   };
   EXPECT_TRUE(spans(416, 1280, 0, 1));
   EXPECT_TRUE(spans(416, 1280, 1, 2));
   EXPECT_TRUE(spans(608, 1280, 1, 1));
-  EXPECT_FALSE(spans(416, 1920, 1, 2));  // 2.3 UV pairs an output: 74 bytes
-  EXPECT_FALSE(spans(640, 1920, 0, 1));  // 3x: picks
-  EXPECT_FALSE(spans(320, 1920, 0, 1));  // 6x: a gather
+  EXPECT_TRUE(spans(416, 1280, 0, 1, Sampling::Area));
+  EXPECT_TRUE(spans(1280, 3840, 0, 1, Sampling::Area));  // 3x area: 4 taps
+  EXPECT_FALSE(spans(416, 1920, 1, 2));                  // 2.3 UV pairs an output: 74 bytes
+  EXPECT_FALSE(spans(416, 1920, 0, 1, Sampling::Area));  // 4.6x: 74 bytes
+  EXPECT_FALSE(spans(640, 1920, 0, 1));                  // 3x: picks
+  EXPECT_FALSE(spans(320, 1920, 0, 1));                  // 6x: a gather
+  EXPECT_FALSE(spans(416, 1280, 0, 1, Sampling::Nearest));
 }
 
 // One-pixel stripes (the worst case for aliasing): bilinear at 3x reads one
