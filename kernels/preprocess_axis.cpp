@@ -147,6 +147,22 @@ void build_permutes(ResampleAxis& a, int step) {
   }
 }
 
+// Where every vector of 16 outputs reads at most 64 bytes of the row: each
+// vector's first byte in `base`, its 64 bytes inside the row (row_bytes >=
+// 64). False where some vector's taps span 64 bytes or more.
+bool span_bases(const ResampleAxis& a, int step, std::vector<std::int32_t>& base) {
+  const std::int64_t row_bytes = a.source * step, vectors = a.stride / 16;
+  base.assign(static_cast<std::size_t>(vectors), 0);
+  for (std::int64_t v = 0; v < vectors; ++v) {
+    std::int64_t lo = 0, hi = 0;
+    tap_span(a, step, v * 16, (v + 1) * 16, lo, hi);
+    const std::int64_t b = hi < 0 ? 0 : std::min(lo, row_bytes - 64);
+    if (hi - b >= 64) return false;
+    base[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
+  }
+  return true;
+}
+
 // The span tables (see ResampleAxis::span_base): picks only, every vector's
 // 16 outputs within 64 bytes of the row.
 void build_spans(ResampleAxis& a, int step) {
@@ -156,14 +172,8 @@ void build_spans(ResampleAxis& a, int step) {
   const std::int64_t row_bytes = a.source * step;
   if (!a.picks || row_bytes < 64) return;
   const std::int64_t vectors = a.stride / 16;
-  std::vector<std::int32_t> base(static_cast<std::size_t>(vectors), 0);
-  for (std::int64_t v = 0; v < vectors; ++v) {
-    std::int64_t lo = 0, hi = 0;
-    tap_span(a, step, v * 16, (v + 1) * 16, lo, hi);
-    const std::int64_t b = hi < 0 ? 0 : std::min(lo, row_bytes - 64);
-    if (hi - b >= 64) return;
-    base[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
-  }
+  std::vector<std::int32_t> base;
+  if (!span_bases(a, step, base)) return;
   for (int ch = 0; ch < step; ++ch)
     a.span_permute[ch].assign(static_cast<std::size_t>(vectors * 64), 0);
   for (std::int64_t o = 0; o < a.count; ++o) {
@@ -215,9 +225,6 @@ void build_wide(ResampleAxis& a, int step, bool fit) {
   a.wide_base = std::move(base);
 }
 
-// The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
-// lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
-// output; else (large area ratios) a.blocks stays false. Then the permutes'.
 // The pair span tables (see ResampleAxis::pair_span_base): up to 8 taps,
 // not picks, every vector's 16 outputs within 64 bytes.
 void build_pair_spans(ResampleAxis& a, int step) {
@@ -227,14 +234,8 @@ void build_pair_spans(ResampleAxis& a, int step) {
   const std::int64_t row_bytes = a.source * step;
   if (a.picks || a.taps > 8 || a.pair_weight.empty() || row_bytes < 64) return;
   const std::int64_t vectors = a.stride / 16;
-  std::vector<std::int32_t> base(static_cast<std::size_t>(vectors), 0);
-  for (std::int64_t v = 0; v < vectors; ++v) {
-    std::int64_t lo = 0, hi = 0;
-    tap_span(a, step, v * 16, (v + 1) * 16, lo, hi);
-    const std::int64_t b = hi < 0 ? 0 : std::min(lo, row_bytes - 64);
-    if (hi - b >= 64) return;
-    base[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(b);
-  }
+  std::vector<std::int32_t> base;
+  if (!span_bases(a, step, base)) return;
   for (int ch = 0; ch < step; ++ch)
     a.pair_span_permute[ch].assign(static_cast<std::size_t>(a.passes * vectors * 64), 0);
   for (std::int64_t o = 0; o < a.count; ++o) {
@@ -251,6 +252,10 @@ void build_pair_spans(ResampleAxis& a, int step) {
   a.pair_span_base = std::move(base);
 }
 
+// The blocks path's tables (see ResampleAxis). Blocks of 4 outputs whose taps
+// lie in 16 bytes; else, with one tap pair per output, a 4-byte gather per
+// output; else (large area ratios) a.blocks stays false. Then the permutes'
+// and the spans'.
 void build_blocks(ResampleAxis& a, int step, Sampling sampling) {
   // Pair weights in 1/32767 (1 fits in 16 bits); nearest: 1, so that the
   // resampled rows hold the source levels themselves.

@@ -282,13 +282,6 @@ bool HasPatternPicks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
   return true;
 }
 
-// Whether a row takes its taps output by output (HorizontalByOutput) in
-// place of the permutes: beyond 16 taps (area from 17x across: 1080p or 4K
-// -> 224, 112, 64), where the permutes' passes times windows grow with the
-// taps, and where no window fits (16-bit sums of UV pairs from 8x); below
-// 17 taps the permutes measured faster (1080p -> 224, 10 taps: 1.35x the
-// time output by output; 4K -> 416: 1.2x). 4K -> 224 area 0.61-0.65 of the
-// time, 1080p -> 64 0.60, 4K -> 128 0.52-0.57 (in-process A/B, session 13).
 // Whether a row takes one 64-byte span per vector (ResampleAxis::
 // pair_span_base) in place of the 16-byte blocks, a gather or the permutes
 // out of 128-byte windows, where its tables are built: up to 8 taps, each
@@ -298,6 +291,13 @@ bool TakesSpans(const ResampleAxis& ax) {
   return !ax.pair_span_base.empty();
 }
 
+// Whether a row takes its taps output by output (HorizontalByOutput) in
+// place of the permutes: beyond 16 taps (area from 17x across: 1080p or 4K
+// -> 224, 112, 64), where the permutes' passes times windows grow with the
+// taps, and where no window fits (16-bit sums of UV pairs from 8x); below
+// 17 taps the permutes measured faster (1080p -> 224, 10 taps: 1.35x the
+// time output by output; 4K -> 416: 1.2x). 4K -> 224 area 0.61-0.65 of the
+// time, 1080p -> 64 0.60, 4K -> 128 0.52-0.57 (in-process A/B, session 13).
 bool TakesByOutput(const ResampleAxis& ax) {
   return !ax.blocks && ax.q_taps > 0 && (ax.windows == 0 || ax.taps > 16) && !TakesSpans(ax);
 }
