@@ -316,6 +316,19 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
   // 0.93-0.94 of the time, I420 -> 416 0.96, 1080p -> 608 letterboxed
   // 0.93-0.94, two threads 0.91-0.96; the other rows 0.99-1.00.
   using One = std::integral_constant<int, 1>;
+  // A loader with its passes: one (picks, where pick_c says so, take one
+  // tap), two or three compiled as such, more in a loop.
+  auto by_passes = [&](auto load_c, auto pick_c) {
+    if (ax.passes == 1) {
+      kind(load_c, One(), pick_c);
+    } else if (ax.passes == 2) {
+      kind(load_c, std::integral_constant<int, 2>(), No());
+    } else if (ax.passes == 3) {
+      kind(load_c, std::integral_constant<int, 3>(), No());
+    } else {
+      kind(load_c, std::integral_constant<int, 0>(), No());
+    }
+  };
 #if HWY_TARGET == HWY_AVX3_DL
   // Where each vector's 16 outputs lie within 64 bytes (TakesSpans): one
   // 64-byte load and one byte permute per row, vector and pass, in place of
@@ -329,17 +342,8 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
   // 416 letterboxed 0.93 and 0.91-0.95, -> 1280 letterboxed 0.92. Area
   // 720p NV12 -> 416 0.93 and 0.97, I420 0.85 and 0.92, NV12 -> 608 0.90
   // and 0.97, two threads 0.96-0.97. The other rows 0.96-1.01 (session 65).
-  if (TakesSpans(ax)) {
-    using Spans = std::integral_constant<int, 3>;
-    if (ax.passes == 1) {
-      kind(Spans(), One(), No());
-    } else if (ax.passes == 2) {
-      kind(Spans(), std::integral_constant<int, 2>(), No());
-    } else if (ax.passes == 3) {
-      kind(Spans(), std::integral_constant<int, 3>(), No());
-    } else {
-      kind(Spans(), std::integral_constant<int, 0>(), No());
-    }
+  if (TakesSpans(ax)) {  // never picks
+    by_passes(std::integral_constant<int, 3>(), No());
     return;
   }
 #endif
@@ -375,23 +379,10 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
     // NV12 -> 416 area, its UV bytes 2.3x across: 0.86-0.90 of the time,
     // 0.97-0.98 with 32 MiB written between calls; the other area rows of
     // 720p to 4K into 416 and 608 0.98-1.02; the same bytes out).
-    using Wide = std::integral_constant<int, 2>;
-    if (ax.passes == 2) {
-      kind(Wide(), std::integral_constant<int, 2>(), No());
-    } else if (ax.passes == 3) {
-      kind(Wide(), std::integral_constant<int, 3>(), No());
-    } else {
-      kind(Wide(), std::integral_constant<int, 0>(), No());
-    }
+    by_passes(std::integral_constant<int, 2>(), No());  // two passes or more
 #endif
-  } else if (ax.passes == 1) {
-    pick ? kind(No(), One(), Yes()) : kind(No(), One(), No());
-  } else if (ax.passes == 2) {
-    kind(No(), std::integral_constant<int, 2>(), No());
-  } else if (ax.passes == 3) {
-    kind(No(), std::integral_constant<int, 3>(), No());
   } else {
-    kind(No(), std::integral_constant<int, 0>(), No());
+    pick ? by_passes(No(), Yes()) : by_passes(No(), No());
   }
 }
 
