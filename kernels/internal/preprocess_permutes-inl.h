@@ -285,8 +285,8 @@ bool HasPatternPicks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 // Whether a row takes one 64-byte span per vector (ResampleAxis::
 // pair_span_base) in place of the 16-byte blocks, a gather or the permutes
 // out of 128-byte windows, where its tables are built: up to 8 taps, each
-// vector's 16 outputs within 64 bytes, not picks (bilinear from 1x to
-// about 3.9x; area to about 3x: 720p -> 416 to 608, 1080p and 4K -> 1280).
+// vector's 16 outputs within 64 bytes, not picks (bilinear up to about
+// 3.9x down; area to about 3x: 720p -> 416 to 608, 1080p and 4K -> 1280).
 bool TakesSpans(const ResampleAxis& ax) {
   return !ax.pair_span_base.empty();
 }
