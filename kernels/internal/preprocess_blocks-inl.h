@@ -386,8 +386,8 @@ void HorizontalBlocksRows(const ResampleAxis& ax, const std::uint8_t* const* row
   }
 }
 
-// Whether HorizontalBlocks takes the 16-byte blocks or a gather (not the
-// VBMI pattern picks or windows).
+// Whether HorizontalBlocks takes the 16-byte blocks, a gather or the 64-byte
+// spans (not the VBMI pattern picks or windows).
 template <int C>
 bool TakesBlocks(const ResampleAxis& ax, const std::int32_t (&offset)[C]) {
 #if HWY_TARGET == HWY_AVX3_DL

@@ -1388,12 +1388,12 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
   };
   const AxisCase cases[] = {
       {640, 1920, 0, Sampling::Bilinear, 1, true, false, -1},    // 3x: 16-byte blocks
+      {640, 1920, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
       {416, 1280, 0, Sampling::Bilinear, 1, true, false, -1},    // 3.1x: blocks, 64-byte spans
       {416, 1280, 1, Sampling::Bilinear, 1, true, false, -1},    // its I420 chroma
       {416, 1280, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
       {416, 1280, 0, Sampling::Area, 1, true, false, -1},        // 3.1x area: spans, 2 passes
       {608, 1280, 1, Sampling::Area, 2, true, false, -1},        // NV12 chroma, 1.05x
-      {640, 1920, 1, Sampling::Bilinear, 2, true, false, -1},    // its NV12 chroma
       {320, 1920, 0, Sampling::Bilinear, 1, true, true, 1, 1},   // 6x: a gather, one window
       {320, 1920, 1, Sampling::Bilinear, 2, true, true, 1, 1},   // its NV12 chroma
       {416, 1920, 1, Sampling::Bilinear, 2, true, true, -1, 1},  // 1080p NV12 chroma -> 416
