@@ -121,6 +121,8 @@ struct ResampleAxis {
   /// equal share of the outputs from each; permute[channel] gives each
   /// output's samples of pass p (pass-major, 64 bytes per vector) as the low
   /// bytes of 16-bit lanes, weighed with pair_weight.
+  /// Each window starts on a 64-byte line of the row where it still holds
+  /// its taps, else at its first tap's byte.
   int windows = 0;
   std::vector<std::int32_t> window_base;  ///< 4 per vector
   std::vector<std::uint8_t> permute[4];
@@ -131,7 +133,8 @@ struct ResampleAxis {
   /// not so; 720p -> 416 nearest, 3.08 samples an output): vector v loads
   /// the 64 bytes at span_base[v] (inside the row) and takes output i's
   /// sample from byte span_permute[channel][v * 64 + 4 i] of them, one
-  /// AVX-512 VBMI permute per channel.
+  /// AVX-512 VBMI permute per channel. Spans start on a 64-byte line of
+  /// the row where they still hold their samples (as the windows).
   std::vector<std::int32_t> span_base;
   std::vector<std::uint8_t> span_permute[4];
   /// Up to 8 taps (not picks) where every vector of 16 outputs reads at
@@ -140,7 +143,7 @@ struct ResampleAxis {
   /// samples from bytes pair_span_permute[channel][(p * vectors + v) * 64 +
   /// 4 i] and [... + 4 i + 2] of them into the low bytes of 16-bit lanes
   /// (as `shuffle` lays them out), one AVX-512 VBMI permute per vector,
-  /// pass and channel; weighed with pair_weight.
+  /// pass and channel; weighed with pair_weight. Placed as span_base.
   std::vector<std::int32_t> pair_span_base;
   std::vector<std::uint8_t> pair_span_permute[4];
   std::vector<std::uint8_t> shuffle[4];   ///< pass-major, 16 bytes per block

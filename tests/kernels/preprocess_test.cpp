@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <opencv2/imgproc.hpp>
 #include <random>
 #include <string>
@@ -1514,6 +1515,95 @@ TEST(PreprocessAxis, BlockAndPermuteTablesSumTheSameTapsAsTheWeights) {
   EXPECT_FALSE(spans(640, 1920, 0, 1));                  // 3x: picks
   EXPECT_FALSE(spans(320, 1920, 0, 1));                  // 6x: a gather
   EXPECT_FALSE(spans(416, 1280, 0, 1, Sampling::Nearest));
+}
+
+// The permute windows (128 bytes) and the spans (64) start on a 64-byte line
+// of the row wherever the load from there still holds their taps: a row on
+// a line is then read a line per load. Elsewhere at the first tap's byte.
+// Either way inside the row and holding every tap of its outputs.
+TEST(PreprocessAxis, WindowsAndSpansStartOnALineWhereTheyHoldTheirTaps) {
+  using detail::build_axis;
+  using detail::ResampleAxis;
+  using detail::Sampling;
+  // Bytes [lo, hi] that outputs [o0, o1) read (hi -1: none).
+  auto span = [](const ResampleAxis& a, int step, std::int64_t o0, std::int64_t o1,
+                 std::int64_t& lo, std::int64_t& hi) {
+    lo = std::numeric_limits<std::int64_t>::max();
+    hi = -1;
+    for (std::int64_t o = o0; o < std::min(o1, a.count); ++o) {
+      for (int t = 0; t < a.taps; ++t) {
+        if (a.weight[static_cast<std::size_t>(t * a.stride + o)] == 0.f) continue;
+        const std::int64_t at = (std::int64_t{a.first[static_cast<std::size_t>(o)]} + t) * step;
+        lo = std::min(lo, at);
+        hi = std::max(hi, at + step - 1);
+      }
+    }
+  };
+  // base for outputs [o0, o1): inside the row, holding [lo, hi], on a line
+  // unless the line's load would miss hi. Counts the bases on a line.
+  auto check = [&](const ResampleAxis& a, int step, std::int32_t base, std::int64_t o0,
+                   std::int64_t o1, std::int64_t size, int& on_line) {
+    std::int64_t lo = 0, hi = 0;
+    span(a, step, o0, o1, lo, hi);
+    if (hi < 0) return;
+    EXPECT_GE(base, 0) << o0;
+    EXPECT_LE(base + size, a.source * step) << o0;
+    EXPECT_LE(base, lo) << o0;
+    EXPECT_LT(hi, base + size) << o0;
+    if (base % 64 == 0) {
+      ++on_line;
+    } else {
+      EXPECT_GE(hi - base / 64 * 64, size) << o0 << ": the line's load would hold the taps";
+    }
+  };
+  struct Case {
+    int count, grid, shift;
+    Sampling m;
+    int step;
+    bool windows, spans, pair_spans;
+  };
+  for (const Case& c : {
+           Case{416, 1920, 0, Sampling::Bilinear, 1, true, false, false},  // 4.6x: windows
+           Case{416, 1920, 0, Sampling::Area, 2, true, false, false},      // sums as words
+           Case{416, 1920, 1, Sampling::Area, 4, true, false, false},      // UV pairs' sums
+           Case{608, 3840, 0, Sampling::Bilinear, 1, true, false, false},  // 6.3x
+           Case{416, 1280, 0, Sampling::Bilinear, 1, false, false, true},  // 3.1x: pair spans
+           Case{416, 1280, 1, Sampling::Bilinear, 2, false, false, true},  // NV12 chroma
+           Case{416, 1280, 0, Sampling::Nearest, 1, false, true, false},   // 3.08x: spans
+           Case{417, 1282, 0, Sampling::Nearest, 1, false, true, false},   // and a tail
+       }) {
+    SCOPED_TRACE(::testing::Message() << c.count << " of " << c.grid << ", step " << c.step);
+    ResampleAxis a;
+    build_axis(a, c.count, c.grid, c.shift, c.m, c.step);
+    const std::int64_t vectors = a.stride / 16;
+    int on_line = 0, bases = 0;
+    if (c.windows) {
+      ASSERT_GT(a.windows, 0);
+      const std::int64_t per = 16 / a.windows;
+      for (std::int64_t v = 0; v < vectors; ++v) {
+        for (int w = 0; w < a.windows; ++w, ++bases) {
+          check(a, c.step, a.window_base[static_cast<std::size_t>(4 * v + w)], 16 * v + w * per,
+                16 * v + (w + 1) * per, 128, on_line);
+        }
+      }
+    }
+    if (c.spans) {
+      ASSERT_FALSE(a.span_base.empty());
+      for (std::int64_t v = 0; v < vectors; ++v, ++bases)
+        check(a, c.step, a.span_base[static_cast<std::size_t>(v)], 16 * v, 16 * v + 16, 64,
+              on_line);
+    }
+    if (c.pair_spans) {
+      ASSERT_FALSE(a.pair_span_base.empty());
+      for (std::int64_t v = 0; v < vectors; ++v, ++bases) {
+        check(a, c.step, a.pair_span_base[static_cast<std::size_t>(v)], 16 * v, 16 * v + 16, 64,
+              on_line);
+      }
+    }
+    // Not every base fits on a line, but a share does at every one of these
+    // ratios (a test that the placement is made at all).
+    EXPECT_GT(on_line, bases / 8) << on_line << " of " << bases;
+  }
 }
 
 // One-pixel stripes (the worst case for aliasing): bilinear at 3x reads one
