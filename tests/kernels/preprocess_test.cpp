@@ -1007,15 +1007,18 @@ TEST(PreprocessAccuracy, AreaFixedPointVerticalPassStaysWithinItsBound) {
   const Case cases[] = {
       {1920, 1080, 416, 416},  // 4.6x across, 2.6x down
       {1920, 1080, 608, 608},  // 3.2x, 1.8x (three taps, summed from 1.6 rows on)
-      {3840, 2160, 416, 416},  // 9.2x, 5.2x
-      {3840, 2160, 608, 608},  // 6.3x, 3.6x
+      {3840, 2160, 416, 416},  // 9.2x, 5.2x (six passes of tap pairs across, compiled in)
+      {3840, 2160, 448, 252},  // 8.6x both (five)
+      {3840, 2160, 608, 608},  // 6.3x, 3.6x (four; luma 8 taps, as 7.5x)
       {1280, 720, 416, 234},   // 3.1x both
       {1926, 1086, 321, 161},  // 6x across (no tables), 6.75x down
   };
   // Measured: at most 0.034 levels (random, 4K -> 416; 0.022 before the
-  // pass), mean 0.006 (stripes, 4K -> 416): the contract allows 1 and 0.25.
+  // pass), mean 0.006 (stripes, 4K -> 416) and 0.0097 (stripes, 4K -> 448 x
+  // 252, whose 8.6 rows a sum leave 2^-3 level where 5.2 leave 2^-4): the
+  // contract allows 1 and 0.25.
   for (const Case& c : cases)
-    expect_area_within(c, ResizeMode::Stretch, 0.05, 0.008);
+    expect_area_within(c, ResizeMode::Stretch, 0.05, 0.012);
 }
 
 // Area at large ratios (classifier inputs: 224, 112, 64 from HD and 4K):
